@@ -1,0 +1,83 @@
+"""`Agent`: an immutable, validated description of one specialist."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from baton.tools import Tool
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,47}$")
+
+
+class Agent(BaseModel):
+    """One specialist: what it owns, what it refuses, its tools and whom it may hand off to."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, extra="forbid")
+
+    name: str = Field(description="Unique name in the team; used in `transfer_to_<name>`.")
+    instructions: str = Field(default="", description="System prompt of the agent.")
+    description: str = Field(default="", description="What the agent owns (drives routing).")
+    not_for: str = Field(default="", description="What it must not handle (drives hand-offs).")
+    examples: tuple[str, ...] = Field(default=(), description="Utterances it should receive.")
+    tools: tuple[Tool, ...] = Field(default=(), description="Tools only this agent may call.")
+    handoffs: tuple[str, ...] = Field(default=(), description="Agents it may pass the baton to.")
+    model: Any = Field(
+        default=None,
+        description="A `Model`, a name ('local', 'openai:<name>'), or None for the team's model.",
+    )
+    max_iterations: int = Field(default=8, ge=1, description="Model calls per turn before a trip.")
+    accepts: tuple[str, ...] | None = Field(
+        default=None, description="Whitelist of state keys it receives; None accepts all."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, v: str) -> str:
+        if not _NAME_RE.match(v):
+            raise ValueError(
+                "agent names must start with a letter or '_' and hold only letters, digits, "
+                "'_' or '-' (at most 48 characters), because they become tool names"
+            )
+        return v
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _coerce_tools(cls, v: Any) -> Any:
+        items = list(v or ())
+        out: list[Tool] = []
+        for t in items:
+            if isinstance(t, Tool):
+                out.append(t)
+            elif callable(t):
+                out.append(Tool(t))
+            else:
+                raise ValueError(f"{t!r} is not a tool: decorate a function with @tool")
+        names = [t.name for t in out]
+        dupes = {n for n in names if names.count(n) > 1}
+        if dupes:
+            raise ValueError(f"duplicate tool names {sorted(dupes)}: give each tool its own name")
+        return tuple(out)
+
+    @field_validator("examples", "handoffs", mode="before")
+    @classmethod
+    def _tuple_of_str(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return (v,)
+        return tuple(v or ())
+
+    @field_validator("accepts", mode="before")
+    @classmethod
+    def _accepts(cls, v: Any) -> Any:
+        if v is None:
+            return None
+        return tuple([v] if isinstance(v, str) else v)
+
+    def tool(self, name: str) -> Tool | None:
+        """The agent's tool called `name`, or None."""
+        for t in self.tools:
+            if t.name == name:
+                return t
+        return None

@@ -1,0 +1,31 @@
+"""Store backends behind the `Store` protocol, opened by URL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from baton.backends.base import HumanTicket, SessionRecord, Store
+from baton.backends.memory import MemoryStore
+from baton.core.errors import ConfigError
+
+
+def open_store(spec: Any) -> Store:
+    """A store from a URL (`memory://`, `sqlite:///path.db`), a Store object, or None (memory)."""
+    if spec is None:
+        return MemoryStore()
+    if isinstance(spec, str):
+        if spec in ("memory://", "memory", ":memory:"):
+            return MemoryStore()
+        if spec.startswith("sqlite://"):
+            from baton.backends.sqlite import SQLiteStore
+
+            return SQLiteStore(spec)
+        raise ConfigError(
+            f"unknown store URL {spec!r}: use 'memory://' or 'sqlite:///path/to/baton.db'"
+        )
+    if isinstance(spec, Store):
+        return spec
+    raise ConfigError(f"store must be a URL or a Store object, got {type(spec).__name__}")
+
+
+__all__ = ["HumanTicket", "MemoryStore", "SessionRecord", "Store", "open_store"]

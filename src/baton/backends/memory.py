@@ -1,0 +1,74 @@
+"""`MemoryStore`: everything in process memory. The default for `Team(...)` without a store."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from baton.backends.base import HumanTicket, SessionRecord
+from baton.core.events import EscalationCard, Event
+from baton.core.messages import Message
+
+
+class MemoryStore:
+    """A dict-backed store; state is copied in and out so callers never alias it."""
+
+    url = "memory://"
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, SessionRecord] = {}
+        self._messages: dict[str, list[Message]] = {}
+        self._events: list[Event] = []
+        self._locks: dict[str, float] = {}
+        self._human: list[HumanTicket] = []
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        rec = self._sessions.get(session_id)
+        return None if rec is None else replace(rec, state=dict(rec.state))
+
+    async def commit_run(
+        self, session: SessionRecord, messages: list[Message], events: list[Event]
+    ) -> None:
+        self._sessions[session.session_id] = replace(session, state=dict(session.state))
+        if messages:
+            self._messages.setdefault(session.session_id, []).extend(messages)
+        self._events.extend(events)
+
+    async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
+        msgs = self._messages.get(session_id, [])
+        return list(msgs[-limit:] if limit else msgs)
+
+    async def get_events(
+        self, session_id: str | None = None, trace_id: str | None = None
+    ) -> list[Event]:
+        return [
+            e
+            for e in self._events
+            if (session_id is None or e.session_id == session_id)
+            and (trace_id is None or e.trace_id == trace_id)
+        ]
+
+    async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
+        recs = sorted(self._sessions.values(), key=lambda r: r.updated_at, reverse=True)
+        return recs[:limit]
+
+    async def claim_lock(self, key: str, window_s: float) -> bool:
+        t = time.monotonic()
+        expires = self._locks.get(key)
+        if expires is not None and expires > t:
+            return False
+        self._locks[key] = t + window_s
+        if len(self._locks) > 10_000:  # keep memory bounded under long runs
+            self._locks = {k: v for k, v in self._locks.items() if v > t}
+        return True
+
+    async def push_human(self, card: EscalationCard) -> int:
+        ticket = HumanTicket(id=len(self._human) + 1, card=card)
+        self._human.append(ticket)
+        return ticket.id
+
+    async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
+        return [t for t in self._human if status is None or t.status == status]
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,43 @@
+"""Error hierarchy. Every message says what happened and what to do next."""
+
+from __future__ import annotations
+
+
+class BatonError(Exception):
+    """Base class of every error Baton raises."""
+
+
+class ConfigError(BatonError):
+    """The team, an agent or a tool is defined wrongly; raised when it is built, never mid-run."""
+
+
+class ToolError(BatonError):
+    """A tool failed; the model receives it as an error result, the run goes on."""
+
+
+class ToolTimeout(ToolError):
+    """A tool ran longer than its timeout."""
+
+
+class ModelError(BatonError):
+    """A model provider failed (network, auth, bad response)."""
+
+
+class ModelTimeout(ModelError):
+    """A model call ran longer than `Guards.model_timeout_s`."""
+
+
+class ParseError(BatonError):
+    """Model output could not be parsed into a tool call or answer, even after repair."""
+
+
+class PayloadError(BatonError):
+    """A hand-off payload failed validation."""
+
+
+class StoreError(BatonError):
+    """A store backend failed or holds data it cannot read."""
+
+
+class ModelNotAvailable(BatonError):
+    """A model name cannot be resolved to an installed provider."""

@@ -1,0 +1,51 @@
+"""Hand-off tools: one `transfer_to_<agent>` tool per permitted target (seed 000 §3.1)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from baton.agents import Agent
+from baton.core.messages import ToolSpec
+from baton.core.payload import HandoffArgs
+
+HANDOFF_PREFIX = "transfer_to_"
+
+
+def handoff_tool_name(target: str) -> str:
+    """The tool name a model calls to pass the baton to `target`."""
+    return HANDOFF_PREFIX + target
+
+
+def handoff_target(tool_name: str) -> str | None:
+    """The target named by a `transfer_to_<target>` tool name, or None for ordinary tools."""
+    if tool_name.startswith(HANDOFF_PREFIX):
+        return tool_name[len(HANDOFF_PREFIX) :]
+    return None
+
+
+@lru_cache(maxsize=1)
+def handoff_parameters() -> dict[str, Any]:
+    """JSON schema of the hand-off arguments (the same for every target)."""
+    schema = HandoffArgs.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
+
+
+def handoff_spec(target: Agent) -> ToolSpec:
+    """The tool a model sees for handing the baton to `target`."""
+    parts = [f"Hand the baton to {target.name}."]
+    if target.description:
+        parts.append(f"It handles: {target.description}")
+    if target.not_for:
+        parts.append(f"Not for: {target.not_for}")
+    parts.append(
+        "Call it when the request belongs there; put ids and facts the user gave into `state`."
+    )
+    return ToolSpec(
+        name=handoff_tool_name(target.name),
+        description=" ".join(parts),
+        parameters=handoff_parameters(),
+    )

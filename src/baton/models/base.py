@@ -1,0 +1,63 @@
+"""The `Model` protocol and the request/response it speaks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from baton.core.messages import Message, ToolCall, ToolSpec, Usage
+
+
+@dataclass
+class ModelRequest:
+    """What the kernel asks a model: the agent's own context view and the tools it may call."""
+
+    agent: str
+    """Name of the agent holding the baton."""
+    messages: list[Message]
+    """The agent's context view, system message first."""
+    tools: list[ToolSpec] = field(default_factory=list)
+    """Tools (including `transfer_to_*` hand-offs) the agent may call."""
+    response_format: dict[str, Any] | None = None
+    """Optional JSON schema the answer must follow."""
+    temperature: float = 0.0
+    reask: bool = False
+    """True when this request repeats the previous one after a parse error."""
+
+
+@dataclass
+class ModelResponse:
+    """What a model returned: text and/or tool calls, plus token usage."""
+
+    text: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    text_tool_calls: bool = False
+    """True when tool calls may be written as JSON inside `text` (text-mode providers)."""
+    raw: Any = None
+    """Provider-specific raw response, for debugging."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that turns a `ModelRequest` into a `ModelResponse`."""
+
+    name: str
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """Produce the next step for the agent."""
+        ...
+
+
+def estimate_tokens(text: str | None) -> int:
+    """Documented estimate for models without a tokenizer.
+
+    ASCII text averages about 4 characters per token in BPE vocabularies; CJK characters are
+    mostly one token each. We count non-ASCII characters as one token each and ASCII as 1/4.
+    """
+    if not text:
+        return 0
+    if text.isascii():
+        return (len(text) + 3) // 4
+    non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    return (len(text) - non_ascii + 3) // 4 + non_ascii

@@ -1,0 +1,62 @@
+"""The context view: what the agent holding the baton sees (the `structured` policy).
+
+The view is the agent's own instructions, the payload it received (if any), the session's
+business slots it accepts, the conversation with the user since it took the baton, and its
+own scratch of the current turn. Other agents' tool calls and raw outputs are never shown.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from baton.agents import Agent
+from baton.core.messages import Message
+from baton.core.payload import HandoffPayload
+
+
+def visible_state(agent: Agent, state: dict[str, Any]) -> dict[str, Any]:
+    """The slots the agent accepts (`Agent.accepts`; None accepts all)."""
+    if agent.accepts is None:
+        return state
+    return {k: v for k, v in state.items() if k in agent.accepts}
+
+
+def system_prompt(
+    agent: Agent, incoming: HandoffPayload | None, state: dict[str, Any]
+) -> str:
+    """Instructions + rendered payload + known slots."""
+    parts = [agent.instructions or f"You are {agent.name}."]
+    if incoming is not None:
+        parts.append(incoming.render())
+    shown = visible_state(agent, state)
+    if shown:
+        parts.append("Known facts: " + json.dumps(shown, ensure_ascii=False, default=str))
+    return "\n\n".join(parts)
+
+
+def conversation(history: Sequence[Message], since: str | None) -> list[Message]:
+    """User messages and final replies from message `since` on (all when `since` is unknown)."""
+    start = 0
+    if since is not None:
+        for i, m in enumerate(history):
+            if m.id == since:
+                start = i
+                break
+    return [
+        m
+        for m in history[start:]
+        if m.role == "user" or (m.role == "assistant" and not m.tool_calls and m.content)
+    ]
+
+
+def build_view(
+    agent: Agent,
+    system: Message,
+    history: Sequence[Message],
+    since: str | None,
+    scratch: Sequence[Message],
+) -> list[Message]:
+    """The full message list for the agent's next model call (`system` from `system_prompt`)."""
+    return [system, *conversation(history, since), *scratch]

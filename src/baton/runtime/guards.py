@@ -1,0 +1,50 @@
+"""Guards: the limits that keep every run finite (seeds 000 §3.3 and 002)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Guards(BaseModel):
+    """Loop breakers and timeouts. A trip ends the run as `escalated`, never as an exception."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_hops: int = Field(default=5, ge=0, description="Hand-offs allowed in one run.")
+    max_visits: int = Field(default=2, ge=1, description="Times one agent may appear in a path.")
+    ping_pong: bool = Field(default=True, description="Trip on an A-B-A-B pattern.")
+    lock_window_s: float = Field(
+        default=30.0, ge=0, description="Identical hand-offs inside this window are dropped."
+    )
+    model_timeout_s: float = Field(default=120.0, gt=0, description="Limit for one model call.")
+    tool_timeout_s: float = Field(default=30.0, gt=0, description="Limit for one tool call.")
+
+
+def check_handoff(guards: Guards, path: Sequence[str], target: str, hop: int) -> str | None:
+    """The name and detail of the guard a hand-off to `target` would trip, or None.
+
+    `path` is the run's path so far (the source last); `hop` the hop number the hand-off
+    would get (1 for the first).
+    """
+    if hop > guards.max_hops:
+        return f"max_hops: hand-off {hop} would exceed max_hops={guards.max_hops}"
+    visits = sum(1 for a in path if a == target)
+    if visits >= guards.max_visits:
+        return (
+            f"max_visits: {target} already held the baton {visits} time(s) in this run "
+            f"(max_visits={guards.max_visits})"
+        )
+    if guards.ping_pong and is_ping_pong([*path, target]):
+        tail = " -> ".join([*path, target][-4:])
+        return f"ping_pong: the baton is bouncing ({tail})"
+    return None
+
+
+def is_ping_pong(path: Sequence[str]) -> bool:
+    """True when the path ends in A-B-A-B with A != B."""
+    if len(path) < 4:
+        return False
+    a, b, c, d = path[-4:]
+    return a == c and b == d and a != b

@@ -1,0 +1,46 @@
+"""What the kernel needs to run a team: compiled agents and the run-wide settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from baton.agents import Agent
+from baton.backends.base import Store
+from baton.core.messages import ToolSpec
+from baton.models.base import Model
+from baton.observe.base import EventSink
+from baton.runtime.guards import Guards
+from baton.tools import Tool
+
+HUMAN = "human"
+"""The `fallback` value that sends escalations to the store's human queue."""
+
+DEFAULT_ESCALATION_MESSAGE = (
+    "I'm passing your request to a human colleague, together with everything we have so far, "
+    "so you won't need to repeat yourself."
+)
+
+
+@dataclass(frozen=True)
+class AgentPlan:
+    """An agent compiled for the kernel: its model, tool table and the specs its model sees."""
+
+    agent: Agent
+    model: Model
+    tools: dict[str, Tool]
+    specs: list[ToolSpec]
+    handoff_targets: frozenset[str]
+
+
+@dataclass
+class KernelConfig:
+    """Run-wide settings shared by every run of a team."""
+
+    plans: dict[str, AgentPlan]
+    entry: str
+    store: Store
+    guards: Guards = field(default_factory=Guards)
+    fallback: str = HUMAN
+    sinks: list[EventSink] = field(default_factory=list)
+    max_result_chars: int = 1500
+    escalation_message: str = DEFAULT_ESCALATION_MESSAGE

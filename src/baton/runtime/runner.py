@@ -1,0 +1,568 @@
+"""The kernel: one run = turns of the agent holding the baton, until it answers or a guard trips.
+
+Read `Runner.run` top to bottom: take the holder, call its model, run its tool calls, pass the
+baton when a valid hand-off passes the guards. Policies (context view, guards, tool execution,
+escalation) live in their own functions so the loop stays this short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from baton.backends.base import SessionRecord
+from baton.core.errors import ModelError, ParseError
+from baton.core.events import (
+    AgentStarted,
+    EscalationCard,
+    Escalated,
+    Event,
+    GuardTripped,
+    Handoff,
+    HandoffRefused,
+    ModelCalled,
+    RouteDecided,
+    RunFinished,
+    RunStarted,
+    ToolCalled,
+)
+from baton.core.ids import new_id
+from baton.core.messages import Message, ToolCall, Usage
+from baton.core.payload import HandoffArgs, HandoffPayload
+from baton.handoff import handoff_target
+from baton.models.base import ModelRequest, ModelResponse
+from baton.models.parsing import parse_json_object, parse_text_mode
+from baton.runtime.context import build_view, system_prompt
+from baton.runtime.guards import check_handoff
+from baton.runtime.plan import HUMAN, AgentPlan, KernelConfig
+from baton.runtime.result import RunResult, RunStatus
+from baton.runtime.timeouts import with_timeout
+from baton.tools import error_content
+
+_SCALAR = (str, int, float, bool)
+
+
+@dataclass
+class TurnOutcome:
+    """How an agent's turn ended."""
+
+    kind: Literal["answer", "handoff", "trip", "failed"]
+    text: str | None = None
+    payload: HandoffPayload | None = None
+    reason: str = ""
+
+
+@dataclass
+class _ParsedCall:
+    call: ToolCall
+    args: dict[str, Any] | None
+    error: str | None = None
+
+
+@dataclass
+class _Run:
+    """Mutable state of one run."""
+
+    cfg: KernelConfig
+    session: SessionRecord
+    message: str
+    user_id: str | None
+    trace_id: str = field(default_factory=lambda: new_id("tr_"))
+    run_id: str = field(default_factory=lambda: new_id("run_"))
+    events: list[Event] = field(default_factory=list)
+    new_messages: list[Message] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list)
+    path: list[str] = field(default_factory=list)
+    handoffs: list[HandoffPayload] = field(default_factory=list)
+    usage: dict[str, Usage] = field(default_factory=dict)
+    last_reply: str | None = None
+
+    @property
+    def hop(self) -> int:
+        return len(self.handoffs)
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+        for sink in self.cfg.sinks:
+            sink.emit(event)
+
+    def base(self, agent: str | None) -> dict[str, Any]:
+        return {
+            "trace_id": self.trace_id,
+            "session_id": self.session.session_id,
+            "run_id": self.run_id,
+            "agent": agent,
+            "hop": self.hop,
+        }
+
+    def record(self, msg: Message) -> Message:
+        self.new_messages.append(msg)
+        self.history.append(msg)
+        return msg
+
+
+class Runner:
+    """Executes runs for one team configuration."""
+
+    def __init__(self, cfg: KernelConfig) -> None:
+        self.cfg = cfg
+
+    async def run(self, message: str, session: SessionRecord, user_id: str | None) -> RunResult:
+        """Run one user message to completion. Never raises for model or tool misbehaviour."""
+        cfg = self.cfg
+        r = _Run(cfg, session, message, user_id or session.user_id)
+        t0 = time.perf_counter()
+        if session.holder is not None:
+            r.history = await cfg.store.get_messages(session.session_id, limit=200)
+        r.emit(RunStarted(**r.base(None), message=message, user_id=r.user_id))
+        user_msg = r.record(Message(role="user", content=message, run_id=r.run_id))
+
+        holder = session.holder if session.holder in cfg.plans else cfg.entry
+        continuing = holder == session.holder
+        incoming = session.incoming if continuing else None
+        since = session.holder_since if continuing else user_msg.id
+        r.emit(
+            RouteDecided(**r.base(None), target=holder, tier="session" if continuing else "entry")
+        )
+        r.path.append(holder)
+        status: RunStatus = "completed"
+        output: str | None = None
+        escalation: EscalationCard | None = None
+        error: str | None = None
+        reason = "continues the session" if continuing else "entry agent"
+        while True:
+            outcome = await self._turn(r, cfg.plans[holder], incoming, since, reason)
+            if outcome.kind == "answer":
+                output = outcome.text
+                break
+            if outcome.kind == "handoff" and outcome.payload is not None:
+                holder, incoming, since = outcome.payload.target, outcome.payload, user_msg.id
+                reason = outcome.payload.reason
+                continue
+            if outcome.kind == "failed":
+                status, error = "failed", outcome.reason
+                output = outcome.text
+                break
+            status = "escalated"
+            escalation, output, holder = await self._escalate(r, holder, [outcome.reason])
+            break
+
+        session.holder = holder
+        session.holder_since = since if holder == r.path[-1] else user_msg.id
+        session.incoming = incoming if holder == r.path[-1] else None
+        session.user_id = r.user_id
+        session.updated_at = time.time()
+        r.emit(
+            RunFinished(
+                **r.base(holder),
+                status=status,
+                output=output,
+                path=list(r.path),
+                usage=r.usage,
+                latency_ms=(time.perf_counter() - t0) * 1000,
+                error=error,
+            )
+        )
+        await cfg.store.commit_run(session, r.new_messages, r.events)
+        return RunResult(
+            status=status,
+            output=output,
+            path=r.path,
+            handoffs=r.handoffs,
+            usage=r.usage,
+            trace_id=r.trace_id,
+            session_id=session.session_id,
+            run_id=r.run_id,
+            events=r.events,
+            escalation=escalation,
+            state=dict(session.state),
+            error=error,
+        )
+
+    # ------------------------------------------------------------------ one turn
+    async def _turn(
+        self,
+        r: _Run,
+        plan: AgentPlan,
+        incoming: HandoffPayload | None,
+        since: str | None,
+        reason: str,
+    ) -> TurnOutcome:
+        agent = plan.agent
+        r.emit(AgentStarted(**r.base(agent.name), reason=reason))
+        system = Message(
+            role="system",
+            content=system_prompt(agent, incoming, r.session.state),
+            agent=agent.name,
+        )
+        scratch: list[Message] = []
+        for _ in range(agent.max_iterations):
+            view = build_view(agent, system, r.history, since, scratch)
+            request = ModelRequest(agent=agent.name, messages=view, tools=plan.specs)
+            response = await self._call_model(r, plan, request)
+            if isinstance(response, TurnOutcome):
+                return response
+            text, calls = self._parse(response, plan)
+            if any(c.error for c in calls):
+                retry = await self._reask(r, plan, request, response, calls)
+                if isinstance(retry, TurnOutcome):
+                    return retry
+                text, calls = retry
+            if not calls:
+                reply = text or ""
+                r.record(Message(role="assistant", content=reply, agent=agent.name, run_id=r.run_id))
+                r.last_reply = reply
+                return TurnOutcome("answer", text=reply)
+            scratch.append(
+                r.record(
+                    Message(
+                        role="assistant",
+                        content=text,
+                        agent=agent.name,
+                        tool_calls=[c.call for c in calls],
+                        run_id=r.run_id,
+                    )
+                )
+            )
+            outcome = await self._run_calls(r, plan, calls, scratch)
+            if outcome is not None:
+                return outcome
+        detail = f"max_iterations: {agent.name} made {agent.max_iterations} model calls without answering"
+        r.emit(GuardTripped(**r.base(agent.name), guard="max_iterations", detail=detail))
+        return TurnOutcome("trip", reason=detail)
+
+    async def _call_model(
+        self, r: _Run, plan: AgentPlan, request: ModelRequest
+    ) -> ModelResponse | TurnOutcome:
+        name = plan.agent.name
+        t = time.perf_counter()
+        try:
+            response = await with_timeout(
+                plan.model.generate(request), self.cfg.guards.model_timeout_s
+            )
+        except TimeoutError:
+            detail = (
+                f"model_timeout: {plan.model.name} did not answer {name} within "
+                f"{self.cfg.guards.model_timeout_s}s"
+            )
+            r.emit(GuardTripped(**r.base(name), guard="model_timeout", detail=detail))
+            return TurnOutcome("trip", reason=detail)
+        except Exception as exc:  # provider failure: end the run cleanly, keep state intact
+            msg = f"model {plan.model.name!r} failed for agent {name}: {type(exc).__name__}: {exc}"
+            if not isinstance(exc, ModelError):
+                msg += " (check the provider's URL, key and model name)"
+            r.emit(
+                ModelCalled(
+                    **r.base(name),
+                    model=plan.model.name,
+                    usage=Usage(),
+                    latency_ms=(time.perf_counter() - t) * 1000,
+                    reask=request.reask,
+                    error=msg,
+                )
+            )
+            return TurnOutcome("failed", reason=msg)
+        usage = r.usage.get(name)
+        if usage is None:
+            usage = r.usage[name] = Usage()
+        usage.add(response.usage)
+        r.emit(
+            ModelCalled(
+                **r.base(name),
+                model=plan.model.name,
+                usage=response.usage,
+                latency_ms=(time.perf_counter() - t) * 1000,
+                tool_calls=[c.name for c in response.tool_calls],
+                text=response.text,
+                reask=request.reask,
+            )
+        )
+        return response
+
+    def _parse(self, response: ModelResponse, plan: AgentPlan) -> tuple[str | None, list[_ParsedCall]]:
+        text, raw_calls = response.text, response.tool_calls
+        if not raw_calls and response.text_tool_calls:
+            found = parse_text_mode(text, set(plan.tools) | {s.name for s in plan.specs})
+            text, raw_calls = found.text, found.calls
+        parsed: list[_ParsedCall] = []
+        for call in raw_calls:
+            try:
+                parsed.append(_ParsedCall(call, parse_json_object(call.arguments)))
+            except ParseError as exc:
+                parsed.append(_ParsedCall(call, None, str(exc)))
+        return text, parsed
+
+    async def _reask(
+        self,
+        r: _Run,
+        plan: AgentPlan,
+        request: ModelRequest,
+        response: ModelResponse,
+        calls: list[_ParsedCall],
+    ) -> tuple[str | None, list[_ParsedCall]] | TurnOutcome:
+        """One re-ask quoting the exact parse error (seed 001 §6.1); what still fails is kept
+        as an error and answered with an error result."""
+        errors = "; ".join(f"{c.call.name}: {c.error}" for c in calls if c.error)
+        bad = Message(
+            role="assistant",
+            content=response.text,
+            agent=plan.agent.name,
+            tool_calls=[c.call for c in calls],
+        )
+        answers = [
+            Message(
+                role="tool",
+                tool_call_id=c.call.id,
+                name=c.call.name,
+                content=error_content(c.error or "not executed: another call failed to parse"),
+            )
+            for c in calls
+        ]
+        nudge = Message(
+            role="user",
+            content=(
+                f"Your last tool call could not be parsed: {errors}. "
+                "Call the tool again with the arguments as one valid JSON object."
+            ),
+        )
+        retry = ModelRequest(
+            agent=request.agent,
+            messages=[*request.messages, bad, *answers, nudge],
+            tools=request.tools,
+            reask=True,
+        )
+        response2 = await self._call_model(r, plan, retry)
+        if isinstance(response2, TurnOutcome):
+            return response2
+        return self._parse(response2, plan)
+
+    # ------------------------------------------------------------------ tool calls
+    async def _run_calls(
+        self, r: _Run, plan: AgentPlan, calls: list[_ParsedCall], scratch: list[Message]
+    ) -> TurnOutcome | None:
+        """Run the calls in order; the first accepted hand-off ends the turn."""
+        name = plan.agent.name
+        accepted: HandoffPayload | None = None
+        trip: TurnOutcome | None = None
+        for pc in calls:
+            call = pc.call
+            if accepted is not None or trip is not None:
+                why = (
+                    f"not executed: the baton already passed to {accepted.target}"
+                    if accepted is not None
+                    else "not executed: the run was stopped by a guard"
+                )
+                if handoff_target(call.name) is not None and accepted is not None:
+                    r.emit(
+                        HandoffRefused(
+                            **r.base(name),
+                            target=handoff_target(call.name) or "",
+                            reason="only the first valid hand-off of a response is taken",
+                        )
+                    )
+                content = error_content(why)
+            elif pc.error is not None:
+                content = error_content(f"could not parse the arguments: {pc.error}")
+                r.emit(
+                    ToolCalled(
+                        **r.base(name), tool=call.name, call_id=call.id, ok=False, error=pc.error
+                    )
+                )
+            elif call.name in plan.tools:
+                content = await self._call_tool(r, plan, call, pc.args or {})
+            elif (target := handoff_target(call.name)) is not None:
+                result = await self._try_handoff(r, plan, target, pc.args or {})
+                if isinstance(result, HandoffPayload):
+                    accepted = result
+                    content = f'{{"ok": true, "handed_to": "{target}"}}'
+                elif isinstance(result, TurnOutcome):
+                    trip = result
+                    content = error_content(result.reason)
+                else:
+                    content = result
+            else:
+                available = sorted(plan.tools) + sorted(
+                    s.name for s in plan.specs if s.name not in plan.tools
+                )
+                msg = f"unknown tool {call.name!r}; available tools: {', '.join(available) or 'none'}"
+                r.emit(ToolCalled(**r.base(name), tool=call.name, call_id=call.id, ok=False, error=msg))
+                content = error_content(msg)
+            scratch.append(
+                r.record(
+                    Message(
+                        role="tool",
+                        content=content,
+                        agent=name,
+                        tool_call_id=call.id,
+                        name=call.name,
+                        run_id=r.run_id,
+                    )
+                )
+            )
+        if trip is not None:
+            return trip
+        if accepted is not None:
+            return TurnOutcome("handoff", payload=accepted)
+        return None
+
+    async def _call_tool(
+        self, r: _Run, plan: AgentPlan, call: ToolCall, args: dict[str, Any]
+    ) -> str:
+        tool = plan.tools[call.name]
+        limit = self.cfg.guards.tool_timeout_s
+        if tool.timeout_s is not None:
+            limit = min(limit, tool.timeout_s)
+        t = time.perf_counter()
+        try:
+            out = await with_timeout(tool.invoke(args, self.cfg.max_result_chars), limit)
+            ok, content, error, truncated, n = (
+                out.ok,
+                out.content,
+                out.error,
+                out.truncated,
+                out.raw_chars,
+            )
+        except TimeoutError:
+            ok, error, truncated, n = False, f"{call.name} timed out after {limit}s", False, 0
+            content = error_content(error + "; try again later or ask the user")
+            r.emit(GuardTripped(**r.base(plan.agent.name), guard="tool_timeout", detail=error))
+        if ok:
+            for k, v in args.items():
+                if isinstance(v, _SCALAR) and v != "":
+                    r.session.state[k] = v
+        r.emit(
+            ToolCalled(
+                **r.base(plan.agent.name),
+                tool=call.name,
+                call_id=call.id,
+                arguments=args,
+                ok=ok,
+                error=error,
+                latency_ms=(time.perf_counter() - t) * 1000,
+                result_chars=n,
+                truncated=truncated,
+            )
+        )
+        return content
+
+    async def _try_handoff(
+        self, r: _Run, plan: AgentPlan, target: str, args: dict[str, Any]
+    ) -> HandoffPayload | TurnOutcome | str:
+        """An accepted payload, a guard trip, or the refusal text for the model."""
+        source = plan.agent.name
+        cfg = self.cfg
+
+        def refuse(reason: str) -> str:
+            r.emit(HandoffRefused(**r.base(source), target=target, reason=reason))
+            return error_content(f"hand-off to {target!r} refused: {reason}")
+
+        if target not in plan.handoff_targets:
+            allowed = ", ".join(sorted(plan.handoff_targets)) or "none"
+            return refuse(f"{source} may not hand off to {target!r} (allowed: {allowed})")
+        try:
+            clean = HandoffArgs.model_validate(args)
+            payload = HandoffPayload(
+                **clean.model_dump(),
+                trace_id=r.trace_id,
+                session_id=r.session.session_id,
+                user_id=r.user_id,
+                source=source,
+                target=target,
+                hop=r.hop + 1,
+                path=list(r.path),
+                history_ref=r.session.session_id,
+            )
+        except ValidationError as exc:
+            detail = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}" for e in exc.errors()
+            )
+            return refuse(f"invalid payload ({detail}); reason and objective are required")
+
+        guard = check_handoff(cfg.guards, r.path, target, payload.hop)
+        if guard is not None:
+            r.emit(GuardTripped(**r.base(source), guard=guard.split(":", 1)[0], detail=guard))
+            return TurnOutcome("trip", reason=guard)
+        if cfg.guards.lock_window_s > 0:
+            key = f"{r.session.session_id}|{target}|{payload.fingerprint()}"
+            if not await cfg.store.claim_lock(key, cfg.guards.lock_window_s):
+                detail = (
+                    f"duplicate_handoff: the same hand-off to {target} was made less than "
+                    f"{cfg.guards.lock_window_s:g}s ago; dropped"
+                )
+                r.emit(GuardTripped(**r.base(source), guard="duplicate_handoff", detail=detail))
+                return error_content(
+                    f"{detail}. Continue with the current state: {r.session.state}"
+                )
+        for k, v in payload.state.items():
+            r.session.state[k] = v
+        r.handoffs.append(payload)
+        r.path.append(target)
+        r.emit(Handoff(**r.base(source), payload=payload))
+        if payload.reply_to_user:
+            r.last_reply = payload.reply_to_user
+        return payload
+
+    # ------------------------------------------------------------------ escalation
+    async def _escalate(
+        self, r: _Run, holder: str, reasons: list[str]
+    ) -> tuple[EscalationCard, str, str]:
+        """Build the hand-over card and give it to the fallback. Returns (card, output, holder)."""
+        cfg = self.cfg
+        card = EscalationCard(
+            session_id=r.session.session_id,
+            trace_id=r.trace_id,
+            user_id=r.user_id,
+            path=list(r.path),
+            reasons=reasons,
+            state=dict(r.session.state),
+            last_user_message=r.message,
+            last_reply=r.last_reply,
+        )
+        fallback = cfg.fallback
+        r.emit(Escalated(**r.base(holder), to=fallback, card=card))
+        if fallback != HUMAN and fallback in cfg.plans:
+            plan = cfg.plans[fallback]
+            payload = HandoffPayload(
+                reason="escalation: " + "; ".join(reasons),
+                objective="Take over the user's request; the automated desk could not finish it.",
+                state=dict(r.session.state),
+                reply_to_user=r.last_reply,
+                constraints=[card.render()],
+                trace_id=r.trace_id,
+                session_id=r.session.session_id,
+                user_id=r.user_id,
+                source=holder,
+                target=fallback,
+                hop=r.hop + 1,
+                path=list(r.path),
+                history_ref=r.session.session_id,
+            )
+            r.path.append(fallback)
+            fallback_plan = AgentPlan(
+                agent=plan.agent,
+                model=plan.model,
+                tools=plan.tools,
+                specs=[s for s in plan.specs if s.name in plan.tools],
+                handoff_targets=frozenset(),
+            )
+            outcome = await self._turn(r, fallback_plan, payload, None, payload.reason)
+            if outcome.kind == "answer":
+                return card, outcome.text or "", fallback
+            card.reasons.append(f"fallback {fallback} could not finish: {outcome.reason}")
+        await cfg.store.push_human(card)
+        return card, cfg.escalation_message, holder
+
+
+def run_sync_guard() -> None:
+    """Raise a clear error when `run_sync` is called inside a running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        "run_sync() cannot be called from inside a running event loop; use `await team.run(...)`"
+    )

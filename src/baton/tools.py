@@ -1,0 +1,236 @@
+"""`@tool`: turn a plain (sync or async) function into a tool an agent can call."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from baton.core.errors import ConfigError
+from baton.core.messages import ToolSpec
+
+DEFAULT_MAX_RESULT_CHARS = 1500
+"""Tool results longer than this are truncated with a visible marker (seed 001 §4.5)."""
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a tool call produced, as the model will read it."""
+
+    ok: bool
+    content: str
+    error: str | None = None
+    truncated: bool = False
+    raw_chars: int = 0
+    value: Any = None
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj, key=str)
+    return str(obj)
+
+
+def error_content(message: str) -> str:
+    """The JSON text a model receives for a failed call."""
+    return json.dumps({"ok": False, "error": message}, ensure_ascii=False)
+
+
+def render_result(value: Any, limit: int) -> tuple[str, bool, int]:
+    """Serialise a tool's return value and truncate it: (text, truncated, original length)."""
+    text = value if isinstance(value, str) else json.dumps(
+        value, ensure_ascii=False, default=_json_default
+    )
+    n = len(text)
+    if limit > 0 and n > limit:
+        return text[:limit] + f"\n...[truncated: showing {limit} of {n} characters]", True, n
+    return text, False, n
+
+
+def _docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Description and per-argument help from a Google- or reST-style docstring."""
+    if not doc:
+        return "", {}
+    doc = inspect.cleandoc(doc)
+    arg_help: dict[str, str] = {}
+    desc_lines: list[str] = []
+    in_args = False
+    current: str | None = None
+    for line in doc.splitlines():
+        stripped = line.strip()
+        rest = re.match(r"^:param\s+(\w+):\s*(.*)$", stripped)
+        if rest:
+            arg_help[rest.group(1)] = rest.group(2)
+            continue
+        if stripped.lower() in ("args:", "arguments:", "parameters:"):
+            in_args = True
+            continue
+        if in_args:
+            if stripped.lower() in ("returns:", "raises:", "yields:", "examples:"):
+                in_args = False
+                continue
+            m = re.match(r"^(\w+)\s*(\([^)]*\))?\s*:\s*(.*)$", stripped)
+            if m:
+                current = m.group(1)
+                arg_help[current] = m.group(3)
+            elif stripped and current:
+                arg_help[current] += " " + stripped
+            continue
+        desc_lines.append(line)
+    return "\n".join(desc_lines).strip(), arg_help
+
+
+class Tool:
+    """A callable tool: schema from type hints and docstring, policy fields for the kernel."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        scopes: list[str] | tuple[str, ...] = (),
+        timeout_s: float | None = None,
+        requires_approval: bool = False,
+        max_result_chars: int | None = None,
+    ) -> None:
+        self.fn = fn
+        self.name: str = name or fn.__name__
+        if not _NAME_RE.match(self.name):
+            raise ConfigError(
+                f"tool name {self.name!r} is not valid: use letters, digits, '_' or '-' "
+                "(at most 64 characters, not starting with a digit)"
+            )
+        doc_desc, arg_help = _docstring_parts(fn.__doc__)
+        self.description: str = description if description is not None else doc_desc
+        self.scopes: tuple[str, ...] = tuple(scopes)
+        """Permission scopes the tool needs (e.g. `billing:read`)."""
+        self.timeout_s = timeout_s
+        """Per-tool timeout in seconds; the smaller of this and `Guards.tool_timeout_s` wins."""
+        self.requires_approval = requires_approval
+        """A person must approve each call before it runs."""
+        self.max_result_chars = max_result_chars
+        """Truncate longer results; None uses the team default (1,500)."""
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.args_model = self._build_args_model(fn, arg_help)
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        self.parameters: dict[str, Any] = schema
+        self.spec = ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+    def _build_args_model(
+        self, fn: Callable[..., Any], arg_help: dict[str, str]
+    ) -> type[BaseModel]:
+        from pydantic import Field
+
+        try:
+            hints = get_type_hints(fn)
+        except Exception as exc:  # unresolved forward references
+            raise ConfigError(
+                f"tool {self.name!r}: cannot resolve its type hints ({exc}); "
+                "import the types it names at module level"
+            ) from exc
+        fields: dict[str, Any] = {}
+        for pname, param in inspect.signature(fn).parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ConfigError(
+                    f"tool {self.name!r}: *args/**kwargs cannot be described to a model; "
+                    "name each argument"
+                )
+            ann = hints.get(pname, Any)
+            default = ... if param.default is param.empty else param.default
+            fields[pname] = (ann, Field(default, description=arg_help.get(pname)))
+        model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+            f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        return model
+
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Validate arguments against the schema; raises pydantic's ValidationError."""
+        return dict(self.args_model.model_validate(args))
+
+    async def invoke(self, args: dict[str, Any], default_limit: int) -> ToolOutcome:
+        """Validate, run and render. Never raises: failures become error outcomes."""
+        limit = self.max_result_chars if self.max_result_chars is not None else default_limit
+        try:
+            clean = self.validate(args)
+        except ValidationError as exc:
+            msg = f"invalid arguments for {self.name}: " + "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            return ToolOutcome(ok=False, content=error_content(msg), error=msg)
+        try:
+            if self.is_async:
+                value = await self.fn(**clean)
+            else:
+                value = await asyncio.to_thread(self.fn, **clean)
+        except Exception as exc:
+            msg = f"{type(exc).__name__}: {exc}"
+            return ToolOutcome(ok=False, content=error_content(msg), error=msg)
+        text, truncated, n = render_result(value, limit)
+        return ToolOutcome(ok=True, content=text, truncated=truncated, raw_chars=n, value=value)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the underlying function directly (handy in tests)."""
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    scopes: list[str] | tuple[str, ...] = (),
+    timeout_s: float | None = None,
+    requires_approval: bool = False,
+    max_result_chars: int | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    scopes: list[str] | tuple[str, ...] = (),
+    timeout_s: float | None = None,
+    requires_approval: bool = False,
+    max_result_chars: int | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a tool from a function: `@tool` or `@tool(scopes=[...], timeout_s=5)`."""
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(
+            f,
+            name=name,
+            description=description,
+            scopes=scopes,
+            timeout_s=timeout_s,
+            requires_approval=requires_approval,
+            max_result_chars=max_result_chars,
+        )
+
+    if fn is not None:
+        return wrap(fn)
+    return wrap
+
+

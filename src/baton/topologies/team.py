@@ -1,0 +1,165 @@
+"""`Team`: the swarm topology — agents pass the baton to each other through typed hand-offs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from baton.agents import Agent
+from baton.backends import open_store
+from baton.backends.base import SessionRecord, Store
+from baton.core.errors import ConfigError
+from baton.core.ids import new_id
+from baton.handoff import handoff_spec, handoff_tool_name
+from baton.models.base import Model
+from baton.models.registry import resolve_model
+from baton.observe.base import EventSink
+from baton.runtime.guards import Guards
+from baton.runtime.plan import DEFAULT_ESCALATION_MESSAGE, HUMAN, AgentPlan, KernelConfig
+from baton.runtime.result import RunResult
+from baton.runtime.runner import Runner, run_sync_guard
+from baton.tools import DEFAULT_MAX_RESULT_CHARS
+
+
+class Team:
+    """A set of agents, one entry, guards, a fallback and a store.
+
+    Exactly one agent holds the baton at any time. A second `run` on the same `session_id`
+    continues with the agent that last held it and with the session's accumulated state.
+    Configuration mistakes raise `ConfigError` here, when the team is built.
+    """
+
+    def __init__(
+        self,
+        agents: Sequence[Agent],
+        entry: str,
+        *,
+        guards: Guards | None = None,
+        fallback: str = HUMAN,
+        store: Store | str | None = None,
+        model: Model | str | None = None,
+        sinks: Sequence[EventSink] = (),
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+        escalation_message: str = DEFAULT_ESCALATION_MESSAGE,
+    ) -> None:
+        self.agents: dict[str, Agent] = {}
+        for a in agents:
+            if not isinstance(a, Agent):
+                raise ConfigError(f"Team agents must be Agent objects, got {type(a).__name__}")
+            if a.name in self.agents:
+                raise ConfigError(f"duplicate agent name {a.name!r}: every agent needs its own")
+            if a.name == HUMAN:
+                raise ConfigError(f"{HUMAN!r} is reserved for the human queue; rename the agent")
+            self.agents[a.name] = a
+        if not isinstance(entry, str):
+            raise ConfigError("entry must be an agent name (routers come in a later release)")
+        if entry not in self.agents:
+            raise ConfigError(
+                f"entry {entry!r} is not in the team (agents: {', '.join(self.agents)})"
+            )
+        if fallback != HUMAN and fallback not in self.agents:
+            raise ConfigError(
+                f"fallback {fallback!r} is neither 'human' nor an agent of the team "
+                f"(agents: {', '.join(self.agents)})"
+            )
+        self.entry = entry
+        self.guards = guards or Guards()
+        self.fallback = fallback
+        self.store: Store = open_store(store)
+        self.default_model = model
+        self.sinks: list[EventSink] = list(sinks)
+        plans = {a.name: self._plan(a) for a in self.agents.values()}
+        self._config = KernelConfig(
+            plans=plans,
+            entry=entry,
+            store=self.store,
+            guards=self.guards,
+            fallback=fallback,
+            sinks=self.sinks,
+            max_result_chars=max_result_chars,
+            escalation_message=escalation_message,
+        )
+        self._runner = Runner(self._config)
+        # per-session lock + number of runs using it, so one session never runs twice at once
+        self._session_locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    def _plan(self, agent: Agent) -> AgentPlan:
+        for target in agent.handoffs:
+            if target not in self.agents:
+                raise ConfigError(
+                    f"agent {agent.name!r} hands off to {target!r}, which is not in the team "
+                    f"(agents: {', '.join(self.agents)})"
+                )
+            if target == agent.name:
+                raise ConfigError(f"agent {agent.name!r} lists itself in handoffs; remove it")
+        tool_names = {t.name for t in agent.tools}
+        for target in agent.handoffs:
+            if handoff_tool_name(target) in tool_names:
+                raise ConfigError(
+                    f"agent {agent.name!r} has a tool named {handoff_tool_name(target)!r}, "
+                    "which clashes with the generated hand-off tool; rename the tool"
+                )
+        spec = agent.model if agent.model is not None else self.default_model
+        model = resolve_model(spec)
+        specs = [t.spec for t in agent.tools]
+        specs += [handoff_spec(self.agents[t]) for t in agent.handoffs]
+        return AgentPlan(
+            agent=agent,
+            model=model,
+            tools={t.name: t for t in agent.tools},
+            specs=specs,
+            handoff_targets=frozenset(agent.handoffs),
+        )
+
+    def add_sink(self, sink: EventSink) -> None:
+        """Send every future event to `sink` too."""
+        self.sinks.append(sink)
+
+    async def run(
+        self, message: str, session_id: str | None = None, user_id: str | None = None
+    ) -> RunResult:
+        """Run one user message; continue the session when `session_id` is known."""
+        if not isinstance(message, str) or not message.strip():
+            raise ValueError("message must be a non-empty string")
+        sid = session_id or new_id("s_")
+        lock, users = self._session_locks.get(sid, (None, 0))
+        if lock is None:
+            lock = asyncio.Lock()
+        self._session_locks[sid] = (lock, users + 1)
+        try:
+            async with lock:
+                session = await self.store.get_session(sid) or SessionRecord(sid, user_id=user_id)
+                return await self._runner.run(message, session, user_id)
+        finally:
+            lock, users = self._session_locks[sid]
+            if users <= 1:
+                del self._session_locks[sid]
+            else:
+                self._session_locks[sid] = (lock, users - 1)
+
+    def run_sync(
+        self, message: str, session_id: str | None = None, user_id: str | None = None
+    ) -> RunResult:
+        """`run` for scripts (not callable inside a running event loop)."""
+        run_sync_guard()
+        return asyncio.run(self.run(message, session_id=session_id, user_id=user_id))
+
+    async def session(self, session_id: str) -> SessionRecord | None:
+        """The stored session (holder, state), or None."""
+        return await self.store.get_session(session_id)
+
+    def describe(self) -> dict[str, Any]:
+        """A plain-dict summary of the team (agents, hand-off graph, entry, fallback)."""
+        return {
+            "entry": self.entry,
+            "fallback": self.fallback,
+            "agents": {
+                a.name: {
+                    "description": a.description,
+                    "tools": [t.name for t in a.tools],
+                    "handoffs": list(a.handoffs),
+                }
+                for a in self.agents.values()
+            },
+        }
