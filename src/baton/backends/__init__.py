@@ -6,6 +6,7 @@ from typing import Any
 
 from baton.backends.base import HumanTicket, SessionRecord, Store
 from baton.backends.memory import MemoryStore
+from baton.backends.sqlite import SQLiteStore
 from baton.core.errors import ConfigError
 
 
@@ -28,4 +29,4 @@ def open_store(spec: Any) -> Store:
     raise ConfigError(f"store must be a URL or a Store object, got {type(spec).__name__}")
 
 
-__all__ = ["HumanTicket", "MemoryStore", "SessionRecord", "Store", "open_store"]
+__all__ = ["HumanTicket", "MemoryStore", "SQLiteStore", "SessionRecord", "Store", "open_store"]

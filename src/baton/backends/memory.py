@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import replace
+from typing import Any
 
 from baton.backends.base import HumanTicket, SessionRecord
 from baton.core.events import EscalationCard, Event
 from baton.core.messages import Message
+
+
+def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
+    """A copy that shares nothing mutable with `state` (fast path for flat slots)."""
+    if all(isinstance(v, (str, int, float, bool, type(None))) for v in state.values()):
+        return dict(state)
+    return copy.deepcopy(state)
 
 
 class MemoryStore:
@@ -24,19 +33,21 @@ class MemoryStore:
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         rec = self._sessions.get(session_id)
-        return None if rec is None else replace(rec, state=dict(rec.state))
+        return None if rec is None else replace(rec, state=_copy_state(rec.state))
 
     async def commit_run(
         self, session: SessionRecord, messages: list[Message], events: list[Event]
     ) -> None:
-        self._sessions[session.session_id] = replace(session, state=dict(session.state))
+        self._sessions[session.session_id] = replace(session, state=_copy_state(session.state))
         if messages:
             self._messages.setdefault(session.session_id, []).extend(messages)
         self._events.extend(events)
 
     async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
         msgs = self._messages.get(session_id, [])
-        return list(msgs[-limit:] if limit else msgs)
+        if limit is None:
+            return list(msgs)
+        return list(msgs[-limit:]) if limit > 0 else []
 
     async def get_events(
         self, session_id: str | None = None, trace_id: str | None = None
@@ -50,7 +61,7 @@ class MemoryStore:
 
     async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
         recs = sorted(self._sessions.values(), key=lambda r: r.updated_at, reverse=True)
-        return recs[:limit]
+        return [replace(r, state=_copy_state(r.state)) for r in recs[:limit]]
 
     async def claim_lock(self, key: str, window_s: float) -> bool:
         t = time.monotonic()

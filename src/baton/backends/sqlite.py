@@ -1,0 +1,444 @@
+"""`SQLiteStore`: sessions, transcripts, events, locks and the human queue in one SQLite file.
+
+Open it with a URL: `sqlite:///relative/path.db` (relative to the working directory),
+`sqlite:////absolute/path.db`, or `sqlite:///:memory:` (a private in-memory database).
+Several processes may share one file: WAL lets readers run while one writer commits, the
+busy timeout makes writers wait for each other, and lock claims are single atomic statements.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from baton.backends.base import HumanTicket, SessionRecord
+from baton.core.errors import ConfigError, StoreError
+from baton.core.events import EscalationCard, Event, event_from_json
+from baton.core.messages import Message
+from baton.core.payload import HandoffPayload
+
+SCHEMA_VERSION = 1
+"""Version of the table layout, kept in `PRAGMA user_version`."""
+
+_MEMORY = ":memory:"
+_PREFIX = "sqlite:///"
+_PRUNE_EVERY = 256
+"""Expired lock keys are deleted once every this many claims."""
+
+# Statements that take a database from version `v - 1` to version `v`, keyed by `v`.
+# Later releases append entries here; never edit a released one.
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        """CREATE TABLE IF NOT EXISTS sessions (
+            id TEXT PRIMARY KEY,
+            user_id TEXT,
+            holder TEXT,
+            holder_since TEXT,
+            incoming TEXT,
+            state TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS sessions_updated ON sessions (updated_at)",
+        """CREATE TABLE IF NOT EXISTS messages (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            session_id TEXT NOT NULL,
+            run_id TEXT,
+            role TEXT NOT NULL,
+            agent TEXT,
+            data TEXT NOT NULL,
+            ts REAL NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS messages_session ON messages (session_id, seq)",
+        """CREATE TABLE IF NOT EXISTS events (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            trace_id TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            type TEXT NOT NULL,
+            data TEXT NOT NULL,
+            ts REAL NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS events_session ON events (session_id, seq)",
+        "CREATE INDEX IF NOT EXISTS events_trace ON events (trace_id, seq)",
+        """CREATE TABLE IF NOT EXISTS human_queue (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL,
+            trace_id TEXT NOT NULL,
+            card TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open',
+            created_at REAL NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS human_queue_status ON human_queue (status, id)",
+        """CREATE TABLE IF NOT EXISTS locks (
+            key TEXT PRIMARY KEY,
+            expires_at REAL NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS locks_expiry ON locks (expires_at)",
+    ),
+}
+
+
+def parse_sqlite_url(url: str) -> str:
+    """The database path of a `sqlite:///...` URL: absolute, or ':memory:'."""
+    if not isinstance(url, str) or not url.startswith(_PREFIX):
+        raise ConfigError(
+            f"bad SQLite URL {url!r}: use 'sqlite:///relative/path.db', "
+            "'sqlite:////absolute/path.db' or 'sqlite:///:memory:'"
+        )
+    raw = url[len(_PREFIX) :]
+    if raw == _MEMORY:
+        return _MEMORY
+    if not raw or raw.endswith(("/", "\\")):
+        raise ConfigError(
+            f"SQLite URL {url!r} names no file: add a file name, e.g. 'sqlite:///.baton/baton.db'"
+        )
+    return str(Path(raw).expanduser().resolve())
+
+
+class SQLiteStore:
+    """A `Store` in a SQLite file (WAL mode); several processes may share the file."""
+
+    def __init__(self, url: str, *, busy_timeout_s: float = 5.0) -> None:
+        self.url = url
+        self.path = parse_sqlite_url(url)
+        """Absolute path of the database file, or ':memory:'."""
+        self.busy_timeout_s = busy_timeout_s
+        """How long a write waits for another connection's write lock before failing."""
+        self._mutex = threading.Lock()
+        self._claims = 0
+        if self.path != _MEMORY:
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the directory for the SQLite store {self.path}: {exc}; "
+                    "check the path in the store URL and the directory permissions"
+                ) from exc
+        # One connection per store, used synchronously on the event loop rather than through
+        # aiosqlite: on a local file a read takes a few microseconds and a WAL commit with
+        # synchronous=NORMAL tens of them, no more than the hop to a worker thread and back
+        # that aiosqlite adds to every call. No `await` ever happens inside a
+        # transaction, so coroutines sharing the store cannot interleave their writes; the
+        # mutex only matters when several threads share it (hence check_same_thread=False).
+        # Only a write held up by another process blocks, and at most `busy_timeout_s`.
+        with self._errors("open"):
+            self._conn: sqlite3.Connection | None = sqlite3.connect(
+                self.path,
+                timeout=busy_timeout_s,
+                isolation_level=None,  # autocommit; transactions are explicit BEGIN/COMMIT
+                check_same_thread=False,
+            )
+        try:
+            self._setup()
+        except BaseException:
+            self._conn.close()
+            self._conn = None
+            raise
+
+    # ------------------------------------------------------------------ plumbing
+    def _setup(self) -> None:
+        conn = self._db()
+        with self._errors("open"):
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if self._schema_version(conn) < SCHEMA_VERSION:
+                with self._transaction(conn):
+                    # re-read under the write lock: another process may have migrated meanwhile
+                    found = self._schema_version(conn)
+                    for version in range(found + 1, SCHEMA_VERSION + 1):
+                        for statement in _MIGRATIONS[version]:
+                            conn.execute(statement)
+                    if found < SCHEMA_VERSION:
+                        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _schema_version(self, conn: sqlite3.Connection) -> int:
+        found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if found > SCHEMA_VERSION:
+            raise StoreError(
+                f"the SQLite store {self.path} has schema version {found}, newer than this "
+                f"Baton understands ({SCHEMA_VERSION}); upgrade Baton or use another file"
+            )
+        return found
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"the SQLite store {self.path} is closed; open a new SQLiteStore")
+        return self._conn
+
+    @contextmanager
+    def _transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
+        # IMMEDIATE takes the write lock up front, so two writers wait on the busy timeout
+        # instead of failing when a read lock would have to be upgraded.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:  # SQLite may already have rolled back (disk full, ...)
+                conn.execute("ROLLBACK")
+            raise
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        """Turn sqlite3 errors into `StoreError`s that say what to do."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(self._explain(action, exc)) from exc
+
+    def _explain(self, action: str, exc: sqlite3.Error) -> str:
+        text = str(exc)
+        low = text.lower()
+        where = f"SQLite store {self.path}: {action} failed ({text})"
+        if "locked" in low or "busy" in low:
+            return (
+                f"{where}: another connection held the write lock for more than "
+                f"{self.busy_timeout_s:g}s; retry, or raise busy_timeout_s"
+            )
+        if "not a database" in low or "malformed" in low or "corrupt" in low:
+            return (
+                f"{where}: the file is not a readable SQLite database; restore a backup or "
+                "delete the file (its sessions and history will be lost)"
+            )
+        if "unable to open" in low or "readonly" in low or "read-only" in low:
+            return (
+                f"{where}: check that the path names a file (not a directory) and that this "
+                "process may read and write it and its directory"
+            )
+        if isinstance(exc, sqlite3.IntegrityError):
+            return f"{where}: a row with the same id is already stored; do not commit it twice"
+        return f"{where}; check the file, or delete it to start afresh"
+
+    def _corrupt(self, table: str, key: object, exc: Exception) -> StoreError:
+        return StoreError(
+            f"SQLite store {self.path}: row {key!r} of table {table!r} cannot be read ({exc}); "
+            "the file is damaged or was written by an incompatible Baton version; restore a "
+            "backup or delete the file"
+        )
+
+    def _query(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._mutex, self._errors(action):
+            return self._db().execute(sql, params).fetchall()
+
+    # ------------------------------------------------------------------ Store
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session, or None if it does not exist."""
+        rows = self._query(
+            "get_session",
+            "SELECT id, user_id, holder, holder_since, incoming, state, created_at, updated_at "
+            "FROM sessions WHERE id = ?",
+            (session_id,),
+        )
+        return self._session(rows[0]) if rows else None
+
+    def _session(self, row: tuple[Any, ...]) -> SessionRecord:
+        sid, user_id, holder, since, incoming, state, created, updated = row
+        try:
+            payload = None if incoming is None else HandoffPayload.model_validate_json(incoming)
+            data = json.loads(state)
+            if not isinstance(data, dict):
+                raise ValueError(f"state is a {type(data).__name__}, not an object")
+        except (ValueError, ValidationError) as exc:
+            raise self._corrupt("sessions", sid, exc) from exc
+        return SessionRecord(
+            session_id=sid,
+            user_id=user_id,
+            holder=holder,
+            holder_since=since,
+            incoming=payload,
+            state=data,
+            created_at=created,
+            updated_at=updated,
+        )
+
+    async def commit_run(
+        self, session: SessionRecord, messages: list[Message], events: list[Event]
+    ) -> None:
+        """Save the session and append the run's messages and events in one transaction.
+
+        The first commit of a session sets its `created_at`; later ones keep it.
+        """
+        sid = session.session_id
+        try:
+            state = json.dumps(session.state, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"session {sid!r} state cannot be saved as JSON ({exc}); keep state values to "
+                "strings, numbers, booleans, None, lists and dicts with string keys"
+            ) from exc
+        incoming = None if session.incoming is None else session.incoming.model_dump_json()
+        session_row = (
+            sid,
+            session.user_id,
+            session.holder,
+            session.holder_since,
+            incoming,
+            state,
+            session.created_at,
+            session.updated_at,
+        )
+        message_rows = [
+            (m.id, sid, m.run_id, m.role, m.agent, m.model_dump_json(), m.ts) for m in messages
+        ]
+        event_rows = [
+            (e.id, e.session_id, e.trace_id, e.run_id, e.type, e.model_dump_json(), e.ts)
+            for e in events
+        ]
+        with self._mutex, self._errors("commit_run"):
+            conn = self._db()
+            with self._transaction(conn):
+                conn.execute(
+                    "INSERT INTO sessions (id, user_id, holder, holder_since, incoming, state, "
+                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, "
+                    "holder = excluded.holder, holder_since = excluded.holder_since, "
+                    "incoming = excluded.incoming, state = excluded.state, "
+                    "updated_at = excluded.updated_at",
+                    session_row,
+                )
+                conn.executemany(
+                    "INSERT INTO messages (id, session_id, run_id, role, agent, data, ts) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    message_rows,
+                )
+                conn.executemany(
+                    "INSERT INTO events (id, session_id, trace_id, run_id, type, data, ts) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    event_rows,
+                )
+
+    async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
+        """The session's transcript, oldest first (the last `limit` messages if given)."""
+        if limit is not None and limit <= 0:
+            return []
+        if limit is not None:
+            rows = self._query(
+                "get_messages",
+                "SELECT seq, data FROM (SELECT seq, data FROM messages WHERE session_id = ? "
+                "ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+                (session_id, limit),
+            )
+        else:
+            rows = self._query(
+                "get_messages",
+                "SELECT seq, data FROM messages WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            )
+        out: list[Message] = []
+        for seq, data in rows:
+            try:
+                out.append(Message.model_validate_json(data))
+            except ValidationError as exc:
+                raise self._corrupt("messages", seq, exc) from exc
+        return out
+
+    async def get_events(
+        self, session_id: str | None = None, trace_id: str | None = None
+    ) -> list[Event]:
+        """Stored events of a session and/or trace, in order."""
+        where: list[str] = []
+        params: list[str] = []
+        if session_id is not None:
+            where.append("session_id = ?")
+            params.append(session_id)
+        if trace_id is not None:
+            where.append("trace_id = ?")
+            params.append(trace_id)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        sql = f"SELECT seq, data FROM events{clause} ORDER BY seq"
+        rows = self._query("get_events", sql, params)
+        out: list[Event] = []
+        for seq, data in rows:
+            try:
+                out.append(event_from_json(data))
+            except ValidationError as exc:
+                raise self._corrupt("events", seq, exc) from exc
+        return out
+
+    async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
+        """Most recently updated sessions first."""
+        rows = self._query(
+            "list_sessions",
+            "SELECT id, user_id, holder, holder_since, incoming, state, created_at, updated_at "
+            "FROM sessions ORDER BY updated_at DESC, rowid LIMIT ?",
+            (max(limit, 0),),
+        )
+        return [self._session(r) for r in rows]
+
+    async def claim_lock(self, key: str, window_s: float) -> bool:
+        """Claim `key` for `window_s` seconds; False if a live claim already exists.
+
+        Expiry uses wall-clock time because other processes sharing the file must agree on it.
+        """
+        t = time.time()
+        with self._mutex, self._errors("claim_lock"):
+            conn = self._db()
+            # One statement, hence atomic across connections: insert, or take over the key
+            # only if its claim has expired; rowcount is 0 when a live claim exists.
+            cur = conn.execute(
+                "INSERT INTO locks (key, expires_at) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at "
+                "WHERE locks.expires_at <= ?",
+                (key, t + window_s, t),
+            )
+            claimed = cur.rowcount == 1
+            self._claims += 1
+            if self._claims % _PRUNE_EVERY == 0:
+                conn.execute("DELETE FROM locks WHERE expires_at <= ?", (t,))
+        return claimed
+
+    async def push_human(self, card: EscalationCard) -> int:
+        """Put an escalation card in the human queue; returns its ticket id."""
+        with self._mutex, self._errors("push_human"):
+            cur = self._db().execute(
+                "INSERT INTO human_queue (session_id, trace_id, card, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (card.session_id, card.trace_id, card.model_dump_json(), card.created_at),
+            )
+            ticket = cur.lastrowid
+        if ticket is None:  # pragma: no cover - sqlite3 always sets it after an INSERT
+            raise StoreError(f"SQLite store {self.path}: push_human got no ticket id")
+        return ticket
+
+    async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
+        """Tickets in the human queue, oldest first."""
+        if status is None:
+            rows = self._query("list_human", "SELECT id, card, status FROM human_queue ORDER BY id")
+        else:
+            rows = self._query(
+                "list_human",
+                "SELECT id, card, status FROM human_queue WHERE status = ? ORDER BY id",
+                (status,),
+            )
+        out: list[HumanTicket] = []
+        for ticket, card, st in rows:
+            try:
+                out.append(
+                    HumanTicket(id=ticket, card=EscalationCard.model_validate_json(card), status=st)
+                )
+            except ValidationError as exc:
+                raise self._corrupt("human_queue", ticket, exc) from exc
+        return out
+
+    async def close(self) -> None:
+        """Close the connection; later calls raise `StoreError`. Closing twice is harmless."""
+        with self._mutex:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            with self._errors("close"):
+                conn.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.url!r})"
