@@ -1,0 +1,363 @@
+"""`OpenAICompatible`: any server that speaks the OpenAI chat-completions API.
+
+Works with OpenAI itself and with local servers (vLLM, llama.cpp, Ollama, LM Studio, ...)
+through `base_url`. Two tool modes:
+
+- `native`: tools go in the request's `tools` field and come back as `tool_calls`.
+- `text`: for servers or models without tool calling. The tool catalogue is written into the
+  system message, the model answers with one JSON object, and the kernel's shared parser
+  (`baton.models.parsing.parse_text_mode`) turns it into tool calls.
+
+`openai` is imported on first use only, so `import baton` stays fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from baton.core.errors import ConfigError, ModelError, ModelTimeout
+from baton.core.messages import Message, ToolCall, ToolSpec, Usage
+from baton.models.base import ModelRequest, ModelResponse, estimate_tokens
+
+if TYPE_CHECKING:
+    import openai
+
+ToolMode = Literal["native", "text"]
+
+_PLACEHOLDER_KEY = "none"
+"""Key sent to servers that need none (local servers accept any key)."""
+
+_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAICompatible:
+    """A `Model` backed by an OpenAI-compatible `/v1/chat/completions` endpoint."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        tool_mode: ToolMode = "native",
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        timeout_s: float | None = None,
+        extra_body: dict[str, Any] | None = None,
+        client: openai.AsyncOpenAI | None = None,
+        max_retries: int = 2,
+    ) -> None:
+        if not model or not model.strip():
+            raise ConfigError("OpenAICompatible needs a model name, e.g. 'gpt-4o-mini'")
+        if tool_mode not in ("native", "text"):
+            raise ConfigError(f"tool_mode must be 'native' or 'text', got {tool_mode!r}")
+        self.model = model
+        self.name = f"openai:{model}"
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        if client is None and self.api_key is None and self.base_url is None:
+            raise ConfigError(
+                f"model {self.name!r}: no API key and no server URL. Set OPENAI_API_KEY "
+                "(or pass api_key=...) for OpenAI, or set OPENAI_BASE_URL (or pass base_url=...) "
+                'for a local server, where any key like "none" works'
+            )
+        self.tool_mode: ToolMode = tool_mode
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout_s = timeout_s
+        self.extra_body = dict(extra_body) if extra_body else None
+        self.max_retries = max_retries
+        self._client = client
+        self._own_client = client is None
+        self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    def __repr__(self) -> str:
+        """Model name, server and tool mode (never the key)."""
+        return (
+            f"OpenAICompatible({self.model!r}, base_url={self.endpoint!r}, "
+            f"tool_mode={self.tool_mode!r})"
+        )
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL requests go to."""
+        if self._client is not None and not self._own_client:
+            return str(self._client.base_url)
+        return self.base_url or _DEFAULT_BASE_URL
+
+    # ------------------------------------------------------------------ client
+    def _get_client(self) -> openai.AsyncOpenAI:
+        """The `AsyncOpenAI` client, created on first use and reused afterwards.
+
+        A client created here is bound to the event loop it first ran in (its connection pool
+        is); when a later call runs in another loop (e.g. successive `asyncio.run` calls), a
+        fresh client is made for that loop. A client passed in by the caller is always reused.
+        """
+        if not self._own_client:
+            assert self._client is not None
+            return self._client
+        loop = asyncio.get_running_loop()
+        current = self._client_loop() if self._client_loop is not None else None
+        if self._client is None or current is not loop:
+            openai = _import_openai()
+            options: dict[str, Any] = {}
+            if self.timeout_s is not None:
+                options["timeout"] = self.timeout_s
+            self._client = openai.AsyncOpenAI(
+                api_key=self.api_key or _PLACEHOLDER_KEY,
+                base_url=self.base_url,
+                max_retries=self.max_retries,
+                **options,
+            )
+            self._client_loop = weakref.ref(loop)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client this model created (a client passed in is left to its owner)."""
+        if self._own_client and self._client is not None:
+            client, self._client, self._client_loop = self._client, None, None
+            await client.close()
+
+    # ------------------------------------------------------------------ generate
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """Send the request to the server and map its reply (errors become `ModelError`)."""
+        kwargs = self._request_kwargs(request)
+        try:
+            client = self._get_client()
+            completion = await client.chat.completions.create(**kwargs)
+        except Exception as exc:
+            error = self._translate(exc)
+            if error is None:
+                raise
+            raise error from exc
+        return self._to_response(completion, kwargs["messages"])
+
+    def _request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of `chat.completions.create` for this request."""
+        temperature = self.temperature if self.temperature is not None else request.temperature
+        kwargs: dict[str, Any] = {"model": self.model, "temperature": temperature}
+        if self.tool_mode == "native":
+            kwargs["messages"] = [m.to_chat() for m in request.messages]
+            if request.tools:
+                kwargs["tools"] = [s.to_openai() for s in request.tools]
+                kwargs["tool_choice"] = "auto"
+            if request.response_format is not None:
+                kwargs["response_format"] = _json_schema_format(request.response_format)
+        else:
+            schema = request.response_format if request.tools else None
+            kwargs["messages"] = render_text_mode(request.messages, request.tools, schema)
+            if request.response_format is not None and not request.tools:
+                kwargs["response_format"] = _json_schema_format(request.response_format)
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        return kwargs
+
+    def _to_response(self, completion: Any, sent: list[dict[str, Any]]) -> ModelResponse:
+        """Map a `ChatCompletion` onto a `ModelResponse`, keeping raw tool arguments."""
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            raise ModelError(
+                f"{self.name} at {self.endpoint} returned no choices "
+                f"(response: {str(completion)[:300]!r}); check that the server supports "
+                "/v1/chat/completions for this model"
+            )
+        message = choices[0].message
+        text: str | None = message.content
+        calls: list[ToolCall] = []
+        for tc in message.tool_calls or []:
+            fn = getattr(tc, "function", None)
+            if fn is None or not getattr(fn, "name", None):
+                continue
+            args = fn.arguments
+            if args is None:
+                args = "{}"
+            elif not isinstance(args, str):  # some servers send an object instead of text
+                args = json.dumps(args, ensure_ascii=False)
+            if tc.id:
+                calls.append(ToolCall(id=tc.id, name=fn.name, arguments=args))
+            else:
+                calls.append(ToolCall(name=fn.name, arguments=args))
+        usage = completion.usage
+        if usage is not None and (usage.prompt_tokens or usage.completion_tokens):
+            mapped = Usage(
+                input_tokens=usage.prompt_tokens or 0,
+                output_tokens=usage.completion_tokens or 0,
+            )
+        else:
+            mapped = Usage(
+                input_tokens=sum(estimate_tokens(_as_text(m.get("content"))) for m in sent),
+                output_tokens=estimate_tokens(text)
+                + sum(estimate_tokens(c.arguments) + 4 for c in calls),
+            )
+        return ModelResponse(
+            text=text,
+            tool_calls=calls,
+            usage=mapped,
+            text_tool_calls=self.tool_mode == "text",
+            raw=completion,
+        )
+
+    # ------------------------------------------------------------------ errors
+    def _translate(self, exc: Exception) -> ModelError | None:
+        """The `ModelError` (or `ModelTimeout`) saying what went wrong and what to do, or None
+        for an exception that did not come from the client (it propagates unchanged)."""
+        if isinstance(exc, ModelError):
+            return None
+        import openai
+
+        where = f"{self.name} at {self.endpoint}"
+        if isinstance(exc, openai.APITimeoutError):
+            limit = f" within {self.timeout_s:g}s" if self.timeout_s is not None else ""
+            return ModelTimeout(
+                f"{where} did not answer{limit}; check the server's load, or raise timeout_s"
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return ModelError(
+                f"cannot connect to {self.endpoint} for {self.name}: {exc}; check OPENAI_BASE_URL "
+                "(or base_url=...) and that the server is up"
+            )
+        if isinstance(exc, openai.APIStatusError):
+            status, detail = exc.status_code, _server_message(exc)
+            if isinstance(exc, openai.AuthenticationError):
+                hint = "check OPENAI_API_KEY (or api_key=...)"
+            elif isinstance(exc, openai.PermissionDeniedError):
+                hint = f"the key may not use model {self.model!r}; check OPENAI_API_KEY"
+            elif isinstance(exc, openai.NotFoundError):
+                hint = (
+                    f"check the model name {self.model!r} (GET {self.endpoint.rstrip('/')}/models "
+                    "lists them) and that OPENAI_BASE_URL ends with /v1"
+                )
+            elif isinstance(exc, openai.RateLimitError):
+                hint = "rate limit or quota reached; wait and retry, or lower concurrency"
+            elif status in (400, 422):
+                hint = "the server rejected the request"
+                if self.tool_mode == "native":
+                    hint += "; if this server or model has no tool calling, use tool_mode='text'"
+            elif status >= 500:
+                hint = "the server failed; check its logs, or retry later"
+            else:
+                hint = "unexpected status from the server"
+            return ModelError(f"{where} answered HTTP {status}: {detail}; {hint}")
+        if isinstance(exc, openai.OpenAIError):
+            return ModelError(f"{where} failed: {type(exc).__name__}: {exc}")
+        return None
+
+
+def _import_openai() -> Any:
+    """The `openai` module, imported on first use (it is slow to import)."""
+    try:
+        import openai
+    except ImportError as exc:
+        raise ModelError(
+            "the 'openai' package is needed for model='openai:...'; install it with "
+            "`pip install openai`"
+        ) from exc
+    return openai
+
+
+def _json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """`response_format` asking for JSON that follows `schema`."""
+    return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+
+
+def _server_message(exc: Any) -> str:
+    """The error message the server put in its body, else the exception's own text."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return str(err["message"])[:500]
+        if isinstance(err, str):
+            return err[:500]
+    return str(getattr(exc, "message", exc))[:500]
+
+
+def _as_text(content: object) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    return json.dumps(content, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------------- text mode
+def tool_catalogue(tools: Sequence[ToolSpec], response_format: dict[str, Any] | None = None) -> str:
+    """The text-mode instructions: the tools, their schemas and the reply protocol."""
+    lines = ["You can call these tools:"]
+    for spec in tools:
+        desc = " ".join(spec.description.split())
+        params = json.dumps(spec.parameters, ensure_ascii=False, separators=(",", ":"))
+        lines.append(f"- {spec.name}: {desc}" if desc else f"- {spec.name}")
+        lines.append(f"  parameters (JSON schema): {params}")
+    lines += [
+        "",
+        "Reply with exactly one JSON object and nothing else.",
+        'To call a tool: {"tool": "<name>", "arguments": {...}}',
+        'To answer the user: {"final": "<answer>"}',
+        "After a tool call you will receive its result, then reply again the same way.",
+    ]
+    if response_format is not None:
+        schema = json.dumps(response_format, ensure_ascii=False, separators=(",", ":"))
+        lines.append(f"The final answer must be a JSON text following this schema: {schema}")
+    return "\n".join(lines)
+
+
+def _call_json(call: ToolCall) -> str:
+    """A tool call as the JSON object a text-mode model would have written."""
+    name = json.dumps(call.name, ensure_ascii=False)
+    try:
+        args = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        return f'{{"tool": {name}, "arguments": {call.arguments}}}'  # as the model wrote it
+    return json.dumps({"tool": call.name, "arguments": args}, ensure_ascii=False)
+
+
+def render_text_mode(
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    response_format: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Chat messages without any tool fields, for servers that have no tool calling.
+
+    The catalogue joins the system message; assistant tool calls become the JSON the model
+    would have written; tool results become user messages (`Tool <name> returned: ...`).
+    Consecutive messages of the same role are merged, since some chat templates require
+    user and assistant turns to alternate.
+    """
+    names: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, content: str) -> None:
+        if out and out[-1]["role"] == role and role != "system":
+            out[-1]["content"] = f"{out[-1]['content']}\n\n{content}"
+        else:
+            out.append({"role": role, "content": content})
+
+    catalogue = tool_catalogue(tools, response_format) if tools else None
+    if catalogue and (not messages or messages[0].role != "system"):
+        out.append({"role": "system", "content": catalogue})
+        catalogue = None
+    for m in messages:
+        if m.role == "system":
+            content = m.content or ""
+            if catalogue:
+                content = f"{content}\n\n{catalogue}" if content else catalogue
+                catalogue = None
+            add("system", content)
+        elif m.role == "tool":
+            name = m.name or names.get(m.tool_call_id or "", "tool")
+            add("user", f"Tool {name} returned: {m.content or ''}")
+        elif m.role == "assistant" and m.tool_calls:
+            for c in m.tool_calls:
+                names[c.id] = c.name
+            calls = [_call_json(c) for c in m.tool_calls]
+            written = calls[0] if len(calls) == 1 else "[" + ", ".join(calls) + "]"
+            add("assistant", f"{m.content}\n{written}" if m.content else written)
+        else:
+            add(m.role, m.content or "")
+    return out
