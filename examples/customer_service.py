@@ -20,8 +20,12 @@ from baton.models import ModelRequest, Step
 
 # --- a tiny business database ------------------------------------------------------------
 INVOICES = {
-    "ORD-202607-99": {"status": "ISSUED", "amount": 299.00, "currency": "CNY",
-                      "url": "https://invoice.example.com/pdf/ORD-202607-99"},
+    "ORD-202607-99": {
+        "status": "ISSUED",
+        "amount": 299.00,
+        "currency": "CNY",
+        "url": "https://invoice.example.com/pdf/ORD-202607-99",
+    },
     "ORD-202608-17": {"status": "PENDING", "amount": 1280.50, "currency": "CNY", "url": None},
 }
 SERVERS = {
@@ -96,13 +100,17 @@ def desk_policy(request: ModelRequest) -> Step:
     if request.agent == "triage":
         if any(w in text for w in BILLING_WORDS):
             return ScriptedModel.call(
-                "transfer_to_billing", reason="billing question", objective="Answer the invoice "
-                "question", state={"order_id": order} if order else {}
+                "transfer_to_billing",
+                reason="billing question",
+                objective="Answer the invoice question",
+                state={"order_id": order} if order else {},
             )
         if any(w in text for w in TECH_WORDS):
             return ScriptedModel.call(
-                "transfer_to_tech_support", reason="server incident",
-                objective="Restore the user's server", state={"server_id": server} if server else {},
+                "transfer_to_tech_support",
+                reason="server incident",
+                objective="Restore the user's server",
+                state={"server_id": server} if server else {},
             )
         return ScriptedModel.say("Hello! I can help with invoices and server incidents.")
     if request.agent == "billing":
@@ -118,7 +126,9 @@ def desk_policy(request: ModelRequest) -> Step:
 
 def desk_model() -> object:
     """The model the desk runs on: `BATON_MODEL` if set, else the scripted desk policy."""
-    return os.environ.get("BATON_MODEL") or ScriptedModel(desk_policy, name="scripted-desk")
+    return os.environ.get("BATON_MODEL") or ScriptedModel(
+        desk_policy, name="scripted-desk", record=False
+    )
 
 
 triage = Agent(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -21,15 +22,15 @@ class Agent(BaseModel):
     instructions: str = Field(default="", description="System prompt of the agent.")
     description: str = Field(default="", description="What the agent owns (drives routing).")
     not_for: str = Field(default="", description="What it must not handle (drives hand-offs).")
-    examples: tuple[str, ...] = Field(default=(), description="Utterances it should receive.")
-    tools: tuple[Tool, ...] = Field(default=(), description="Tools only this agent may call.")
-    handoffs: tuple[str, ...] = Field(default=(), description="Agents it may pass the baton to.")
+    examples: Sequence[str] = Field(default=(), description="Utterances it should receive.")
+    tools: Sequence[Tool] = Field(default=(), description="Tools only this agent may call.")
+    handoffs: Sequence[str] = Field(default=(), description="Agents it may pass the baton to.")
     model: Any = Field(
         default=None,
         description="A `Model`, a name ('local', 'openai:<name>'), or None for the team's model.",
     )
     max_iterations: int = Field(default=8, ge=1, description="Model calls per turn before a trip.")
-    accepts: tuple[str, ...] | None = Field(
+    accepts: Sequence[str] | None = Field(
         default=None, description="Whitelist of state keys it receives; None accepts all."
     )
 

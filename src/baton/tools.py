@@ -48,8 +48,10 @@ def error_content(message: str) -> str:
 
 def render_result(value: Any, limit: int) -> tuple[str, bool, int]:
     """Serialise a tool's return value and truncate it: (text, truncated, original length)."""
-    text = value if isinstance(value, str) else json.dumps(
-        value, ensure_ascii=False, default=_json_default
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False, default=_json_default)
     )
     n = len(text)
     if limit > 0 and n > limit:
@@ -64,7 +66,7 @@ def _docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
     doc = inspect.cleandoc(doc)
     arg_help: dict[str, str] = {}
     desc_lines: list[str] = []
-    in_args = False
+    section: str | None = None  # None: description; "args"; "other": a section left out
     current: str | None = None
     for line in doc.splitlines():
         stripped = line.strip()
@@ -73,12 +75,12 @@ def _docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
             arg_help[rest.group(1)] = rest.group(2)
             continue
         if stripped.lower() in ("args:", "arguments:", "parameters:"):
-            in_args = True
+            section = "args"
             continue
-        if in_args:
-            if stripped.lower() in ("returns:", "raises:", "yields:", "examples:"):
-                in_args = False
-                continue
+        if stripped.lower() in ("returns:", "raises:", "yields:", "examples:"):
+            section = "other"  # header and body are not part of the description
+            continue
+        if section == "args":
             m = re.match(r"^(\w+)\s*(\([^)]*\))?\s*:\s*(.*)$", stripped)
             if m:
                 current = m.group(1)
@@ -86,6 +88,10 @@ def _docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
             elif stripped and current:
                 arg_help[current] += " " + stripped
             continue
+        if section == "other":
+            if not stripped or line[0].isspace():
+                continue
+            section = None  # unindented text after a section belongs to the description
         desc_lines.append(line)
     return "\n".join(desc_lines).strip(), arg_help
 
@@ -150,7 +156,7 @@ class Tool:
             ann = hints.get(pname, Any)
             default = ... if param.default is param.empty else param.default
             fields[pname] = (ann, Field(default, description=arg_help.get(pname)))
-        model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        model: type[BaseModel] = create_model(
             f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields
         )
         return model
@@ -232,5 +238,3 @@ def tool(
     if fn is not None:
         return wrap(fn)
     return wrap
-
-

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from baton.backends import MemoryStore, Store
+from baton.backends import Store
 from baton.backends.base import SessionRecord
 from baton.core.events import (
     EscalationCard,

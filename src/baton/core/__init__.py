@@ -14,8 +14,8 @@ from baton.core.errors import (
 )
 from baton.core.events import (
     AgentStarted,
-    EscalationCard,
     Escalated,
+    EscalationCard,
     Event,
     GuardTripped,
     Handoff,
@@ -35,8 +35,8 @@ __all__ = [
     "AgentStarted",
     "BatonError",
     "ConfigError",
-    "EscalationCard",
     "Escalated",
+    "EscalationCard",
     "Event",
     "GuardTripped",
     "Handoff",

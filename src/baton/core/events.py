@@ -112,18 +112,20 @@ class EscalationCard(BaseModel):
     last_reply: str | None = Field(default=None, description="Last thing the user was told.")
     created_at: float = Field(default_factory=now)
 
-    def render(self) -> str:
+    def render(self, include_state: bool = True) -> str:
         """The card as text, for a fallback agent's instructions or a console."""
         import json
 
-        return (
-            "ESCALATION\n"
-            f"Path: {' -> '.join(self.path)}\n"
-            f"Reasons: {'; '.join(self.reasons)}\n"
-            f"State: {json.dumps(self.state, ensure_ascii=False, default=str)}\n"
-            f"User said: {self.last_user_message}\n"
-            f"Last reply to the user: {self.last_reply or '(none)'}"
-        )
+        lines = [
+            "ESCALATION",
+            f"Path: {' -> '.join(self.path)}",
+            f"Reasons: {'; '.join(self.reasons)}",
+        ]
+        if include_state:
+            lines.append(f"State: {json.dumps(self.state, ensure_ascii=False, default=str)}")
+        lines.append(f"User said: {self.last_user_message}")
+        lines.append(f"Last reply to the user: {self.last_reply or '(none)'}")
+        return "\n".join(lines)
 
 
 class Escalated(EventBase):

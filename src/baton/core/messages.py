@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -65,8 +65,6 @@ class Message(BaseModel):
             ]
         if self.role == "tool":
             out["tool_call_id"] = self.tool_call_id
-            if self.name:
-                out["name"] = self.name
         return out
 
 
@@ -77,7 +75,7 @@ class ToolSpec(BaseModel):
 
     name: str
     description: str = ""
-    parameters: dict[str, object] = Field(default_factory=lambda: {"type": "object"})
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
 
     def to_openai(self) -> dict[str, object]:
         """The spec in OpenAI `tools=[...]` form."""

@@ -25,7 +25,9 @@ class HandoffArgs(BaseModel):
         description="Verified business slots the receiver needs (order_id, server_id, ...).",
     )
     completed_steps: list[str] = Field(default_factory=list, description="What is already done.")
-    constraints: list[str] = Field(default_factory=list, description="Rules the receiver must keep.")
+    constraints: list[str] = Field(
+        default_factory=list, description="Rules the receiver must keep."
+    )
     reply_to_user: str | None = Field(
         default=None, description="What the user has already been told about this hand-off."
     )

@@ -97,11 +97,8 @@ def parse_text_mode(text: str | None, tool_names: set[str]) -> TextModeResult:
             continue
         name = next((item[k] for k in _NAME_KEYS if isinstance(item.get(k), str)), None)
         if name is not None and (name in tool_names or any(k in item for k in _ARGS_KEYS)):
-            args = next((item[k] for k in _ARGS_KEYS if k in item), {})
-            if isinstance(args, str):
-                args_text = args
-            else:
-                args_text = json.dumps(args, ensure_ascii=False)
+            args: Any = next((item[k] for k in _ARGS_KEYS if k in item), {})
+            args_text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
             calls.append(ToolCall(name=name, arguments=args_text))
             continue
         for k in _ANSWER_KEYS:

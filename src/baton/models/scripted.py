@@ -6,7 +6,7 @@ import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from baton.core.errors import ModelError
 from baton.core.ids import new_id
@@ -30,9 +30,7 @@ class Step:
             raise ModelError(self.error)
         input_tokens = sum(estimate_tokens(m.content) for m in request.messages)
         out_text = self.text or ""
-        out_tokens = estimate_tokens(out_text) + sum(
-            estimate_tokens(a) + 4 for _, a in self.calls
-        )
+        out_tokens = estimate_tokens(out_text) + sum(estimate_tokens(a) + 4 for _, a in self.calls)
         return ModelResponse(
             text=self.text,
             tool_calls=[ToolCall(id=new_id("call_"), name=n, arguments=a) for n, a in self.calls],
@@ -41,8 +39,8 @@ class Step:
         )
 
 
-ScriptFn = Callable[[ModelRequest], Union[Step, Sequence[Step]]]
-Script = Union[Sequence[Step], Mapping[str, Sequence[Step]], ScriptFn]
+ScriptFn = Callable[[ModelRequest], Step | Sequence[Step]]
+Script = Sequence[Step] | Mapping[str, Sequence[Step]] | ScriptFn
 
 
 class ScriptedModel:
@@ -55,7 +53,13 @@ class ScriptedModel:
     """
 
     def __init__(
-        self, script: Script, *, name: str = "scripted", latency_s: float = 0.0, loop: bool = False
+        self,
+        script: Script,
+        *,
+        name: str = "scripted",
+        latency_s: float = 0.0,
+        loop: bool = False,
+        record: bool = True,
     ) -> None:
         self.name = name
         self.latency_s = latency_s
@@ -70,8 +74,8 @@ class ScriptedModel:
         else:
             self._lists = {None: _flatten(script)}
         self.requests: list[ModelRequest] = []
-        """Every request received, for assertions in tests."""
-        self.record = True
+        """Every request received (when `record` is true), for assertions in tests."""
+        self.record = record
 
     @staticmethod
     def call(tool_name: str, /, **args: Any) -> Step:

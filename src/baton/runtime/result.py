@@ -26,13 +26,9 @@ class RunResult(BaseModel):
     run_id: str
     events: list[Event] = Field(default_factory=list, description="Every event of the run.")
     escalation: EscalationCard | None = Field(default=None, description="Set when escalated.")
+    holder: str | None = Field(default=None, description="Agent holding the baton after the run.")
     state: dict[str, Any] = Field(default_factory=dict, description="Session slots after the run.")
     error: str | None = Field(default=None, description="What went wrong, when failed.")
-
-    @property
-    def holder(self) -> str | None:
-        """The agent that holds the baton after the run."""
-        return self.path[-1] if self.path else None
 
     @property
     def total_usage(self) -> Usage:

@@ -8,6 +8,8 @@ escalation) live in their own functions so the loop stays this short.
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -15,11 +17,11 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from baton.backends.base import SessionRecord
-from baton.core.errors import ModelError, ParseError
+from baton.core.errors import ModelError, ModelTimeout, ParseError
 from baton.core.events import (
     AgentStarted,
-    EscalationCard,
     Escalated,
+    EscalationCard,
     Event,
     GuardTripped,
     Handoff,
@@ -44,6 +46,7 @@ from baton.runtime.timeouts import with_timeout
 from baton.tools import error_content
 
 _SCALAR = (str, int, float, bool)
+log = logging.getLogger("baton")
 
 
 @dataclass
@@ -80,6 +83,7 @@ class _Run:
     handoffs: list[HandoffPayload] = field(default_factory=list)
     usage: dict[str, Usage] = field(default_factory=dict)
     last_reply: str | None = None
+    sink_failed: bool = False
 
     @property
     def hop(self) -> int:
@@ -88,7 +92,12 @@ class _Run:
     def emit(self, event: Event) -> None:
         self.events.append(event)
         for sink in self.cfg.sinks:
-            sink.emit(event)
+            try:
+                sink.emit(event)
+            except Exception:  # a broken sink must never break a run; say so once per run
+                if not self.sink_failed:
+                    self.sink_failed = True
+                    log.exception("event sink %r failed; the run goes on", sink)
 
     def base(self, agent: str | None) -> dict[str, Any]:
         return {
@@ -118,6 +127,10 @@ class Runner:
         t0 = time.perf_counter()
         if session.holder is not None:
             r.history = await cfg.store.get_messages(session.session_id, limit=200)
+            r.last_reply = next(
+                (m.content for m in reversed(r.history) if m.role == "assistant" and m.content),
+                None,
+            )
         r.emit(RunStarted(**r.base(None), message=message, user_id=r.user_id))
         user_msg = r.record(Message(role="user", content=message, run_id=r.run_id))
 
@@ -148,12 +161,14 @@ class Runner:
                 output = outcome.text
                 break
             status = "escalated"
-            escalation, output, holder = await self._escalate(r, holder, [outcome.reason])
+            esc = await self._escalate(r, holder, [outcome.reason], user_msg.id)
+            escalation, output = esc.card, esc.output
+            holder, incoming, since = esc.holder, esc.incoming, user_msg.id
             break
 
         session.holder = holder
-        session.holder_since = since if holder == r.path[-1] else user_msg.id
-        session.incoming = incoming if holder == r.path[-1] else None
+        session.holder_since = since
+        session.incoming = incoming
         session.user_id = r.user_id
         session.updated_at = time.time()
         r.emit(
@@ -179,6 +194,7 @@ class Runner:
             run_id=r.run_id,
             events=r.events,
             escalation=escalation,
+            holder=holder,
             state=dict(session.state),
             error=error,
         )
@@ -214,7 +230,9 @@ class Runner:
                 text, calls = retry
             if not calls:
                 reply = text or ""
-                r.record(Message(role="assistant", content=reply, agent=agent.name, run_id=r.run_id))
+                r.record(
+                    Message(role="assistant", content=reply, agent=agent.name, run_id=r.run_id)
+                )
                 r.last_reply = reply
                 return TurnOutcome("answer", text=reply)
             scratch.append(
@@ -231,7 +249,10 @@ class Runner:
             outcome = await self._run_calls(r, plan, calls, scratch)
             if outcome is not None:
                 return outcome
-        detail = f"max_iterations: {agent.name} made {agent.max_iterations} model calls without answering"
+        detail = (
+            f"max_iterations: {agent.name} made {agent.max_iterations} model calls "
+            "without answering"
+        )
         r.emit(GuardTripped(**r.base(agent.name), guard="max_iterations", detail=detail))
         return TurnOutcome("trip", reason=detail)
 
@@ -244,7 +265,7 @@ class Runner:
             response = await with_timeout(
                 plan.model.generate(request), self.cfg.guards.model_timeout_s
             )
-        except TimeoutError:
+        except (TimeoutError, ModelTimeout):
             detail = (
                 f"model_timeout: {plan.model.name} did not answer {name} within "
                 f"{self.cfg.guards.model_timeout_s}s"
@@ -283,7 +304,9 @@ class Runner:
         )
         return response
 
-    def _parse(self, response: ModelResponse, plan: AgentPlan) -> tuple[str | None, list[_ParsedCall]]:
+    def _parse(
+        self, response: ModelResponse, plan: AgentPlan
+    ) -> tuple[str | None, list[_ParsedCall]]:
         text, raw_calls = response.text, response.tool_calls
         if not raw_calls and response.text_tool_calls:
             found = parse_text_mode(text, set(plan.tools) | {s.name for s in plan.specs})
@@ -388,8 +411,12 @@ class Runner:
                 available = sorted(plan.tools) + sorted(
                     s.name for s in plan.specs if s.name not in plan.tools
                 )
-                msg = f"unknown tool {call.name!r}; available tools: {', '.join(available) or 'none'}"
-                r.emit(ToolCalled(**r.base(name), tool=call.name, call_id=call.id, ok=False, error=msg))
+                msg = (
+                    f"unknown tool {call.name!r}; available tools: {', '.join(available) or 'none'}"
+                )
+                r.emit(
+                    ToolCalled(**r.base(name), tool=call.name, call_id=call.id, ok=False, error=msg)
+                )
                 content = error_content(msg)
             scratch.append(
                 r.record(
@@ -478,7 +505,8 @@ class Runner:
             )
         except ValidationError as exc:
             detail = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}" for e in exc.errors()
+                f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}"
+                for e in exc.errors()
             )
             return refuse(f"invalid payload ({detail}); reason and objective are required")
 
@@ -494,9 +522,8 @@ class Runner:
                     f"{cfg.guards.lock_window_s:g}s ago; dropped"
                 )
                 r.emit(GuardTripped(**r.base(source), guard="duplicate_handoff", detail=detail))
-                return error_content(
-                    f"{detail}. Continue with the current state: {r.session.state}"
-                )
+                state = json.dumps(r.session.state, ensure_ascii=False, default=str)
+                return error_content(f"{detail}. Continue with the current state: {state}")
         for k, v in payload.state.items():
             r.session.state[k] = v
         r.handoffs.append(payload)
@@ -507,10 +534,12 @@ class Runner:
         return payload
 
     # ------------------------------------------------------------------ escalation
-    async def _escalate(
-        self, r: _Run, holder: str, reasons: list[str]
-    ) -> tuple[EscalationCard, str, str]:
-        """Build the hand-over card and give it to the fallback. Returns (card, output, holder)."""
+    async def _escalate(self, r: _Run, holder: str, reasons: list[str], since: str) -> _Escalation:
+        """Build the hand-over card and give it to the fallback (an agent, else the human queue).
+
+        After a human escalation the next message starts again at the entry agent (the state
+        slots stay); after a fallback agent answered, that agent holds the baton.
+        """
         cfg = self.cfg
         card = EscalationCard(
             session_id=r.session.session_id,
@@ -531,7 +560,8 @@ class Runner:
                 objective="Take over the user's request; the automated desk could not finish it.",
                 state=dict(r.session.state),
                 reply_to_user=r.last_reply,
-                constraints=[card.render()],
+                # state travels (filtered by `accepts`) in the payload, not in the card text
+                constraints=[card.render(include_state=False)],
                 trace_id=r.trace_id,
                 session_id=r.session.session_id,
                 user_id=r.user_id,
@@ -549,12 +579,21 @@ class Runner:
                 specs=[s for s in plan.specs if s.name in plan.tools],
                 handoff_targets=frozenset(),
             )
-            outcome = await self._turn(r, fallback_plan, payload, None, payload.reason)
+            outcome = await self._turn(r, fallback_plan, payload, since, payload.reason)
             if outcome.kind == "answer":
-                return card, outcome.text or "", fallback
+                return _Escalation(card, outcome.text or "", fallback, payload)
             card.reasons.append(f"fallback {fallback} could not finish: {outcome.reason}")
         await cfg.store.push_human(card)
-        return card, cfg.escalation_message, holder
+        return _Escalation(card, cfg.escalation_message, cfg.entry, None)
+
+
+@dataclass
+class _Escalation:
+    card: EscalationCard
+    output: str
+    holder: str
+    """Who holds the baton afterwards."""
+    incoming: HandoffPayload | None
 
 
 def run_sync_guard() -> None:

@@ -112,9 +112,29 @@ class Team:
             handoff_targets=frozenset(agent.handoffs),
         )
 
+    def use_store(self, store: Store | str) -> None:
+        """Switch the team to another store (a URL or a Store object) for future runs."""
+        self.store = open_store(store)
+        self._config.store = self.store
+
+    async def aclose(self) -> None:
+        """Close the store's connections (a Team is also an async context manager)."""
+        await self.store.close()
+
+    async def __aenter__(self) -> Team:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     def add_sink(self, sink: EventSink) -> None:
         """Send every future event to `sink` too."""
         self.sinks.append(sink)
+
+    def remove_sink(self, sink: EventSink) -> None:
+        """Stop sending events to `sink` (no error if it was not attached)."""
+        if sink in self.sinks:
+            self.sinks.remove(sink)
 
     async def run(
         self, message: str, session_id: str | None = None, user_id: str | None = None

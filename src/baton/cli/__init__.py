@@ -1,0 +1,1 @@
+"""The `baton` command line: run a team, show a session's trace, play the demo desk."""

@@ -1,0 +1,303 @@
+"""The `baton` command line: `baton run`, `baton trace` and `baton demo`."""
+
+from __future__ import annotations
+
+import asyncio
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from baton.backends.base import Store
+from baton.cli.common import (
+    DEFAULT_STORE_URL,
+    CLIError,
+    events_path,
+    fail,
+    load_team,
+    open_cli_store,
+    sqlite_file,
+)
+from baton.core.errors import BatonError
+from baton.core.events import Event
+from baton.observe.base import EventSink
+from baton.observe.console import ConsoleSink
+from baton.observe.jsonl import JSONLSink
+from baton.runtime.result import RunResult
+from baton.topologies.team import Team
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+app = typer.Typer(
+    name="baton",
+    help="Multi-agent LLM teams that pass the baton through typed hand-offs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+"""The typer application behind the `baton` console script."""
+
+STORE_HELP = f"Store URL: sqlite:///path.db or memory:// (default {DEFAULT_STORE_URL})."
+"""Help text of the `--store` option."""
+
+
+class TraceFormat(str, Enum):
+    """Output formats of `baton trace`."""
+
+    text = "text"
+    json = "json"
+
+
+def _consoles() -> tuple[Console, Console]:
+    from rich.console import Console
+
+    return Console(highlight=False), Console(stderr=True, highlight=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from baton import __version__
+
+        typer.echo(f"baton {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """Multi-agent LLM teams that pass the baton through typed hand-offs."""
+
+
+# ---------------------------------------------------------------------------------- run
+async def _run_once(
+    team: Team, store: Store, message: str, session: str | None, user: str | None
+) -> RunResult:
+    try:
+        return await team.run(message, session_id=session, user_id=user)
+    finally:
+        await store.close()
+
+
+def _detach(team: Team, sinks: list[EventSink]) -> None:
+    for sink in sinks:
+        if sink in team.sinks:
+            team.sinks.remove(sink)
+
+
+def _print_result(out: Console, result: RunResult, url: str, events_file: str) -> None:
+    from rich.text import Text
+
+    status_style = {"completed": "bold green", "failed": "bold red"}.get(
+        result.status, "bold yellow"
+    )
+    total = result.total_usage
+    out.print()
+    out.print(Text.assemble(("reply: ", "bold"), result.output or "(no reply)"), soft_wrap=True)
+    out.print(Text.assemble(("path: ", "bold"), " -> ".join(result.path) or "-"), soft_wrap=True)
+    out.print(Text.assemble(("status: ", "bold"), (result.status, status_style)), soft_wrap=True)
+    if result.escalation is not None:
+        out.print(
+            Text.assemble(("escalated: ", "bold"), "; ".join(result.escalation.reasons)),
+            soft_wrap=True,
+        )
+    if result.error:
+        out.print(Text.assemble(("error: ", "bold red"), result.error), soft_wrap=True)
+    out.print(
+        Text.assemble(
+            ("tokens: ", "bold"),
+            f"{total.total_tokens} ({total.input_tokens} in / {total.output_tokens} out)",
+        ),
+        soft_wrap=True,
+    )
+    store_flag = "" if url == DEFAULT_STORE_URL else f" --store {url}"
+    out.print(
+        Text.assemble(
+            ("session: ", "bold"),
+            result.session_id,
+            (f"  (baton trace {result.session_id}{store_flag})", "dim"),
+        ),
+        soft_wrap=True,
+    )
+    out.print(Text.assemble(("events: ", "bold"), events_file), soft_wrap=True)
+
+
+@app.command()
+def run(
+    target: Annotated[
+        str,
+        typer.Argument(help="The team as MODULE:ATTRIBUTE, e.g. examples.customer_service:team."),
+    ],
+    message: Annotated[str, typer.Argument(help="The user message.")],
+    session: Annotated[
+        str | None,
+        typer.Option("--session", "-s", help="Session id; reuse it to continue a conversation."),
+    ] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="End-user id.")] = None,
+    store: Annotated[str | None, typer.Option("--store", help=STORE_HELP)] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Do not stream the events live.")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Stream more detail (routes, replies).")
+    ] = False,
+) -> None:
+    """Run one message through a team; print the reply, the path and the status."""
+    out, err = _consoles()
+    url = store or DEFAULT_STORE_URL
+    sinks: list[EventSink] = []
+    team: Team | None = None
+    previous: Store | None = None
+    try:
+        team = load_team(target)
+        log_file = events_path(url)
+        st = open_cli_store(url)
+        previous = team.store
+        team.use_store(st)
+        try:
+            jsonl = JSONLSink(log_file)
+        except OSError as exc:
+            raise CLIError(f"cannot write the event log {log_file}: {exc}") from None
+        sinks.append(jsonl)
+        if not quiet:
+            sinks.append(ConsoleSink(out, verbose=verbose))
+        for sink in sinks:
+            team.add_sink(sink)
+        try:
+            result = asyncio.run(_run_once(team, st, message, session, user))
+        except ValueError as exc:
+            raise CLIError(str(exc)) from None
+        except BatonError as exc:
+            raise CLIError(f"the run failed: {exc}", code=1) from None
+    except CLIError as exc:
+        fail(err, exc)
+        raise typer.Exit(exc.code) from None
+    finally:
+        if team is not None:
+            _detach(team, sinks)
+            if previous is not None:
+                team.use_store(previous)  # leave the imported team as it was
+        for sink in sinks:
+            if isinstance(sink, JSONLSink):
+                sink.close()
+    _print_result(out, result, url, str(log_file))
+    raise typer.Exit(1 if result.status == "failed" else 0)
+
+
+# -------------------------------------------------------------------------------- trace
+async def _load_events(store: Store, session: str) -> tuple[list[Event], list[str]]:
+    try:
+        events = await store.get_events(session_id=session)
+        recent = [] if events else [s.session_id for s in await store.list_sessions(limit=5)]
+        return events, recent
+    finally:
+        await store.close()
+
+
+@app.command()
+def trace(
+    session: Annotated[str, typer.Argument(help="Session id (as printed by `baton run`).")],
+    store: Annotated[str | None, typer.Option("--store", help=STORE_HELP)] = None,
+    format: Annotated[
+        TraceFormat, typer.Option("--format", "-f", help="text (tables) or json (JSON lines).")
+    ] = TraceFormat.text,
+) -> None:
+    """Show a session's hop-by-hop trace: every step of every run, with a summary."""
+    out, err = _consoles()
+    url = store or DEFAULT_STORE_URL
+    try:
+        db = sqlite_file(url)
+        if db is not None and not db.exists():
+            raise CLIError(
+                f"no store at {db}: run `baton run ...` first, or pass --store URL", code=1
+            )
+        st = open_cli_store(url)
+        try:
+            events, recent = asyncio.run(_load_events(st, session))
+        except BatonError as exc:
+            raise CLIError(f"cannot read the store {url}: {exc}", code=1) from None
+        if not events:
+            hint = f"; recent sessions: {', '.join(recent)}" if recent else ""
+            raise CLIError(f"session {session!r} has no events in {url}{hint}", code=1)
+    except CLIError as exc:
+        fail(err, exc)
+        raise typer.Exit(exc.code) from None
+    if format is TraceFormat.json:
+        for event in events:
+            typer.echo(event.model_dump_json())
+        return
+    from baton.cli.trace import render_trace
+
+    render_trace(out, events)
+
+
+# --------------------------------------------------------------------------------- demo
+@app.command()
+def demo(
+    interactive: Annotated[
+        bool,
+        typer.Option("--interactive", "-i", help="Chat with the desk (stdin) until EOF or exit."),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Stream more detail (routes, replies).")
+    ] = False,
+) -> None:
+    """Play the seed customer-service desk live, then show a summary table."""
+    from rich.panel import Panel
+
+    from baton.cli.demo import (
+        load_demo_team,
+        model_notice,
+        play,
+        scripted_requests,
+        stdin_requests,
+        summary_table,
+    )
+
+    out, err = _consoles()
+    try:
+        team = load_demo_team()
+    except CLIError as exc:
+        fail(err, exc)
+        raise typer.Exit(exc.code) from None
+    previous = team.store
+    team.use_store("memory://")
+    out.print(
+        Panel(
+            model_notice(team),
+            title="baton demo · seed customer-service desk",
+            border_style="yellow",
+        )
+    )
+    if interactive:
+        out.print("Type a message; `exit` or end of input (Ctrl-D) quits.", style="dim")
+        messages = stdin_requests(out)
+    else:
+        messages = scripted_requests()
+    sink = ConsoleSink(out, verbose=verbose)
+    team.add_sink(sink)
+    try:
+        turns = asyncio.run(play(team, out, messages, sink))
+    except BatonError as exc:
+        fail(err, CLIError(f"the demo failed: {exc}", code=1))
+        raise typer.Exit(1) from None
+    finally:
+        _detach(team, [sink])
+        team.use_store(previous)
+    if turns:
+        out.print(summary_table(turns))
+    if any(t.result.status == "failed" for t in turns):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Entry point of the `baton` console script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

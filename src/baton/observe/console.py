@@ -1,0 +1,209 @@
+"""`ConsoleSink`: one readable, coloured line per hop-relevant event, printed as it happens."""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from typing import TYPE_CHECKING
+
+from baton.core.events import (
+    AgentStarted,
+    Escalated,
+    Event,
+    GuardTripped,
+    Handoff,
+    HandoffRefused,
+    ModelCalled,
+    RouteDecided,
+    RunFinished,
+    RunStarted,
+    ToolCalled,
+)
+from baton.core.messages import Usage
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
+log = logging.getLogger("baton.observe")
+
+AGENT_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_cyan", "bright_magenta")
+"""Colours given to agents (stable per name)."""
+
+
+def agent_style(name: str | None) -> str:
+    """A stable colour for an agent name, so the same agent always looks the same."""
+    if not name:
+        return "white"
+    return "bold " + AGENT_COLOURS[zlib.crc32(name.encode()) % len(AGENT_COLOURS)]
+
+
+def fmt_ms(ms: float) -> str:
+    """A latency for people: `0.4 ms`, `182 ms`, `2.31 s`."""
+    if ms >= 1000:
+        return f"{ms / 1000:.2f} s"
+    if ms >= 100:
+        return f"{ms:.0f} ms"
+    return f"{ms:.1f} ms"
+
+
+def clip(text: str | None, limit: int = 80) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def total_usage(usage: dict[str, Usage]) -> Usage:
+    """Tokens of all agents together."""
+    total = Usage()
+    for u in usage.values():
+        total.add(u)
+    return total
+
+
+def state_keys(state: dict[str, object]) -> str:
+    """The keys of a state dict, comma-separated (values are never shown)."""
+    return ", ".join(str(k) for k in state) if state else "-"
+
+
+class ConsoleSink:
+    """Prints one coloured line per hop-relevant event; state shows its keys, never values."""
+
+    def __init__(self, console: Console | None = None, verbose: bool = False) -> None:
+        if console is None:
+            from rich.console import Console
+
+            console = Console(highlight=False)
+        self.console = console
+        self.verbose = verbose
+        self._warned = False
+
+    def emit(self, event: Event) -> None:
+        """Print the line for `event`, if it has one; never raises."""
+        try:
+            line = self.render(event)
+            if line is not None:
+                self.console.print(line, soft_wrap=True)
+        except Exception as exc:  # a sink must never break a run
+            if not self._warned:
+                self._warned = True
+                log.warning("ConsoleSink could not print an event: %s", exc)
+
+    def render(self, event: Event) -> Text | None:
+        """The rich `Text` line for `event`, or None when it is not shown."""
+        from rich.text import Text
+
+        t = Text()
+        if isinstance(event, RunStarted):
+            t.append("▶ run ", style="bold")
+            t.append(event.run_id, style="dim")
+            t.append("  session ", style="dim")
+            t.append(event.session_id, style="dim")
+            if event.user_id:
+                t.append(f"  user {event.user_id}", style="dim")
+            t.append("\n  user: ", style="bold")
+            t.append(clip(event.message, 200))
+        elif isinstance(event, RouteDecided):
+            if not self.verbose:
+                return None
+            t.append("  route → ", style="dim")
+            t.append(event.target, style=agent_style(event.target))
+            t.append(f" ({event.tier})", style="dim")
+        elif isinstance(event, AgentStarted):
+            t.append("● ", style=agent_style(event.agent))
+            t.append(event.agent or "?", style=agent_style(event.agent))
+            t.append(" takes the baton", style="bold")
+            if event.reason:
+                t.append(f"  ({clip(event.reason, 80)})", style="dim")
+        elif isinstance(event, ModelCalled):
+            self._prefix(t, event.agent)
+            t.append("model ", style="bold")
+            t.append(event.model, style="dim")
+            if event.reask:
+                t.append(" (re-ask)", style="yellow")
+            t.append(f"  tokens {event.usage.input_tokens} in / {event.usage.output_tokens} out")
+            t.append(f"  {fmt_ms(event.latency_ms)}", style="dim")
+            if event.error:
+                t.append(f"  error: {clip(event.error, 120)}", style="bold red")
+            elif event.tool_calls:
+                t.append("  → ", style="dim")
+                t.append(", ".join(event.tool_calls), style="bold")
+            else:
+                t.append("  → reply", style="dim")
+            if self.verbose and event.text:
+                t.append(f"\n    “{clip(event.text, 160)}”", style="italic dim")
+        elif isinstance(event, ToolCalled):
+            self._prefix(t, event.agent)
+            t.append("tool ", style="bold")
+            t.append(event.tool, style="bold")
+            if event.ok:
+                t.append("  ok", style="green")
+            else:
+                t.append(f"  error: {clip(event.error, 120)}", style="bold red")
+            t.append(f"  {fmt_ms(event.latency_ms)}", style="dim")
+            if self.verbose:
+                t.append(f"  args: {state_keys(event.arguments)}", style="dim")
+                t.append(f"  result {event.result_chars} chars", style="dim")
+                if event.truncated:
+                    t.append(" (truncated)", style="yellow")
+        elif isinstance(event, Handoff):
+            p = event.payload
+            t.append("⇢ hand-off ", style="bold")
+            t.append(p.source, style=agent_style(p.source))
+            t.append(" -> ")
+            t.append(p.target, style=agent_style(p.target))
+            t.append(f"  hop {p.hop}", style="dim")
+            t.append("  reason: ", style="dim")
+            t.append(clip(p.reason, 100))
+            t.append("  state keys: ", style="dim")
+            t.append(state_keys(p.state), style="bold")
+            if p.priority != "normal":
+                t.append(f"  priority {p.priority}", style="yellow")
+            if self.verbose:
+                t.append(f"\n    objective: {clip(p.objective, 160)}", style="dim")
+        elif isinstance(event, HandoffRefused):
+            t.append("✗ hand-off refused ", style="bold red")
+            t.append(event.agent or "?", style=agent_style(event.agent))
+            t.append(" -> ")
+            t.append(event.target, style=agent_style(event.target))
+            t.append(f"  {clip(event.reason, 160)}", style="red")
+        elif isinstance(event, GuardTripped):
+            t.append("⚠ guard ", style="bold yellow")
+            t.append(event.guard, style="bold yellow")
+            if event.agent:
+                t.append(f"  at {event.agent}", style="dim")
+            t.append(f"  {clip(event.detail, 160)}", style="yellow")
+        elif isinstance(event, Escalated):
+            card = event.card
+            t.append("⇡ escalated ", style="bold red")
+            t.append(f"to {event.to}", style="bold")
+            t.append("  reasons: ", style="dim")
+            t.append(clip("; ".join(card.reasons), 160))
+            t.append("  state keys: ", style="dim")
+            t.append(state_keys(card.state), style="bold")
+        elif isinstance(event, RunFinished):
+            style = {
+                "completed": "bold green",
+                "failed": "bold red",
+            }.get(event.status, "bold yellow")
+            total = total_usage(event.usage)
+            t.append("■ run ", style="bold")
+            t.append(event.status, style=style)
+            t.append("  path: ", style="dim")
+            t.append(" -> ".join(event.path) or "-")
+            t.append(
+                f"  tokens {total.total_tokens} ({total.input_tokens} in / "
+                f"{total.output_tokens} out)"
+            )
+            t.append(f"  {fmt_ms(event.latency_ms)}", style="dim")
+            if event.error:
+                t.append(f"\n  error: {clip(event.error, 200)}", style="red")
+        else:  # pragma: no cover - every event type is handled above
+            return None
+        return t
+
+    @staticmethod
+    def _prefix(t: Text, agent: str | None) -> None:
+        t.append("  ")
+        t.append(agent or "?", style=agent_style(agent))
+        t.append(" · ", style="dim")
