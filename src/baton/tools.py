@@ -12,6 +12,7 @@ from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from baton.core.data import Data
 from baton.core.errors import ConfigError
 from baton.core.messages import ToolSpec
 
@@ -34,7 +35,7 @@ class ToolOutcome:
 
 
 def _json_default(obj: Any) -> Any:
-    if isinstance(obj, BaseModel):
+    if isinstance(obj, (BaseModel, Data)):
         return obj.model_dump(mode="json")
     if isinstance(obj, (set, frozenset)):
         return sorted(obj, key=str)

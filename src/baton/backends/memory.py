@@ -47,7 +47,7 @@ class MemoryStore:
         msgs = self._messages.get(session_id, [])
         if limit is None:
             return list(msgs)
-        return list(msgs[-limit:]) if limit > 0 else []
+        return msgs[-limit:] if limit > 0 else []  # a slice is already a copy
 
     async def get_events(
         self, session_id: str | None = None, trace_id: str | None = None

@@ -2,27 +2,46 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from baton.core.data import Data
 from baton.core.ids import new_id, now
 from baton.core.messages import Usage
 from baton.core.payload import HandoffPayload
 
+# Events are slotted dataclasses, not pydantic models: a run emits about ten and stores keep
+# them, so construction cost and GC-tracked objects per event matter (see `baton.core.data`).
+# `EscalationCard` stays a model: it is rare, and validation of what it carries is the point.
 
-class EventBase(BaseModel):
+
+def _event_id() -> str:
+    return new_id("ev_")
+
+
+@dataclass(slots=True, kw_only=True)
+class EventBase(Data):
     """Fields every event carries."""
 
-    id: str = Field(default_factory=lambda: new_id("ev_"), description="Event id.")
-    ts: float = Field(default_factory=now, description="Epoch seconds.")
-    trace_id: str = Field(description="Trace of the run.")
-    session_id: str = Field(description="Session of the run.")
-    run_id: str = Field(description="Run (one user message) the event belongs to.")
-    agent: str | None = Field(default=None, description="Agent holding the baton, if any.")
-    hop: int = Field(default=0, description="Hand-offs so far in this run.")
+    id: str = field(default_factory=_event_id)
+    """Event id."""
+    ts: float = field(default_factory=now)
+    """Epoch seconds."""
+    trace_id: str
+    """Trace of the run."""
+    session_id: str
+    """Session of the run."""
+    run_id: str
+    """Run (one user message) the event belongs to."""
+    agent: str | None = None
+    """Agent holding the baton, if any."""
+    hop: int = 0
+    """Hand-offs so far in this run."""
 
 
+@dataclass(slots=True, kw_only=True)
 class RunStarted(EventBase):
     """A user message arrived and a run began."""
 
@@ -31,17 +50,20 @@ class RunStarted(EventBase):
     user_id: str | None = None
 
 
+@dataclass(slots=True, kw_only=True)
 class RouteDecided(EventBase):
     """The run's first holder was chosen (by the session, the entry agent or a router)."""
 
     type: Literal["route_decided"] = "route_decided"
     target: str
-    tier: str = Field(description="session, entry, rules, semantic, llm or fallback.")
+    tier: str
+    """session, entry, rules, semantic, llm or fallback."""
     score: float | None = None
-    candidates: list[str] = Field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)
     latency_ms: float = 0.0
 
 
+@dataclass(slots=True, kw_only=True)
 class AgentStarted(EventBase):
     """An agent took the baton and started its turn."""
 
@@ -49,6 +71,7 @@ class AgentStarted(EventBase):
     reason: str = ""
 
 
+@dataclass(slots=True, kw_only=True)
 class ModelCalled(EventBase):
     """One model call finished."""
 
@@ -56,19 +79,22 @@ class ModelCalled(EventBase):
     model: str
     usage: Usage
     latency_ms: float
-    tool_calls: list[str] = Field(default_factory=list, description="Names of tools requested.")
+    tool_calls: list[str] = field(default_factory=list)
+    """Names of tools requested."""
     text: str | None = None
-    reask: bool = Field(default=False, description="True for the re-ask after a parse error.")
+    reask: bool = False
+    """True for the re-ask after a parse error."""
     error: str | None = None
 
 
+@dataclass(slots=True, kw_only=True)
 class ToolCalled(EventBase):
     """One tool call finished (successfully or with an error result)."""
 
     type: Literal["tool_called"] = "tool_called"
     tool: str
     call_id: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = field(default_factory=dict)
     ok: bool
     error: str | None = None
     latency_ms: float = 0.0
@@ -76,6 +102,7 @@ class ToolCalled(EventBase):
     truncated: bool = False
 
 
+@dataclass(slots=True, kw_only=True)
 class Handoff(EventBase):
     """The baton passed from `payload.source` to `payload.target`."""
 
@@ -83,6 +110,7 @@ class Handoff(EventBase):
     payload: HandoffPayload
 
 
+@dataclass(slots=True, kw_only=True)
 class HandoffRefused(EventBase):
     """A hand-off was refused (not permitted, invalid payload, or not the first)."""
 
@@ -91,11 +119,13 @@ class HandoffRefused(EventBase):
     reason: str
 
 
+@dataclass(slots=True, kw_only=True)
 class GuardTripped(EventBase):
     """A guard stopped something: loops, limits, timeouts, duplicates."""
 
     type: Literal["guard_tripped"] = "guard_tripped"
-    guard: str = Field(description="max_hops, max_visits, ping_pong, duplicate_handoff, ...")
+    guard: str
+    """max_hops, max_visits, ping_pong, duplicate_handoff, ..."""
     detail: str
 
 
@@ -128,22 +158,25 @@ class EscalationCard(BaseModel):
         return "\n".join(lines)
 
 
+@dataclass(slots=True, kw_only=True)
 class Escalated(EventBase):
     """The run was escalated to the fallback (an agent or the human queue)."""
 
     type: Literal["escalated"] = "escalated"
-    to: str = Field(description="Fallback agent name, or 'human'.")
+    to: str
+    """Fallback agent name, or 'human'."""
     card: EscalationCard
 
 
+@dataclass(slots=True, kw_only=True)
 class RunFinished(EventBase):
     """The run ended."""
 
     type: Literal["run_finished"] = "run_finished"
     status: str
     output: str | None = None
-    path: list[str] = Field(default_factory=list)
-    usage: dict[str, Usage] = Field(default_factory=dict)
+    path: list[str] = field(default_factory=list)
+    usage: dict[str, Usage] = field(default_factory=dict)
     latency_ms: float = 0.0
     error: str | None = None
 
@@ -163,7 +196,8 @@ Event = Annotated[
 ]
 """Any Baton event; discriminated by its `type` field."""
 
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
+"""Validates and serialises any event; built on first use, so `import baton` stays fast."""
 
 
 def event_from_json(data: str | bytes) -> Event:

@@ -2,30 +2,51 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from baton.core.data import Data
 from baton.core.ids import new_id, now
 
 Role = Literal["system", "user", "assistant", "tool"]
 
+# These are slotted dataclasses, not pydantic models: the kernel creates several per model call
+# and stores keep them, so construction cost and GC-tracked objects per instance matter
+# (see `baton.core.data`). Pydantic still validates and serialises them at the edges.
 
-class ToolCall(BaseModel):
+
+def _call_id() -> str:
+    return new_id("call_")
+
+
+def _message_id() -> str:
+    return new_id("msg_")
+
+
+def _object_schema() -> dict[str, Any]:
+    return {"type": "object"}
+
+
+@dataclass(slots=True, kw_only=True, frozen=True)
+class ToolCall(Data):
     """One tool call as the model emitted it; `arguments` is the raw JSON text, parsed later."""
 
-    model_config = ConfigDict(frozen=True)
+    id: str = field(default_factory=_call_id)
+    """Call id, unique per run."""
+    name: str
+    """Name of the tool the model asked for."""
+    arguments: str = "{}"
+    """Arguments as the model wrote them (JSON)."""
 
-    id: str = Field(default_factory=lambda: new_id("call_"), description="Call id, unique per run.")
-    name: str = Field(description="Name of the tool the model asked for.")
-    arguments: str = Field(default="{}", description="Arguments as the model wrote them (JSON).")
 
-
-class Usage(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Usage(Data):
     """Token usage of one or more model calls."""
 
-    input_tokens: int = Field(default=0, description="Prompt tokens sent to the model.")
-    output_tokens: int = Field(default=0, description="Tokens the model generated.")
+    input_tokens: int = 0
+    """Prompt tokens sent to the model."""
+    output_tokens: int = 0
+    """Tokens the model generated."""
 
     @property
     def total_tokens(self) -> int:
@@ -38,18 +59,28 @@ class Usage(BaseModel):
         self.output_tokens += other.output_tokens
 
 
-class Message(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Message(Data):
     """One entry of a session transcript, in chat-completions shape plus provenance."""
 
-    id: str = Field(default_factory=lambda: new_id("msg_"), description="Message id in the store.")
-    role: Role = Field(description="system, user, assistant or tool.")
-    content: str | None = Field(default=None, description="Text; None for pure tool-call turns.")
-    agent: str | None = Field(default=None, description="Agent that produced or received it.")
-    tool_calls: list[ToolCall] | None = Field(default=None, description="Tool calls requested.")
-    tool_call_id: str | None = Field(default=None, description="For role=tool: the call answered.")
-    name: str | None = Field(default=None, description="For role=tool: the tool's name.")
-    run_id: str | None = Field(default=None, description="Run that produced the message.")
-    ts: float = Field(default_factory=now, description="Creation time, epoch seconds.")
+    id: str = field(default_factory=_message_id)
+    """Message id in the store."""
+    role: Role
+    """system, user, assistant or tool."""
+    content: str | None = None
+    """Text; None for pure tool-call turns."""
+    agent: str | None = None
+    """Agent that produced or received it."""
+    tool_calls: list[ToolCall] | None = None
+    """Tool calls requested."""
+    tool_call_id: str | None = None
+    """For role=tool: the call answered."""
+    name: str | None = None
+    """For role=tool: the tool's name."""
+    run_id: str | None = None
+    """Run that produced the message."""
+    ts: float = field(default_factory=now)
+    """Creation time, epoch seconds."""
 
     def to_chat(self) -> dict[str, object]:
         """The message as an OpenAI chat-completions dict."""
@@ -68,14 +99,13 @@ class Message(BaseModel):
         return out
 
 
-class ToolSpec(BaseModel):
+@dataclass(slots=True, kw_only=True, frozen=True)
+class ToolSpec(Data):
     """A tool as a model sees it: name, description and JSON schema of its arguments."""
-
-    model_config = ConfigDict(frozen=True)
 
     name: str
     description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    parameters: dict[str, Any] = field(default_factory=_object_schema)
 
     def to_openai(self) -> dict[str, object]:
         """The spec in OpenAI `tools=[...]` form."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
+from baton.core.data import Data
 from baton.core.events import EscalationCard, Event
 from baton.core.messages import Usage
 from baton.core.payload import HandoffPayload
@@ -13,22 +13,35 @@ from baton.core.payload import HandoffPayload
 RunStatus = Literal["completed", "escalated", "awaiting_approval", "failed"]
 
 
-class RunResult(BaseModel):
+# A slotted dataclass, not a pydantic model: as a model it would re-validate (rebuild) every
+# event of the run on construction; see `baton.core.data`.
+@dataclass(slots=True, kw_only=True)
+class RunResult(Data):
     """The outcome of one run (one user message)."""
 
-    status: RunStatus = Field(description="completed, escalated, awaiting_approval or failed.")
-    output: str | None = Field(default=None, description="Final text to the user.")
-    path: list[str] = Field(default_factory=list, description="Agents that held the baton.")
-    handoffs: list[HandoffPayload] = Field(default_factory=list, description="Accepted hand-offs.")
-    usage: dict[str, Usage] = Field(default_factory=dict, description="Tokens per agent.")
+    status: RunStatus
+    """completed, escalated, awaiting_approval or failed."""
+    output: str | None = None
+    """Final text to the user."""
+    path: list[str] = field(default_factory=list)
+    """Agents that held the baton."""
+    handoffs: list[HandoffPayload] = field(default_factory=list)
+    """Accepted hand-offs."""
+    usage: dict[str, Usage] = field(default_factory=dict)
+    """Tokens per agent."""
     trace_id: str
     session_id: str
     run_id: str
-    events: list[Event] = Field(default_factory=list, description="Every event of the run.")
-    escalation: EscalationCard | None = Field(default=None, description="Set when escalated.")
-    holder: str | None = Field(default=None, description="Agent holding the baton after the run.")
-    state: dict[str, Any] = Field(default_factory=dict, description="Session slots after the run.")
-    error: str | None = Field(default=None, description="What went wrong, when failed.")
+    events: list[Event] = field(default_factory=list)
+    """Every event of the run."""
+    escalation: EscalationCard | None = None
+    """Set when escalated."""
+    holder: str | None = None
+    """Agent holding the baton after the run."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """Session slots after the run."""
+    error: str | None = None
+    """What went wrong, when failed."""
 
     @property
     def total_usage(self) -> Usage:

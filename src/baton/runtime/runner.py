@@ -177,7 +177,7 @@ class Runner:
                 status=status,
                 output=output,
                 path=list(r.path),
-                usage=r.usage,
+                usage=dict(r.usage),
                 latency_ms=(time.perf_counter() - t0) * 1000,
                 error=error,
             )
@@ -215,10 +215,12 @@ class Runner:
             content=system_prompt(agent, incoming, r.session.state),
             agent=agent.name,
         )
+        # The conversation part of the view is fixed for the turn (the turn only adds tool-call
+        # and tool messages, which the view shows from `scratch`), so it is built once.
+        view = build_view(agent, system, r.history, since, scratch=())
         scratch: list[Message] = []
         for _ in range(agent.max_iterations):
-            view = build_view(agent, system, r.history, since, scratch)
-            request = ModelRequest(agent=agent.name, messages=view, tools=plan.specs)
+            request = ModelRequest(agent=agent.name, messages=[*view, *scratch], tools=plan.specs)
             response = await self._call_model(r, plan, request)
             if isinstance(response, TurnOutcome):
                 return response
