@@ -34,6 +34,22 @@ def handoff_parameters() -> dict[str, Any]:
     return schema
 
 
+HUMAN_DESCRIPTION = (
+    "Hand the conversation to a human colleague, with everything so far. Use it when the user "
+    "asks for a person, or when no specialist can handle the request (legal matters, "
+    "complaints about staff, anything outside the desk's remit)."
+)
+
+
+def human_spec() -> ToolSpec:
+    """The `transfer_to_human` tool: escalate to the human queue (`handoffs=["human"]`)."""
+    return ToolSpec(
+        name=handoff_tool_name("human"),
+        description=HUMAN_DESCRIPTION,
+        parameters=handoff_parameters(),
+    )
+
+
 def handoff_spec(target: Agent) -> ToolSpec:
     """The tool a model sees for handing the baton to `target`."""
     parts = [f"Hand the baton to {target.name}."]

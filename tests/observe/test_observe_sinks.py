@@ -8,7 +8,7 @@ import sys
 
 from rich.console import Console
 
-from baton import Agent, ScriptedModel, Team
+from baton import Agent, Guards, ScriptedModel, Team
 from baton.core.events import (
     Escalated,
     EscalationCard,
@@ -42,6 +42,7 @@ def ping_pong_team() -> Team:
         [Agent(name="a", handoffs=["b"]), Agent(name="b", handoffs=["a"])],
         entry="a",
         model=ScriptedModel(script, loop=True),
+        guards=Guards(grounded_ids=False),  # the planted values are never said by the user
     )
 
 
@@ -59,6 +60,7 @@ def simple_team() -> Team:
         [Agent(name="a", handoffs=["b"]), Agent(name="b")],
         entry="a",
         model=ScriptedModel(script),
+        guards=Guards(grounded_ids=False),  # the planted value is never said by the user
     )
 
 

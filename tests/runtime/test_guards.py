@@ -101,7 +101,7 @@ async def test_ping_pong_escalates_to_the_human_queue_with_a_card() -> None:
     model = _bouncing_script()
     team = _pair(model)
 
-    result = await team.run("please sort this out", session_id="S1", user_id="u1")
+    result = await team.run("please sort out order ORD-1", session_id="S1", user_id="u1")
 
     assert result.status == "escalated"
     assert result.path == ["A", "B", "A"]
@@ -119,7 +119,7 @@ async def test_ping_pong_escalates_to_the_human_queue_with_a_card() -> None:
     assert card.path == ["A", "B", "A"]
     assert len(card.reasons) == 1 and card.reasons[0].startswith("ping_pong")
     assert card.state == {"order_id": "ORD-1"}
-    assert card.last_user_message == "please sort this out"
+    assert card.last_user_message == "please sort out order ORD-1"
     assert card.last_reply == "One moment please."
     assert (card.session_id, card.trace_id, card.user_id) == ("S1", result.trace_id, "u1")
 
@@ -147,7 +147,7 @@ async def test_fallback_agent_runs_with_the_card_and_the_run_stays_escalated() -
     model = _bouncing_script(desk=[S.say("A colleague will call you back today.")])
     team = _pair(model, extra=[desk], fallback="desk")
 
-    result = await team.run("please sort this out", session_id="S1")
+    result = await team.run("please sort out order ORD-1", session_id="S1")
 
     assert result.status == "escalated"
     assert result.output == "A colleague will call you back today."
@@ -175,7 +175,7 @@ async def test_a_failing_fallback_sends_the_card_to_the_human_queue() -> None:
     model = _bouncing_script(desk=[S.fail("provider down")])
     team = _pair(model, extra=[desk], fallback="desk")
 
-    result = await team.run("please sort this out", session_id="S1")
+    result = await team.run("please sort out order ORD-1", session_id="S1")
 
     assert result.status == "escalated"
     assert result.output == DEFAULT_ESCALATION_MESSAGE

@@ -339,7 +339,7 @@ async def test_tool_timeout_gives_an_error_result_and_the_run_goes_on() -> None:
     )
 
     t0 = time.perf_counter()
-    result = await team.run("go", session_id="S1")
+    result = await team.run("look up ORD-1", session_id="S1")
     assert time.perf_counter() - t0 < 2
 
     assert result.status == "completed"
@@ -369,7 +369,7 @@ async def test_per_tool_timeout_never_exceeds_the_guard() -> None:
         guards=Guards(tool_timeout_s=0.05),
     )
     t0 = time.perf_counter()
-    result = await team.run("go", session_id="S1")
+    result = await team.run("look up ORD-1", session_id="S1")
     assert time.perf_counter() - t0 < 2
     assert result.status == "completed"
 
@@ -783,7 +783,7 @@ async def test_without_accepts_an_agent_sees_every_slot(desk: Any) -> None:
         }
     )
     team = desk(model)
-    await team.run("invoice", session_id="S1")
+    await team.run("invoice for ORD-1", session_id="S1")
     system = model.requests[-1].messages[0].content or ""
     assert "ORD-1" in system and "internal_score" in system
 

@@ -84,7 +84,10 @@ class Message(Data):
 
     def to_chat(self) -> dict[str, object]:
         """The message as an OpenAI chat-completions dict."""
-        out: dict[str, object] = {"role": self.role, "content": self.content}
+        content = self.content
+        if content is None and self.tool_calls:
+            content = ""  # some servers (llama.cpp's among them) reject a null content here
+        out: dict[str, object] = {"role": self.role, "content": content}
         if self.tool_calls:
             out["tool_calls"] = [
                 {

@@ -20,6 +20,11 @@ class Guards(BaseModel):
     )
     model_timeout_s: float = Field(default=120.0, gt=0, description="Limit for one model call.")
     tool_timeout_s: float = Field(default=30.0, gt=0, description="Limit for one tool call.")
+    grounded_ids: bool = Field(
+        default=True,
+        description="Refuse id-like tool arguments (and drop hand-off state slots) that appear "
+        "nowhere in what the agent was shown: no invented order ids.",
+    )
 
 
 def check_handoff(guards: Guards, path: Sequence[str], target: str, hop: int) -> str | None:

@@ -31,6 +31,11 @@ class AgentPlan:
     specs: list[ToolSpec]
     handoff_targets: frozenset[str]
 
+    @property
+    def callable_names(self) -> set[str]:
+        """Names of everything the agent may call (its tools and hand-offs)."""
+        return {s.name for s in self.specs}
+
 
 @dataclass
 class KernelConfig:

@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,6 +40,7 @@ from baton.handoff import handoff_target
 from baton.models.base import ModelRequest, ModelResponse
 from baton.models.parsing import parse_json_object, parse_text_mode
 from baton.runtime.context import build_view, system_prompt
+from baton.runtime.grounding import context_text, ungrounded
 from baton.runtime.guards import check_handoff
 from baton.runtime.plan import HUMAN, AgentPlan, KernelConfig
 from baton.runtime.result import RunResult, RunStatus
@@ -53,7 +55,7 @@ log = logging.getLogger("baton")
 class TurnOutcome:
     """How an agent's turn ended."""
 
-    kind: Literal["answer", "handoff", "trip", "failed"]
+    kind: Literal["answer", "handoff", "trip", "escalate", "failed"]
     text: str | None = None
     payload: HandoffPayload | None = None
     reason: str = ""
@@ -161,7 +163,8 @@ class Runner:
                 output = outcome.text
                 break
             status = "escalated"
-            esc = await self._escalate(r, holder, [outcome.reason], user_msg.id)
+            to_human = outcome.kind == "escalate"
+            esc = await self._escalate(r, holder, [outcome.reason], user_msg.id, to_human)
             escalation, output = esc.card, esc.output
             holder, incoming, since = esc.holder, esc.incoming, user_msg.id
             break
@@ -248,7 +251,7 @@ class Runner:
                     )
                 )
             )
-            outcome = await self._run_calls(r, plan, calls, scratch)
+            outcome = await self._run_calls(r, plan, calls, scratch, view)
             if outcome is not None:
                 return outcome
         detail = (
@@ -289,6 +292,26 @@ class Runner:
                 )
             )
             return TurnOutcome("failed", reason=msg)
+        problem = _malformed(response)
+        if problem is not None:
+            msg = f"model {plan.model.name!r} returned an invalid response for {name}: {problem}"
+            r.emit(
+                ModelCalled(
+                    **r.base(name),
+                    model=plan.model.name,
+                    usage=Usage(),
+                    latency_ms=(time.perf_counter() - t) * 1000,
+                    reask=request.reask,
+                    error=msg,
+                )
+            )
+            return TurnOutcome("failed", reason=msg)
+        if not response.tool_calls and response.text_tool_calls:
+            # text-mode providers write calls as JSON text; extract them once, here, so the
+            # event and everything after it see real tool calls
+            found = parse_text_mode(response.text, plan.callable_names)
+            response.text, response.tool_calls = found.text, found.calls
+            response.text_tool_calls = False
         usage = r.usage.get(name)
         if usage is None:
             usage = r.usage[name] = Usage()
@@ -310,9 +333,6 @@ class Runner:
         self, response: ModelResponse, plan: AgentPlan
     ) -> tuple[str | None, list[_ParsedCall]]:
         text, raw_calls = response.text, response.tool_calls
-        if not raw_calls and response.text_tool_calls:
-            found = parse_text_mode(text, set(plan.tools) | {s.name for s in plan.specs})
-            text, raw_calls = found.text, found.calls
         parsed: list[_ParsedCall] = []
         for call in raw_calls:
             try:
@@ -367,10 +387,23 @@ class Runner:
 
     # ------------------------------------------------------------------ tool calls
     async def _run_calls(
-        self, r: _Run, plan: AgentPlan, calls: list[_ParsedCall], scratch: list[Message]
+        self,
+        r: _Run,
+        plan: AgentPlan,
+        calls: list[_ParsedCall],
+        scratch: list[Message],
+        view: list[Message],
     ) -> TurnOutcome | None:
         """Run the calls in order; the first accepted hand-off ends the turn."""
         name = plan.agent.name
+        shown: str | None = None  # what the agent was shown, built only if an id needs checking
+
+        def shown_text() -> str:
+            nonlocal shown
+            if shown is None:
+                shown = context_text([*view, *scratch])
+            return shown
+
         accepted: HandoffPayload | None = None
         trip: TurnOutcome | None = None
         for pc in calls:
@@ -398,9 +431,15 @@ class Runner:
                     )
                 )
             elif call.name in plan.tools:
-                content = await self._call_tool(r, plan, call, pc.args or {})
+                bad = (
+                    ungrounded(pc.args or {}, shown_text()) if self.cfg.guards.grounded_ids else []
+                )
+                if bad:
+                    content = self._refuse_ungrounded(r, plan, call, pc.args or {}, bad)
+                else:
+                    content = await self._call_tool(r, plan, call, pc.args or {})
             elif (target := handoff_target(call.name)) is not None:
-                result = await self._try_handoff(r, plan, target, pc.args or {})
+                result = await self._try_handoff(r, plan, target, pc.args or {}, shown_text)
                 if isinstance(result, HandoffPayload):
                     accepted = result
                     content = f'{{"ok": true, "handed_to": "{target}"}}'
@@ -437,6 +476,28 @@ class Runner:
         if accepted is not None:
             return TurnOutcome("handoff", payload=accepted)
         return None
+
+    def _refuse_ungrounded(
+        self,
+        r: _Run,
+        plan: AgentPlan,
+        call: ToolCall,
+        args: dict[str, Any],
+        bad: list[tuple[str, str]],
+    ) -> str:
+        listed = ", ".join(f"{k}={v!r}" for k, v in bad)
+        msg = (
+            f"not executed: {listed} appears nowhere in the conversation, the known facts or "
+            "earlier tool results; use only ids you were given, or ask the user for it"
+        )
+        name = plan.agent.name
+        r.emit(GuardTripped(**r.base(name), guard="ungrounded_id", detail=f"{call.name}: {listed}"))
+        r.emit(
+            ToolCalled(
+                **r.base(name), tool=call.name, call_id=call.id, arguments=args, ok=False, error=msg
+            )
+        )
+        return error_content(msg)
 
     async def _call_tool(
         self, r: _Run, plan: AgentPlan, call: ToolCall, args: dict[str, Any]
@@ -479,9 +540,14 @@ class Runner:
         return content
 
     async def _try_handoff(
-        self, r: _Run, plan: AgentPlan, target: str, args: dict[str, Any]
+        self,
+        r: _Run,
+        plan: AgentPlan,
+        target: str,
+        args: dict[str, Any],
+        shown: Callable[[], str],
     ) -> HandoffPayload | TurnOutcome | str:
-        """An accepted payload, a guard trip, or the refusal text for the model."""
+        """An accepted payload, a guard trip / escalation, or the refusal text for the model."""
         source = plan.agent.name
         cfg = self.cfg
 
@@ -511,6 +577,23 @@ class Runner:
                 for e in exc.errors()
             )
             return refuse(f"invalid payload ({detail}); reason and objective are required")
+        if target == HUMAN:
+            why = f"{source} asked for a human: {payload.reason}"
+            return TurnOutcome("escalate", reason=why, payload=payload)
+        if cfg.guards.grounded_ids and payload.state:
+            bad = ungrounded(payload.state, shown())
+            if bad:
+                listed = ", ".join(f"{k}={v!r}" for k, v in bad)
+                r.emit(
+                    GuardTripped(
+                        **r.base(source),
+                        guard="ungrounded_id",
+                        detail=f"dropped from the hand-off state (never mentioned): {listed}",
+                    )
+                )
+                dropped = {k for k, _ in bad}
+                kept = {k: v for k, v in payload.state.items() if k not in dropped}
+                payload = payload.model_copy(update={"state": kept})
 
         guard = check_handoff(cfg.guards, r.path, target, payload.hop)
         if guard is not None:
@@ -536,8 +619,13 @@ class Runner:
         return payload
 
     # ------------------------------------------------------------------ escalation
-    async def _escalate(self, r: _Run, holder: str, reasons: list[str], since: str) -> _Escalation:
+    async def _escalate(
+        self, r: _Run, holder: str, reasons: list[str], since: str, to_human: bool = False
+    ) -> _Escalation:
         """Build the hand-over card and give it to the fallback (an agent, else the human queue).
+
+        `to_human`: the agent called `transfer_to_human`, so the card goes to the human queue
+        whatever the team's fallback is.
 
         After a human escalation the next message starts again at the entry agent (the state
         slots stay); after a fallback agent answered, that agent holds the baton.
@@ -553,7 +641,7 @@ class Runner:
             last_user_message=r.message,
             last_reply=r.last_reply,
         )
-        fallback = cfg.fallback
+        fallback = HUMAN if to_human else cfg.fallback
         r.emit(Escalated(**r.base(holder), to=fallback, card=card))
         if fallback != HUMAN and fallback in cfg.plans:
             plan = cfg.plans[fallback]
@@ -596,6 +684,22 @@ class _Escalation:
     holder: str
     """Who holds the baton afterwards."""
     incoming: HandoffPayload | None
+
+
+def _malformed(response: object) -> str | None:
+    """What is wrong with a custom model's response, or None (cheap shape checks)."""
+    if not isinstance(response, ModelResponse):
+        return f"expected a ModelResponse, got {type(response).__name__}"
+    if response.text is not None and not isinstance(response.text, str):
+        return f"text must be a string or None, got {type(response.text).__name__}"
+    if not isinstance(response.usage, Usage):
+        return f"usage must be a Usage, got {type(response.usage).__name__}"
+    for call in response.tool_calls:
+        if not isinstance(call, ToolCall):
+            return f"tool_calls must hold ToolCall objects, got {type(call).__name__}"
+        if not isinstance(call.name, str) or not isinstance(call.arguments, str):
+            return "a ToolCall needs a string name and its arguments as a JSON string"
+    return None
 
 
 def run_sync_guard() -> None:

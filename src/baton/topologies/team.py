@@ -11,7 +11,7 @@ from baton.backends import open_store
 from baton.backends.base import SessionRecord, Store
 from baton.core.errors import ConfigError
 from baton.core.ids import new_id
-from baton.handoff import handoff_spec, handoff_tool_name
+from baton.handoff import handoff_spec, handoff_tool_name, human_spec
 from baton.models.base import Model
 from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
@@ -86,6 +86,8 @@ class Team:
 
     def _plan(self, agent: Agent) -> AgentPlan:
         for target in agent.handoffs:
+            if target == HUMAN:
+                continue  # `transfer_to_human`: escalation to the human queue
             if target not in self.agents:
                 raise ConfigError(
                     f"agent {agent.name!r} hands off to {target!r}, which is not in the team "
@@ -103,7 +105,9 @@ class Team:
         spec = agent.model if agent.model is not None else self.default_model
         model = resolve_model(spec)
         specs = [t.spec for t in agent.tools]
-        specs += [handoff_spec(self.agents[t]) for t in agent.handoffs]
+        specs += [
+            human_spec() if t == HUMAN else handoff_spec(self.agents[t]) for t in agent.handoffs
+        ]
         return AgentPlan(
             agent=agent,
             model=model,
