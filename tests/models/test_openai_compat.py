@@ -20,8 +20,8 @@ from baton import Agent, Team, tool
 from baton.core.errors import ConfigError, ModelError, ModelTimeout
 from baton.core.messages import Message, ToolCall, ToolSpec
 from baton.models import ModelRequest, OpenAICompatible, resolve_model
-from baton.models.openai_compat import render_text_mode
 from baton.models.parsing import parse_text_mode
+from baton.models.textmode import render_text_mode
 
 # ---------------------------------------------------------------------- the fake server
 

@@ -17,12 +17,12 @@ import asyncio
 import json
 import os
 import weakref
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from baton.core.errors import ConfigError, ModelError, ModelTimeout
-from baton.core.messages import Message, ToolCall, ToolSpec, Usage
+from baton.core.messages import ToolCall, Usage
 from baton.models.base import ModelRequest, ModelResponse, estimate_tokens
+from baton.models.textmode import render_text_mode
 
 if TYPE_CHECKING:
     import openai
@@ -286,78 +286,3 @@ def _as_text(content: object) -> str | None:
 
 
 # ---------------------------------------------------------------------- text mode
-def tool_catalogue(tools: Sequence[ToolSpec], response_format: dict[str, Any] | None = None) -> str:
-    """The text-mode instructions: the tools, their schemas and the reply protocol."""
-    lines = ["You can call these tools:"]
-    for spec in tools:
-        desc = " ".join(spec.description.split())
-        params = json.dumps(spec.parameters, ensure_ascii=False, separators=(",", ":"))
-        lines.append(f"- {spec.name}: {desc}" if desc else f"- {spec.name}")
-        lines.append(f"  parameters (JSON schema): {params}")
-    lines += [
-        "",
-        "Reply with exactly one JSON object and nothing else.",
-        'To call a tool: {"tool": "<name>", "arguments": {...}}',
-        'To answer the user: {"final": "<answer>"}',
-        "After a tool call you will receive its result, then reply again the same way.",
-    ]
-    if response_format is not None:
-        schema = json.dumps(response_format, ensure_ascii=False, separators=(",", ":"))
-        lines.append(f"The final answer must be a JSON text following this schema: {schema}")
-    return "\n".join(lines)
-
-
-def _call_json(call: ToolCall) -> str:
-    """A tool call as the JSON object a text-mode model would have written."""
-    name = json.dumps(call.name, ensure_ascii=False)
-    try:
-        args = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError:
-        return f'{{"tool": {name}, "arguments": {call.arguments}}}'  # as the model wrote it
-    return json.dumps({"tool": call.name, "arguments": args}, ensure_ascii=False)
-
-
-def render_text_mode(
-    messages: Sequence[Message],
-    tools: Sequence[ToolSpec],
-    response_format: dict[str, Any] | None = None,
-) -> list[dict[str, Any]]:
-    """Chat messages without any tool fields, for servers that have no tool calling.
-
-    The catalogue joins the system message; assistant tool calls become the JSON the model
-    would have written; tool results become user messages (`Tool <name> returned: ...`).
-    Consecutive messages of the same role are merged, since some chat templates require
-    user and assistant turns to alternate.
-    """
-    names: dict[str, str] = {}
-    out: list[dict[str, Any]] = []
-
-    def add(role: str, content: str) -> None:
-        if out and out[-1]["role"] == role and role != "system":
-            out[-1]["content"] = f"{out[-1]['content']}\n\n{content}"
-        else:
-            out.append({"role": role, "content": content})
-
-    catalogue = tool_catalogue(tools, response_format) if tools else None
-    if catalogue and (not messages or messages[0].role != "system"):
-        out.append({"role": "system", "content": catalogue})
-        catalogue = None
-    for m in messages:
-        if m.role == "system":
-            content = m.content or ""
-            if catalogue:
-                content = f"{content}\n\n{catalogue}" if content else catalogue
-                catalogue = None
-            add("system", content)
-        elif m.role == "tool":
-            name = m.name or names.get(m.tool_call_id or "", "tool")
-            add("user", f"Tool {name} returned: {m.content or ''}")
-        elif m.role == "assistant" and m.tool_calls:
-            for c in m.tool_calls:
-                names[c.id] = c.name
-            calls = [_call_json(c) for c in m.tool_calls]
-            written = calls[0] if len(calls) == 1 else "[" + ", ".join(calls) + "]"
-            add("assistant", f"{m.content}\n{written}" if m.content else written)
-        else:
-            add(m.role, m.content or "")
-    return out

@@ -8,8 +8,21 @@ from baton.core.errors import ConfigError
 from baton.models.base import Model
 
 
+def _shared_local(name: str) -> Model:
+    """One `LocalModel` object per name within a process (the weights load once anyway)."""
+    from baton.models.local import LocalModel
+
+    model = _LOCAL.get(name)
+    if model is None:
+        model = _LOCAL[name] = LocalModel(name)
+    return model
+
+
+_LOCAL: dict[str, Model] = {}
+
+
 def resolve_model(spec: Any) -> Model:
-    """A `Model` from a Model object or a name: `openai:<name>` (more providers later)."""
+    """A `Model` from a Model object or a name: `local`, `local:<name>`, `openai:<name>`."""
     if isinstance(spec, Model):
         return spec
     if isinstance(spec, str):
@@ -18,10 +31,10 @@ def resolve_model(spec: Any) -> Model:
 
             return OpenAICompatible(spec.split(":", 1)[1])
         if spec == "local" or spec.startswith("local:"):
-            raise ConfigError(
-                f"model {spec!r}: the embedded local model is not available in this build; "
-                "use model='openai:<name>' with OPENAI_BASE_URL, or a ScriptedModel"
-            )
+            from baton.models.local import DEFAULT_MODEL
+
+            name = spec.split(":", 1)[1] if ":" in spec else DEFAULT_MODEL
+            return _shared_local(name)
         raise ConfigError(
             f"unknown model {spec!r}: use 'openai:<name>', 'local', or pass a Model object"
         )

