@@ -85,15 +85,13 @@ async def test_two_agent_handoff_with_native_tool_calls_over_http(server_url: st
     model = OpenAICompatible("qwen2.5-coder-1.5b", base_url=server_url, api_key="none")
     triage = Agent(
         name="triage",
-        instructions="You are the front desk. Route the user to billing by calling "
-        "transfer_to_billing with the order id in `state`.",
+        instructions="You are the front desk. Route the user by calling a tool.",
         handoffs=["billing"],
     )
     billing = Agent(
         name="billing",
         description="Invoices, refunds, payments.",
-        instructions="You are a billing specialist. Look the invoice up with query_invoice, "
-        "then answer in one sentence.",
+        instructions="You are a billing specialist. Look invoices up by calling a tool.",
         tools=[query_invoice],
     )
     team = Team([triage, billing], entry="triage", model=model)
@@ -104,4 +102,7 @@ async def test_two_agent_handoff_with_native_tool_calls_over_http(server_url: st
     assert CALLS == ["ORD-202607-99"]
     assert result.handoffs[0].source == "triage"
     assert result.usage["triage"].input_tokens > 0  # usage reported by the server
+    # The final answer's text is not asserted: llama-cpp-python 0.3.36's
+    # `chatml-function-calling` handler decodes a chosen "message:" reply under its
+    # function-name grammar, so plain-text answers come back empty from that server.
     await model.aclose()
