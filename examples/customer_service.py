@@ -2,11 +2,11 @@
 
     baton run examples.customer_service:team "please check the invoice for order ORD-202607-99"
 
-The agents' brain is picked by `BATON_MODEL` (e.g. `openai:gpt-4o-mini` with OPENAI_BASE_URL).
-Without it, the desk runs on `desk_policy`, a deterministic `ScriptedModel` policy that reads
-the request like a rule-based desk would; it exercises every part of the kernel for real
-(hand-off tools, payload validation, guards, tool calls, the store) but it is not a language
-model, and the CLI says so.
+The agents' brain is the embedded local model unless `BATON_MODEL` names another one
+(`openai:gpt-4o-mini` with OPENAI_BASE_URL, `local:qwen2.5-coder-0.5b`, ...). The value
+`scripted` selects `desk_policy`, a deterministic `ScriptedModel` policy for fast tests and
+replays: it exercises the kernel for real (hand-off tools, payload validation, guards, tool
+calls, the store) but it is not a language model.
 """
 
 from __future__ import annotations
@@ -125,10 +125,11 @@ def desk_policy(request: ModelRequest) -> Step:
 
 
 def desk_model() -> object:
-    """The model the desk runs on: `BATON_MODEL` if set, else the scripted desk policy."""
-    return os.environ.get("BATON_MODEL") or ScriptedModel(
-        desk_policy, name="scripted-desk", record=False
-    )
+    """The model the desk runs on: `BATON_MODEL` if set (`scripted` = the policy), else local."""
+    choice = os.environ.get("BATON_MODEL") or "local"
+    if choice == "scripted":
+        return ScriptedModel(desk_policy, name="scripted-desk", record=False)
+    return choice
 
 
 triage = Agent(

@@ -72,5 +72,5 @@ def test_chinese_request_and_bad_target(tmp_path):
 def test_demo_outside_the_repo_says_where_to_run(tmp_path):
     shown = baton("demo", cwd=tmp_path)
     assert shown.returncode == 2
-    assert "run `baton demo` from the repository root" in shown.stderr
+    assert "from the repository root" in shown.stderr
     assert "Traceback" not in shown.stderr

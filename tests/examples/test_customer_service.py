@@ -16,7 +16,7 @@ from baton import ScriptedModel, Team
 @pytest.fixture
 def cs(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """A fresh copy of the example (new store, untouched server table) on its scripted desk."""
-    monkeypatch.delenv("BATON_MODEL", raising=False)
+    monkeypatch.setenv("BATON_MODEL", "scripted")
     import examples.customer_service as module
 
     module = importlib.reload(module)
@@ -28,9 +28,19 @@ def _of(result: Any, kind: str) -> list[Any]:
     return [e for e in result.events if e.type == kind]
 
 
-def test_the_desk_runs_on_the_scripted_policy_without_a_model_configured(cs: ModuleType) -> None:
+def test_the_desk_runs_on_the_scripted_policy_when_asked(cs: ModuleType) -> None:
     assert isinstance(cs.team.default_model, ScriptedModel)
     assert cs.team.entry == "triage" and cs.team.fallback == "human"
+
+
+def test_the_desk_defaults_to_the_embedded_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BATON_MODEL", raising=False)
+    import examples.customer_service as module
+
+    module = importlib.reload(module)
+    assert module.team.default_model == "local"
+    monkeypatch.setenv("BATON_MODEL", "scripted")
+    importlib.reload(module)
 
 
 async def test_invoice_goes_triage_to_billing_with_query_invoice(cs: ModuleType) -> None:

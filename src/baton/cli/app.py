@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 
@@ -242,54 +243,73 @@ def demo(
         bool,
         typer.Option("--interactive", "-i", help="Chat with the desk (stdin) until EOF or exit."),
     ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="local (default), local:<name>, openai:<name>, or scripted (tests only). "
+            "Also read from BATON_MODEL.",
+        ),
+    ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Stream more detail (routes, replies).")
     ] = False,
 ) -> None:
-    """Play the seed customer-service desk live, then show a summary table."""
+    """Play the customer-service desk live on the embedded model, then a summary table."""
     from rich.panel import Panel
 
     from baton.cli.demo import (
-        load_demo_team,
-        model_notice,
-        play,
-        scripted_requests,
-        stdin_requests,
+        Player,
+        import_desk,
+        load_model,
+        resolve_demo_model,
+        stdin_lines,
         summary_table,
     )
 
     out, err = _consoles()
     try:
-        team = load_demo_team()
-    except CLIError as exc:
-        fail(err, exc)
-        raise typer.Exit(exc.code) from None
-    previous = team.store
-    team.use_store("memory://")
-    out.print(
-        Panel(
-            model_notice(team),
-            title="baton demo · seed customer-service desk",
-            border_style="yellow",
-        )
-    )
+        desk_module = import_desk()
+        brain, notice = resolve_demo_model(model)
+        out.print(Panel(notice, title="baton demo · customer-service desk", border_style="cyan"))
+        load_model(brain, out)
+        desk = desk_module.build_desk(model=brain, store="memory://")
+    except (CLIError, BatonError) as exc:
+        error = exc if isinstance(exc, CLIError) else CLIError(str(exc))
+        fail(err, error)
+        raise typer.Exit(error.code) from None
+    sink = ConsoleSink(out, verbose=verbose)
+    desk.team.add_sink(sink)
+    player = Player(desk.team, out)
+
+    async def scripted() -> None:
+        for req in desk_module.DEMO:
+            await player.play(req.text, req.session, req.note, req)
+
+    async def chat() -> None:
+        read = stdin_lines(out)
+        while (line := read()) is not None:
+            await player.play(line, "chat")
+
     if interactive:
         out.print("Type a message; `exit` or end of input (Ctrl-D) quits.", style="dim")
-        messages = stdin_requests(out)
-    else:
-        messages = scripted_requests()
-    sink = ConsoleSink(out, verbose=verbose)
-    team.add_sink(sink)
+    t0 = time.perf_counter()
     try:
-        turns = asyncio.run(play(team, out, messages, sink))
+        asyncio.run(chat() if interactive else scripted())
     except BatonError as exc:
         fail(err, CLIError(f"the demo failed: {exc}", code=1))
         raise typer.Exit(1) from None
-    finally:
-        _detach(team, [sink])
-        team.use_store(previous)
-    if turns:
-        out.print(summary_table(turns))
+    turns = player.turns
+    if not turns:
+        return
+    out.print(summary_table(turns))
+    checked = [t for t in turns if t.as_expected is not None]
+    tickets = asyncio.run(desk.team.store.list_human())
+    line = f"{len(turns)} requests in {time.perf_counter() - t0:.0f} s"
+    if checked:
+        line += f" · {sum(bool(t.as_expected) for t in checked)}/{len(checked)} as expected"
+    out.print(line + f" · human queue: {len(tickets)} ticket(s)", style="bold")
     if any(t.result.status == "failed" for t in turns):
         raise typer.Exit(1)
 

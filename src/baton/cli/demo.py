@@ -1,40 +1,38 @@
-"""`baton demo`: the seed customer-service desk, played live with a summary table."""
+"""`baton demo`: the customer-service desk on the embedded model, played live.
+
+The desk (triage, billing, tech support, orders, after-sales and a human queue) lives in the
+repository's `examples/desk`; the demo plays its six requests in English and Chinese, streams
+every hop, tool call, token count and latency, then prints a summary against what a correct
+desk does.
+"""
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from types import ModuleType
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from baton.cli.common import CLIError, ensure_cwd_on_path
-from baton.core.events import RunFinished
-from baton.models.scripted import ScriptedModel
-from baton.observe.console import ConsoleSink, clip
+from baton.core.errors import ModelNotAvailable
+from baton.core.events import Event
+from baton.observe.console import clip
 from baton.runtime.result import RunResult
-from baton.topologies.team import Team
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.status import Status
     from rich.table import Table
 
-DEMO_MODULE = "examples.customer_service"
-"""The module that defines the demo desk (its `team` attribute)."""
-
+DESK_MODULE = "examples.desk"
+SCRIPTED = "scripted"
 SCRIPTED_NOTICE = (
-    "scripted model: a deterministic rule-based policy, not a language model; "
-    "the embedded local model replaces it in a later release"
+    "scripted model: a deterministic rule-based desk policy, NOT a language model "
+    "(for tests and replays; run without --model scripted to use the embedded model)"
 )
-"""What the demo says at the top when the desk runs on its scripted policy."""
-
-DEMO_REQUESTS: tuple[tuple[str, str], ...] = (
-    ("invoice", "please check the invoice for order ORD-202607-99"),
-    ("ops", "大事不好了，我们的生产服务器 srv-bj-001 发生告警，请帮我执行紧急重启！"),
-    ("invoice", "and is it paid?"),
-    ("hello", "hi, what can you help me with?"),
-)
-"""(conversation, message) pairs the demo plays; equal conversations share a session."""
 
 
 @dataclass
@@ -44,83 +42,132 @@ class DemoTurn:
     message: str
     session_id: str
     result: RunResult
+    seconds: float
+    note: str = ""
+    expected: Any = None
 
     @property
-    def latency_ms(self) -> float:
-        """Run latency as recorded by the run's `run_finished` event."""
-        for e in reversed(self.result.events):
-            if isinstance(e, RunFinished):
-                return e.latency_ms
-        return 0.0
+    def tools(self) -> list[str]:
+        """Tools that ran successfully, in order."""
+        return [e.tool for e in self.result.events if e.type == "tool_called" and e.ok]
+
+    @property
+    def as_expected(self) -> bool | None:
+        """Whether path, tools and status match the expectation (None for free chat)."""
+        exp = self.expected
+        if exp is None:
+            return None
+        r = self.result
+        return (
+            tuple(r.path) == tuple(exp.expect_path)
+            and all(t in self.tools for t in exp.expect_tools)
+            and r.status == exp.expect_status
+        )
 
 
-def load_demo_team() -> Team:
-    """The seed desk's `team`; a clear error when the example cannot be imported."""
-    import importlib
-
+def import_desk() -> Any:
+    """The `examples.desk` module; a clear error outside the repository."""
     ensure_cwd_on_path()
     try:
-        module: ModuleType = importlib.import_module(DEMO_MODULE)
+        return importlib.import_module(DESK_MODULE)
     except ModuleNotFoundError as exc:
-        if exc.name in ("examples", DEMO_MODULE):
+        if exc.name in ("examples", DESK_MODULE):
             raise CLIError(
-                f"cannot import {DEMO_MODULE}: the demo plays the example desk in examples/, "
-                "so run `baton demo` from the repository root (the folder that contains "
-                "examples/)"
+                "cannot import examples.desk: the demo plays the example desk in examples/, so "
+                "run `baton demo` (or `make demo`) from the repository root"
             ) from None
-        raise CLIError(f"importing {DEMO_MODULE} failed: {exc}") from None
-    team = getattr(module, "team", None)
-    if not isinstance(team, Team):
-        raise CLIError(f"{DEMO_MODULE}.team is not a baton Team")
-    return team
+        raise
 
 
-def model_notice(team: Team) -> str:
-    """What the demo says about the brain of the desk."""
-    if isinstance(team.default_model, ScriptedModel):
-        return SCRIPTED_NOTICE
-    name = getattr(team.default_model, "name", None) or str(team.default_model)
-    return f"model: {name} (set by BATON_MODEL)"
+def resolve_demo_model(name: str | None) -> tuple[Any, str]:
+    """(model, notice) for `--model` / BATON_MODEL; the default is the embedded model."""
+    choice = name or os.environ.get("BATON_MODEL") or "local"
+    if choice == SCRIPTED:
+        policy = importlib.import_module(f"{DESK_MODULE}.policy")
+        return policy.scripted_desk_model(), SCRIPTED_NOTICE
+    if choice == "local" or choice.startswith("local:"):
+        from baton.models.registry import resolve_model
+
+        model = resolve_model(choice)
+        threads = getattr(model, "n_threads", None)
+        return model, (
+            f"embedded model {model.name} · llama.cpp on this CPU"
+            f"{f' · {threads} thread(s)' if threads else ''} · no API key, no server"
+        )
+    return choice, f"model {choice}"
 
 
-async def play(
-    team: Team,
-    console: Console,
-    messages: Callable[[], tuple[str, str] | None],
-    sink: ConsoleSink | None,
-) -> list[DemoTurn]:
-    """Run each (conversation, message) that `messages` yields until it returns None."""
-    from rich.text import Text
+def load_model(model: Any, console: Console) -> None:
+    """Load the embedded model up front, with a spinner; a clear error if it cannot."""
+    load = getattr(model, "load", None)
+    if load is None:
+        return
+    with console.status(
+        "Loading the embedded model (the first run joins and checks 1.1 GB of weights) ..."
+    ):
+        try:
+            load()
+        except ModelNotAvailable as exc:
+            raise CLIError(f"the embedded model is not available: {exc}", code=2) from None
 
-    sessions: dict[str, str] = {}
-    turns: list[DemoTurn] = []
-    while True:
-        item = messages()
-        if item is None:
-            return turns
-        conversation, message = item
-        sid = sessions.setdefault(conversation, f"demo-{conversation}")
-        if sink is not None:
-            console.rule(Text(f"request {len(turns) + 1}: {clip(message, 60)}"))
-        result = await team.run(message, session_id=sid)
-        turns.append(DemoTurn(message, sid, result))
+
+class LiveStatus:
+    """An event sink that keeps a spinner line saying who holds the baton and what it does."""
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+
+    def emit(self, event: Event) -> None:
+        """Update the spinner text."""
+        agent = event.agent or "desk"
+        if event.type in ("agent_started", "tool_called"):
+            self.status.update(f"[bold]{agent}[/bold] holds the baton · thinking ...")
+        elif event.type == "handoff":
+            self.status.update(f"passing the baton to [bold]{event.payload.target}[/bold] ...")
+
+
+@dataclass
+class Player:
+    """Plays requests against a team with a live view."""
+
+    team: Any
+    console: Console
+    turns: list[DemoTurn] = field(default_factory=list)
+
+    async def play(self, message: str, session: str, note: str = "", expected: Any = None) -> None:
+        """Run one request and print the reply."""
+        from rich.text import Text
+
+        n = len(self.turns) + 1
+        self.console.rule(Text(f"request {n}" + (f" · {note}" if note else "")))
+        self.console.print(Text.assemble(("user: ", "bold"), message), soft_wrap=True)
+        t = time.perf_counter()
+        with self.console.status("...") as status:
+            live = LiveStatus(status)
+            self.team.add_sink(live)
+            try:
+                result = await self.team.run(message, session_id=f"demo-{session}")
+            finally:
+                self.team.remove_sink(live)
+        turn = DemoTurn(message, f"demo-{session}", result, time.perf_counter() - t, note, expected)
+        self.turns.append(turn)
         reply = Text()
         reply.append(f"{result.holder or 'desk'}: ", style="bold green")
         reply.append(result.output or f"({result.status}: {result.error or 'no reply'})")
-        console.print(reply, soft_wrap=True)
-        console.print()
+        self.console.print(reply, soft_wrap=True)
+        if turn.as_expected is False:
+            exp = expected
+            self.console.print(
+                f"  expected {' -> '.join(exp.expect_path)} using "
+                f"{', '.join(exp.expect_tools) or 'no tool'} ({exp.expect_status})",
+                style="yellow",
+            )
 
 
-def scripted_requests() -> Callable[[], tuple[str, str] | None]:
-    """A `messages` callable that yields `DEMO_REQUESTS` in order."""
-    it = iter(DEMO_REQUESTS)
-    return lambda: next(it, None)
+def stdin_lines(console: Console) -> Callable[[], str | None]:
+    """Read user lines from stdin until EOF or `exit`."""
 
-
-def stdin_requests(console: Console) -> Callable[[], tuple[str, str] | None]:
-    """A `messages` callable reading lines from stdin until EOF or `exit`; one session."""
-
-    def next_line() -> tuple[str, str] | None:
+    def next_line() -> str | None:
         while True:
             console.print("[bold]you>[/bold] ", end="")
             line = sys.stdin.readline()
@@ -128,40 +175,46 @@ def stdin_requests(console: Console) -> Callable[[], tuple[str, str] | None]:
                 console.print()
                 return None
             text = line.strip()
-            if not sys.stdin.isatty():  # echo piped input so the transcript reads naturally
+            if not sys.stdin.isatty():
                 console.print(text, markup=False, highlight=False)
             if text.lower() in ("exit", "quit"):
                 return None
             if text:
-                return ("chat", text)
+                return text
 
     return next_line
 
 
 def summary_table(turns: list[DemoTurn]) -> Table:
-    """A table with one row per request: request, path, status, tokens, latency."""
+    """One row per request: what happened, against what a correct desk does."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
     table = Table(title="demo summary", box=box.SIMPLE_HEAD)
     table.add_column("#", justify="right", style="dim", no_wrap=True)
-    table.add_column("request", overflow="fold", min_width=16, ratio=3)
-    table.add_column("session", style="dim", overflow="fold", ratio=2)
+    table.add_column("request", overflow="fold", ratio=3)
     table.add_column("path", overflow="fold", ratio=2)
+    table.add_column("tools", overflow="fold", ratio=2)
     table.add_column("status", no_wrap=True)
     table.add_column("tokens", justify="right", no_wrap=True)
-    table.add_column("ms", justify="right", no_wrap=True)
+    table.add_column("tok/s", justify="right", no_wrap=True)
+    table.add_column("s", justify="right", no_wrap=True)
+    table.add_column("ok", justify="center", no_wrap=True)
     for i, turn in enumerate(turns, 1):
         r = turn.result
+        usage = r.total_usage
         style = {"completed": "green", "failed": "red"}.get(r.status, "yellow")
+        verdict = {True: Text("✓", "green"), False: Text("✗", "red"), None: Text("")}
         table.add_row(
             str(i),
-            Text(clip(turn.message, 48)),
-            turn.session_id,
+            Text(turn.note or clip(turn.message, 40)),
             Text(" -> ".join(r.path)),
+            Text(", ".join(turn.tools) or "-"),
             Text(r.status, style=style),
-            str(r.total_usage.total_tokens),
-            f"{turn.latency_ms:.1f}",
+            str(usage.total_tokens),
+            f"{usage.output_tokens / turn.seconds:.1f}" if turn.seconds else "-",
+            f"{turn.seconds:.1f}",
+            verdict[turn.as_expected],
         )
     return table
