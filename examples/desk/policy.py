@@ -46,7 +46,7 @@ def desk_policy(request: ModelRequest) -> Step:
                 return ScriptedModel.call(
                     f"transfer_to_{target}",
                     reason=f"{target} owns this",
-                    objective=text[:80],
+                    objective=_text(request)[:80],
                     state=state,
                 )
         return ScriptedModel.say("Hello! I can help with invoices, orders, returns and servers.")
