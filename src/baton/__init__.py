@@ -1,7 +1,9 @@
 """Baton: multi-agent LLM systems where specialised agents hand control to each other safely."""
 
+from typing import TYPE_CHECKING, Any
+
 from baton.agents import Agent
-from baton.backends import MemoryStore, SessionRecord, Store, open_store
+from baton.backends import MemoryStore, SessionRecord, SQLiteStore, Store, open_store
 from baton.core import (
     BatonError,
     ConfigError,
@@ -18,10 +20,14 @@ from baton.core import (
     Usage,
 )
 from baton.models import Model, ModelRequest, ModelResponse, ScriptedModel
-from baton.observe.base import EventSink
+from baton.models.local import LocalModel
+from baton.observe import ConsoleSink, EventSink, JSONLSink
 from baton.runtime import Guards, RunResult
 from baton.tools import Tool, tool
 from baton.topologies import Team
+
+if TYPE_CHECKING:
+    from baton.models.openai_compat import OpenAICompatible
 
 __version__ = "0.1.0"
 
@@ -29,20 +35,25 @@ __all__ = [
     "Agent",
     "BatonError",
     "ConfigError",
+    "ConsoleSink",
     "EscalationCard",
     "Event",
     "EventSink",
     "Guards",
     "HandoffPayload",
+    "JSONLSink",
+    "LocalModel",
     "MemoryStore",
     "Message",
     "Model",
     "ModelError",
     "ModelRequest",
     "ModelResponse",
+    "OpenAICompatible",
     "ParseError",
     "PayloadError",
     "RunResult",
+    "SQLiteStore",
     "ScriptedModel",
     "SessionRecord",
     "Store",
@@ -56,3 +67,12 @@ __all__ = [
     "open_store",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Lazy export of `OpenAICompatible`: importing `openai` is slow, so only on first use."""
+    if name == "OpenAICompatible":
+        from baton.models.openai_compat import OpenAICompatible
+
+        return OpenAICompatible
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,24 @@
+"""The Python examples in README.md and docs/ run as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/api.md"])
+def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # examples may create files such as baton.db
+    blocks = BLOCK.findall((ROOT / doc).read_text(encoding="utf-8"))
+    assert blocks, f"{doc} has no python examples"
+    namespace: dict[str, object] = {"__name__": f"doc_{Path(doc).stem}"}
+    for i, block in enumerate(blocks, 1):
+        try:
+            exec(compile(block, f"{doc}[{i}]", "exec"), namespace)
+        except Exception as exc:  # pragma: no cover - the message is the point
+            pytest.fail(f"{doc} example {i} failed: {type(exc).__name__}: {exc}\n{block}")
