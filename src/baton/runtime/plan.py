@@ -9,6 +9,7 @@ from baton.backends.base import Store
 from baton.core.messages import ToolSpec
 from baton.models.base import Model
 from baton.observe.base import EventSink
+from baton.routing.router import Router
 from baton.runtime.guards import Guards
 from baton.tools import Tool
 
@@ -42,10 +43,13 @@ class KernelConfig:
     """Run-wide settings shared by every run of a team."""
 
     plans: dict[str, AgentPlan]
-    entry: str
+    entry: str | None
+    """The entry agent; None when a router picks the first holder."""
     store: Store
     guards: Guards = field(default_factory=Guards)
     fallback: str = HUMAN
     sinks: list[EventSink] = field(default_factory=list)
     max_result_chars: int = 1500
     escalation_message: str = DEFAULT_ESCALATION_MESSAGE
+    router: Router | None = None
+    """Picks the first holder of each new session (tiers, then fallback)."""

@@ -136,38 +136,31 @@ class Runner:
         r.emit(RunStarted(**r.base(None), message=message, user_id=r.user_id))
         user_msg = r.record(Message(role="user", content=message, run_id=r.run_id))
 
-        holder = session.holder if session.holder in cfg.plans else cfg.entry
-        continuing = holder == session.holder
+        holder, continuing, reason = await self._first_holder(r, session)
         incoming = session.incoming if continuing else None
         since = session.holder_since if continuing else user_msg.id
-        r.emit(
-            RouteDecided(**r.base(None), target=holder, tier="session" if continuing else "entry")
-        )
-        r.path.append(holder)
         status: RunStatus = "completed"
         output: str | None = None
         escalation: EscalationCard | None = None
         error: str | None = None
-        reason = "continues the session" if continuing else "entry agent"
-        while True:
+        if holder is None:  # the router sent the request straight to the human queue
+            outcome = TurnOutcome("escalate", reason=reason)
+        else:
+            r.path.append(holder)
             outcome = await self._turn(r, cfg.plans[holder], incoming, since, reason)
-            if outcome.kind == "answer":
-                output = outcome.text
-                break
-            if outcome.kind == "handoff" and outcome.payload is not None:
-                holder, incoming, since = outcome.payload.target, outcome.payload, user_msg.id
-                reason = outcome.payload.reason
-                continue
-            if outcome.kind == "failed":
-                status, error = "failed", outcome.reason
-                output = outcome.text
-                break
+        while outcome.kind == "handoff" and outcome.payload is not None:
+            holder, incoming, since = outcome.payload.target, outcome.payload, user_msg.id
+            outcome = await self._turn(r, cfg.plans[holder], incoming, since, incoming.reason)
+        if outcome.kind == "answer":
+            output = outcome.text
+        elif outcome.kind == "failed":
+            status, error, output = "failed", outcome.reason, outcome.text
+        else:
             status = "escalated"
             to_human = outcome.kind == "escalate"
             esc = await self._escalate(r, holder, [outcome.reason], user_msg.id, to_human)
             escalation, output = esc.card, esc.output
             holder, incoming, since = esc.holder, esc.incoming, user_msg.id
-            break
 
         session.holder = holder
         session.holder_since = since
@@ -201,6 +194,33 @@ class Runner:
             state=dict(session.state),
             error=error,
         )
+
+    async def _first_holder(self, r: _Run, session: SessionRecord) -> tuple[str | None, bool, str]:
+        """(holder, continuing, reason): the session's holder, else the router's pick or the
+        entry agent. None means the router sent the request to the human queue."""
+        cfg = self.cfg
+        if session.holder in cfg.plans:
+            r.emit(RouteDecided(**r.base(None), target=session.holder, tier="session"))
+            return session.holder, True, "continues the session"
+        if cfg.router is None:
+            assert cfg.entry is not None  # a Team has an entry agent or a router
+            r.emit(RouteDecided(**r.base(None), target=cfg.entry, tier="entry"))
+            return cfg.entry, False, "entry agent"
+        decision = await cfg.router.route(r.message, context={"state": dict(session.state)})
+        r.emit(
+            RouteDecided(
+                **r.base(None),
+                target=decision.target,
+                tier=decision.tier,
+                score=decision.score,
+                candidates=decision.candidates,
+                latency_ms=decision.latency_ms,
+                verdicts=[v.summary() for v in decision.verdicts],
+            )
+        )
+        if decision.target in cfg.plans:
+            return decision.target, False, f"routed by the {decision.tier} tier"
+        return None, False, f"no agent owns the request (router: {decision.tier})"
 
     # ------------------------------------------------------------------ one turn
     async def _turn(
@@ -620,7 +640,7 @@ class Runner:
 
     # ------------------------------------------------------------------ escalation
     async def _escalate(
-        self, r: _Run, holder: str, reasons: list[str], since: str, to_human: bool = False
+        self, r: _Run, holder: str | None, reasons: list[str], since: str, to_human: bool = False
     ) -> _Escalation:
         """Build the hand-over card and give it to the fallback (an agent, else the human queue).
 
@@ -655,7 +675,7 @@ class Runner:
                 trace_id=r.trace_id,
                 session_id=r.session.session_id,
                 user_id=r.user_id,
-                source=holder,
+                source=holder or "router",
                 target=fallback,
                 hop=r.hop + 1,
                 path=list(r.path),
@@ -681,8 +701,8 @@ class Runner:
 class _Escalation:
     card: EscalationCard
     output: str
-    holder: str
-    """Who holds the baton afterwards."""
+    holder: str | None
+    """Who holds the baton afterwards (None: the next message is routed afresh)."""
     incoming: HandoffPayload | None
 
 

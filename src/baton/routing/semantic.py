@@ -1,0 +1,472 @@
+"""The semantic tier: nearest example utterances under a sentence encoder, with fitted thresholds.
+
+How a query is judged:
+
+1. It is encoded once; one matrix product scores it against every example utterance.
+2. A route scores its best-matching example. (`best_of=2`, the mean of its best two, helps
+   when no unknown examples are given; with them, 10x5-fold cross-validation on the CLINC150
+   calibration splits found no gain, so the default stays 1: see `benchmarks/routing.py --cv`.)
+3. It is confident in the top route when that score reaches the route's threshold, beats the
+   runner-up by the margin, and (after `fit` with unknown examples) beats the nearest known
+   unknown example by the reject gap. Otherwise it abstains with the ranked candidates, for
+   the LLM judge. Below the floor (a score that almost no in-scope example falls under) it
+   answers `UNKNOWN` confidently.
+
+Thresholds always come from data. `fit` searches the margin, the reject gap and a global
+threshold that maximise accuracy on labelled examples (correct routes for in-scope ones,
+rejections for unknown ones), then fits each route's threshold on the examples it wins and
+shrinks it toward the global one in proportion to how few there are. Before any `fit`, a
+provisional threshold per route comes from the route's own utterances (leave-one-out: the
+median score an utterance gets from its siblings), which is conservative: it routes only
+queries as close to a route as its typical example is to the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from baton.routing.base import UNKNOWN, Labelled, Route, TierVerdict
+from baton.routing.encoders import CachedEncoder, Encoder, default_encoder
+
+if TYPE_CHECKING:
+    import os
+
+    import numpy as np
+    import numpy.typing as npt
+
+    Floats = npt.NDArray[np.float32]
+
+NEG = -1e9
+"""The score of a missing example slot (never wins, never NaN)."""
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """What `Semantic.fit` chose, and its accuracy on the examples it was fitted on."""
+
+    threshold: float
+    """The global threshold that per-route thresholds are shrunk toward."""
+    thresholds: dict[str, float]
+    margin: float
+    reject_gap: float | None
+    """How far the top route must beat the nearest known unknown example; None: not used."""
+    floor: float | None
+    accuracy: float
+    """In-sample accuracy on the fitting examples (optimistic; evaluate on held-out data)."""
+    n_in: int
+    n_unknown: int
+    reject_examples: int
+    per_route: dict[str, int] = field(default_factory=dict)
+    """How many fitting examples each route's own threshold was fitted on."""
+
+
+@dataclass
+class _Index:
+    """Route example vectors laid out for one-product scoring."""
+
+    names: list[str]
+    vectors: Any  # (n, dim) float32, rows grouped by route
+    slots: Any  # (routes, widest) int: row of each example, n for an empty slot
+    counts: Any  # (routes,) int
+    fingerprint: str
+
+
+def _best_cut(scores: Any, gain: Any) -> tuple[float, float]:
+    """The threshold t maximising sum(gain[scores >= t]), and that sum (0 when none helps)."""
+    import numpy as np
+
+    if len(scores) == 0:
+        return float("inf"), 0.0
+    order = np.argsort(-scores, kind="stable")
+    s = scores[order]
+    total = np.cumsum(gain[order])
+    i = int(np.argmax(total))  # first maximum: the highest threshold among equals
+    if total[i] <= 0:
+        return float(s[0]) + 1e-6, 0.0
+    # halfway to the next score, so a tiny shift of the data does not flip the edge item
+    cut = float(s[i]) if i + 1 == len(s) else float(s[i] + s[i + 1]) / 2
+    return cut, float(total[i])
+
+
+class Semantic:
+    """Routes by similarity to each route's example utterances; abstains when unsure."""
+
+    name = "semantic"
+
+    def __init__(
+        self,
+        encoder: Encoder | None = None,
+        thresholds: float | Mapping[str, float] | None = None,
+        margin: float | None = None,
+        top_k: int = 3,
+        *,
+        floor: float | None = None,
+        best_of: int = 1,
+        prior: float = 10.0,
+        cache: bool | str | os.PathLike[str] = True,
+    ) -> None:
+        """Set up the tier; nothing is encoded before `bind`.
+
+        `thresholds`/`margin`/`floor` given here are used until `fit` replaces them.
+        `best_of`: a route scores the mean of its best `best_of` examples (1: the best one).
+        `prior`: how many examples' weight the global threshold has when a route's own is
+        fitted (more: per-route thresholds stay closer to the global one).
+        `cache`: True for the shared disk cache, False for memory only, or a file path.
+        """
+        if encoder is None:
+            encoder = default_encoder()
+        if isinstance(encoder, CachedEncoder):
+            self.examples_encoder = encoder
+            self.encoder: Encoder = encoder.inner
+        else:
+            self.encoder = encoder
+            self.examples_encoder = CachedEncoder(encoder, path=cache)
+        if top_k < 1 or best_of < 1:
+            raise ValueError("top_k and best_of must be at least 1")
+        self.top_k = top_k
+        self.best_of = best_of
+        self.prior = prior
+        self._given_thresholds = thresholds
+        self._given_margin = margin
+        self._given_floor = floor
+        self._routes: tuple[Route, ...] = ()
+        self._index: _Index | None = None
+        self._provisional: dict[str, float] = {}
+        self._provisional_margin = 0.0
+        self._fit: FitReport | None = None
+        self._reject: Any = None  # (m, dim) vectors of known unknown examples, or None
+
+    # -- binding ----------------------------------------------------------------------------
+
+    @property
+    def routes(self) -> tuple[Route, ...]:
+        """The routes bound last."""
+        return self._routes
+
+    def bind(self, routes: Sequence[Route]) -> None:
+        """Encode every route's utterances into one matrix (cached by content)."""
+        import numpy as np
+
+        names = [r.name for r in routes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"route names must be unique: {names}")
+        self._routes = tuple(routes)
+        scored = [r for r in routes if r.utterances]
+        fingerprint = self._fingerprint(scored)
+        if self._index is not None and self._index.fingerprint == fingerprint:
+            return  # same encoder, same utterances: nothing to redo
+        texts = [u for r in scored for u in r.utterances]
+        vectors = self.examples_encoder.encode(texts)
+        counts = np.array([len(r.utterances) for r in scored], dtype=np.int64)
+        widest = int(counts.max()) if len(counts) else 0
+        slots = np.full((len(scored), widest), len(texts), dtype=np.int64)
+        start = 0
+        for i, n in enumerate(counts):
+            slots[i, :n] = np.arange(start, start + n)
+            start += int(n)
+        self._index = _Index([r.name for r in scored], vectors, slots, counts, fingerprint)
+        self._provisional, self._provisional_margin = self._leave_one_out()
+
+    def _fingerprint(self, routes: Sequence[Route]) -> str:
+        payload = json.dumps(
+            [self.encoder.name, self.best_of, [[r.name, list(r.utterances)] for r in routes]],
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def _require_index(self) -> _Index:
+        if self._index is None:
+            raise RuntimeError("Semantic tier used before bind(routes)")
+        return self._index
+
+    # -- scoring ----------------------------------------------------------------------------
+
+    def _aggregate(self, sims: Any, index: _Index) -> Any:
+        """(queries, examples) similarities -> (queries, routes) route scores."""
+        import numpy as np
+
+        padded = np.concatenate([sims, np.full((sims.shape[0], 1), NEG, sims.dtype)], axis=1)
+        per_slot = padded[:, index.slots]  # (queries, routes, widest)
+        widest = per_slot.shape[2]
+        if self.best_of == 1 or widest == 1:
+            return per_slot.max(axis=2)
+        k = min(self.best_of, widest)
+        best = np.partition(per_slot, widest - k, axis=2)[:, :, widest - k :]
+        real = best > NEG / 2  # empty slots (and left-out examples) are not averaged in
+        used = np.maximum(real.sum(axis=2), 1)
+        return np.where(real, best, 0.0).sum(axis=2) / used
+
+    def _score_matrix(self, queries: Any) -> Any:
+        index = self._require_index()
+        return self._aggregate(queries @ index.vectors.T, index)
+
+    def scores(self, text: str) -> list[tuple[str, float]]:
+        """Every scored route with its score for `text`, best first (changes nothing)."""
+        index = self._require_index()
+        if not index.names:
+            return []
+        row = self._score_matrix(self.encoder.encode([text]))[0]
+        return sorted(
+            ((n, float(s)) for n, s in zip(index.names, row, strict=True)),
+            key=lambda p: p[1],
+            reverse=True,
+        )
+
+    # -- thresholds -------------------------------------------------------------------------
+
+    def _leave_one_out(self) -> tuple[dict[str, float], float]:
+        """Provisional thresholds from the utterances alone: median sibling score per route."""
+        import numpy as np
+
+        index = self._require_index()
+        n = len(index.vectors)
+        own_scores: list[Any] = []
+        margins: list[Any] = []
+        owner = np.repeat(np.arange(len(index.names)), index.counts)
+        for lo in range(0, n, 1024):  # chunks keep the (chunk, n) product small
+            rows = np.arange(lo, min(lo + 1024, n))
+            sims = index.vectors[rows] @ index.vectors.T
+            sims[np.arange(len(rows)), rows] = NEG  # an utterance may not vote for itself
+            agg = self._aggregate(sims, index)
+            own = agg[np.arange(len(rows)), owner[rows]]
+            agg[np.arange(len(rows)), owner[rows]] = NEG
+            own_scores.append(own)
+            margins.append(own - agg.max(axis=1) if agg.shape[1] > 1 else own * 0 + np.inf)
+        own_all = np.concatenate(own_scores) if own_scores else np.zeros(0)
+        margin_all = np.concatenate(margins) if margins else np.zeros(0)
+        # a route with one utterance has no sibling: its score is NEG and is left out
+        solo = index.counts[owner] < 2 if n else np.zeros(0, dtype=bool)
+        valid = ~solo
+        result: dict[str, float] = {}
+        for i, name in enumerate(index.names):
+            mine = own_all[(owner == i) & valid]
+            if len(mine):
+                result[name] = float(np.median(mine))
+        if result:
+            fallback = float(np.median(list(result.values())))
+            result = {name: result.get(name, fallback) for name in index.names}
+        else:  # no route has two utterances: nothing to learn from, never confident
+            result = {name: float("inf") for name in index.names}
+        finite = margin_all[valid & np.isfinite(margin_all)]
+        margin = max(0.0, float(np.quantile(finite, 0.25))) if len(finite) else 0.0
+        return result, margin
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """The threshold each scored route uses now (fitted, given, or provisional)."""
+        index = self._require_index()
+        out: dict[str, float] = {}
+        given = self._given_thresholds
+        for name in index.names:
+            if self._fit is not None:
+                out[name] = self._fit.thresholds.get(name, self._fit.threshold)
+            elif isinstance(given, (int, float)):
+                out[name] = float(given)
+            elif isinstance(given, Mapping) and name in given:
+                out[name] = float(given[name])
+            else:
+                out[name] = self._provisional[name]
+        return out
+
+    @property
+    def margin(self) -> float:
+        """How far the top route must beat the runner-up to be confident."""
+        if self._fit is not None:
+            return self._fit.margin
+        if self._given_margin is not None:
+            return self._given_margin
+        return self._provisional_margin
+
+    @property
+    def floor(self) -> float | None:
+        """Below this top score the answer is `UNKNOWN`; None: never."""
+        if self._fit is not None:
+            return self._fit.floor
+        return self._given_floor
+
+    @property
+    def fitted(self) -> FitReport | None:
+        """The last `fit` result, or None."""
+        return self._fit
+
+    # -- deciding ---------------------------------------------------------------------------
+
+    def judge(self, text: str) -> TierVerdict:
+        """The verdict for one query (synchronous; `decide` wraps it)."""
+        return self.judge_many([text])[0]
+
+    def judge_many(self, texts: Sequence[str]) -> list[TierVerdict]:
+        """Verdicts for many queries, encoded in one batch."""
+        import numpy as np
+
+        start = time.perf_counter()
+        index = self._require_index()
+        if not texts:
+            return []
+        if not index.names:
+            return [TierVerdict(self.name, None, detail="no route has utterances") for _ in texts]
+        queries = self.encoder.encode(list(texts))
+        matrix = self._score_matrix(queries)
+        reject = None
+        if self._reject is not None and self._fit is not None and self._fit.reject_gap is not None:
+            reject = (queries @ self._reject.T).max(axis=1)
+        thresholds = self.thresholds
+        margin, floor = self.margin, self.floor
+        verdicts = []
+        for qi, row in enumerate(matrix):
+            order = np.argsort(-row, kind="stable")
+            top = float(row[order[0]])
+            gap_to_next = top - float(row[order[1]]) if len(order) > 1 else float("inf")
+            best = index.names[order[0]]
+            candidates = [(index.names[j], float(row[j])) for j in order[: self.top_k]]
+            reasons = []
+            if top < thresholds[best]:
+                reasons.append(f"score {top:.3f} < threshold {thresholds[best]:.3f}")
+            if gap_to_next < margin:
+                reasons.append(f"margin {gap_to_next:.3f} < {margin:.3f}")
+            if reject is not None and self._fit is not None and self._fit.reject_gap is not None:
+                lead = top - float(reject[qi])
+                if lead < self._fit.reject_gap:
+                    reasons.append(f"close to a known unknown (lead {lead:.3f})")
+            if floor is not None and top < floor:
+                target: str | None = UNKNOWN
+                detail = f"score {top:.3f} below floor {floor:.3f}"
+            elif reasons:
+                target, detail = None, "; ".join(reasons)
+            else:
+                target, detail = best, f"score {top:.3f}, margin {gap_to_next:.3f}"
+            verdicts.append(TierVerdict(self.name, target, top, candidates, detail))
+        each_ms = (time.perf_counter() - start) * 1000 / len(texts)
+        for verdict in verdicts:
+            verdict.latency_ms = each_ms  # a batch shares its cost evenly
+        return verdicts
+
+    async def decide(
+        self,
+        text: str,
+        history: Sequence[Any] | None = None,
+        context: dict[str, Any] | None = None,
+        previous: Sequence[TierVerdict] = (),
+    ) -> TierVerdict:
+        """The `Tier` entry point: judges `text` alone (a query costs ~2 ms of CPU)."""
+        return self.judge(text)
+
+    # -- fitting ----------------------------------------------------------------------------
+
+    def fit(
+        self,
+        labelled: Sequence[Labelled],
+        *,
+        reject_examples: bool = True,
+        balanced: bool = False,
+        floor_loss: float = 0.01,
+    ) -> FitReport:
+        """Fit thresholds, margin, reject gap and floor on labelled in-scope and unknown examples.
+
+        Maximises accuracy over `labelled`: an in-scope example counts when routed to its
+        label, an unknown one (`label=None`) when not routed. `reject_examples`: keep the
+        unknown examples' vectors and also require a query to be closer to its route than to
+        any of them (the search keeps this off when it does not help). `balanced`: weigh the
+        in-scope and unknown halves equally instead of by count (when the examples' mix is not
+        the traffic's). `floor_loss`: the share of in-scope examples allowed under the floor
+        (0 turns the floor off).
+        """
+        import numpy as np
+
+        index = self._require_index()
+        if not index.names:
+            raise ValueError("bind routes with utterances before fit")
+        position = {n: i for i, n in enumerate(index.names)}
+        unknown_labels = sorted({x.label for x in labelled if x.label is not None} - set(position))
+        if unknown_labels:
+            raise ValueError(f"labels that are no scored route: {unknown_labels}")
+        if not labelled:
+            raise ValueError("fit needs labelled examples")
+
+        vectors = self.examples_encoder.encode([x.text for x in labelled])
+        gold = np.array([position[x.label] if x.label is not None else -1 for x in labelled])
+        matrix = self._score_matrix(vectors)
+        order = np.argsort(-matrix, axis=1, kind="stable")
+        rows = np.arange(len(gold))
+        pred = order[:, 0]
+        top = matrix[rows, pred]
+        second = matrix[rows, order[:, 1]] if matrix.shape[1] > 1 else np.full(len(gold), NEG)
+        margins = top - second
+        is_unknown = gold < 0
+
+        reject = vectors[is_unknown] if reject_examples and is_unknown.any() else None
+        if reject is not None and len(reject) > 1:
+            near = vectors @ reject.T
+            # an unknown example may not reject itself: leave it out of its own reject set
+            near[np.flatnonzero(is_unknown), np.arange(len(reject))] = NEG
+            lead = top - near.max(axis=1)
+        else:
+            reject = None
+            lead = np.full(len(gold), np.inf)
+
+        if balanced and is_unknown.any() and (~is_unknown).any():
+            weight = np.where(is_unknown, 0.5 / is_unknown.sum(), 0.5 / (~is_unknown).sum())
+        else:
+            weight = np.ones(len(gold))
+        # accepting an example gains when its top route is right, loses when it should be
+        # rejected; everything not accepted counts as a rejection
+        gain = weight * ((pred == gold).astype(float) - is_unknown.astype(float))
+
+        quantiles = np.linspace(0.0, 0.6, 25)
+        margin_grid = np.unique(np.concatenate([[0.0], np.quantile(margins, quantiles)]))
+        lead_grid: list[float] = [-np.inf]  # first: not using the reject set wins ties
+        if reject is not None:
+            lead_grid += [float(v) for v in np.unique(np.quantile(lead, quantiles))]
+        best = (-np.inf, 0.0, 0.0, -np.inf)
+        for m in margin_grid:
+            for g in lead_grid:
+                ok = (margins >= m) & (lead >= g)
+                cut, value = _best_cut(top[ok], gain[ok])
+                if value > best[0] + 1e-12:
+                    best = (value, cut, float(m), g)
+        _, threshold, margin, reject_gap = best
+
+        ok = (margins >= margin) & (lead >= reject_gap)
+        thresholds: dict[str, float] = {}
+        per_route: dict[str, int] = {}
+        for i, name in enumerate(index.names):
+            mine = ok & (pred == i)
+            n = int(mine.sum())
+            per_route[name] = n
+            if n == 0:
+                thresholds[name] = threshold
+                continue
+            own, _ = _best_cut(top[mine], gain[mine])
+            own = min(own, float(top[mine].max()) + 1e-6)  # "reject all" stays near the data
+            # few examples: trust the global threshold more (a prior worth `prior` examples)
+            thresholds[name] = (n * own + self.prior * threshold) / (n + self.prior)
+
+        accepted = ok & (top >= np.array([thresholds[index.names[p]] for p in pred]))
+        correct = np.where(accepted, pred == gold, is_unknown)
+        accuracy = float((weight * correct).sum() / weight.sum())
+
+        floor = None
+        in_scope_top = top[~is_unknown]
+        if floor_loss > 0 and len(in_scope_top):
+            floor = min(float(np.quantile(in_scope_top, floor_loss)), min(thresholds.values()))
+
+        use_reject = reject is not None and np.isfinite(reject_gap)
+        self._reject = reject if use_reject else None
+        self._fit = FitReport(
+            threshold=float(threshold),
+            thresholds=thresholds,
+            margin=margin,
+            reject_gap=float(reject_gap) if use_reject else None,
+            floor=floor,
+            accuracy=accuracy,
+            n_in=int((~is_unknown).sum()),
+            n_unknown=int(is_unknown.sum()),
+            reject_examples=len(reject) if use_reject and reject is not None else 0,
+            per_route=per_route,
+        )
+        return self._fit
