@@ -19,11 +19,18 @@ def build_agents(db: DeskDB) -> list[Agent]:
     triage = Agent(
         name="triage",
         description="Front desk: works out what the user needs and routes them.",
-        instructions="You are the front desk of an online shop and cloud provider. Never solve "
-        "requests yourself: hand the user to the one specialist who owns the request, and put "
-        "every order id (ORD-...) or server id (srv-...) the user gave into `state` as order_id "
-        "or server_id. Requests about lawyers, legal complaints, press, or anything no "
-        "specialist owns go to a human.",
+        instructions="You are the front desk of an online shop and cloud provider. You never "
+        "answer requests yourself; you pass each one on.\n"
+        "First ask: is it about the user's own orders, invoices, payments, returned items or "
+        "cloud servers? If not (lawsuits, lawyers, legal complaints, journalists and press, "
+        "general knowledge, creative writing, chit-chat), call transfer_to_human.\n"
+        "Otherwise hand it to the one specialist who owns it:\n"
+        "- billing: invoices, amounts charged, payments, double charges, refunds.\n"
+        "- orders: where a shop order is, shipping and delivery.\n"
+        "- after_sales: returning a damaged, broken, wrong or unwanted item.\n"
+        "- tech_support: cloud servers: status, load, alarms, outages, restarts.\n"
+        "In `state`, put only ids the user wrote: an order id (ORD-...) as order_id, a server "
+        "id (srv-...) as server_id; leave `state` empty when the user gave none.",
         handoffs=["billing", "tech_support", "orders", "after_sales", "human"],
     )
     billing = Agent(
@@ -39,7 +46,8 @@ def build_agents(db: DeskDB) -> list[Agent]:
     )
     tech_support = Agent(
         name="tech_support",
-        description="Server incidents, alarms, outages and restarts.",
+        description="Cloud servers (srv-...): status, load, incidents, alarms, outages and "
+        "restarts.",
         not_for="Orders, invoices, refunds.",
         examples=["my server is down", "请重启服务器 srv-bj-001"],
         instructions="You are a cloud operations engineer. Restart a server when the user asks "
@@ -49,7 +57,7 @@ def build_agents(db: DeskDB) -> list[Agent]:
     )
     orders = Agent(
         name="orders",
-        description="Order status, shipping and delivery dates.",
+        description="Shop orders (ORD-...): status, shipping and delivery dates.",
         not_for="Invoices, refunds, returns of damaged goods.",
         examples=["where is my order", "我的订单到哪了"],
         instructions="You track orders with get_order_status. " + BRIEF,
@@ -58,8 +66,9 @@ def build_agents(db: DeskDB) -> list[Agent]:
     )
     after_sales = Agent(
         name="after_sales",
-        description="Returns of damaged, wrong or unwanted goods.",
-        not_for="Invoices and payments (billing issues the refund).",
+        description="Returns of an item the user received: damaged, broken, wrong or unwanted.",
+        not_for="Invoices and payments (billing issues the refund); anything that is not an "
+        "item the user bought.",
         examples=["my item arrived broken", "我要退货"],
         instructions="You handle returns. Open the return with create_return; if the user also "
         "wants their money back, then hand off to billing with objective 'issue the refund' "
