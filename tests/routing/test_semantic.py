@@ -272,29 +272,100 @@ def test_unknown_below_floor() -> None:
     assert "floor" in verdict.detail
 
 
+# the unknown examples score higher on "shipping" than its real queries do, so no threshold
+# separates them; their own neighbourhood does
+LOCKERS = [
+    Labelled("refund my payment please", "billing"),
+    Labelled("invoice copy", "billing"),
+    Labelled("parcel late", "shipping"),
+    Labelled("track delivery", "shipping"),
+    Labelled("parcel delivery", "shipping"),
+    Labelled("server is down", "tech"),
+    Labelled("reset my password", "tech"),
+    Labelled("where is my parcel locker", None, "near"),
+    Labelled("where is my parcel locker open", None, "near"),
+    Labelled("where is my parcel locker code", None, "near"),
+]
+
+
 def test_reject_set_abstains_near_a_known_unknown() -> None:
-    # the unknown examples score higher on "shipping" than its real queries do, so no
-    # threshold separates them; their own neighbourhood does
-    labelled = [
-        Labelled("refund my payment please", "billing"),
-        Labelled("invoice copy", "billing"),
-        Labelled("parcel late", "shipping"),
-        Labelled("track delivery", "shipping"),
-        Labelled("parcel delivery", "shipping"),
-        Labelled("server is down", "tech"),
-        Labelled("reset my password", "tech"),
-        Labelled("where is my parcel locker", None, "near"),
-        Labelled("where is my parcel locker open", None, "near"),
-        Labelled("where is my parcel locker code", None, "near"),
-    ]
-    plain = words_tier().fit(labelled, reject_examples=False)
+    plain = words_tier().fit(LOCKERS, reject_examples=False)
     tier = words_tier()
-    report = tier.fit(labelled)
+    report = tier.fit(LOCKERS)
     assert plain.accuracy < 1.0 and report.accuracy == 1.0
     assert report.reject_examples == 3 and report.reject_gap is not None
     assert tier.judge("where is my parcel locker now").target in (None, UNKNOWN)
     assert "known unknown" in tier.judge("where is my parcel locker now").detail
     assert tier.judge("parcel delivery late").target == "shipping"
+
+
+def test_reject_gap_is_measured_against_the_k_nearest_known_unknowns() -> None:
+    tier = words_tier(reject_k=2)
+    report = tier.fit(LOCKERS)
+    assert report.reject_k == 2 and report.reject_gap is not None
+    query = "where is my parcel locker now"
+    encoder = WordsEncoder()
+    unknown = encoder.encode([x.text for x in LOCKERS if x.label is None])
+    nearest = sorted((encoder.encode([query]) @ unknown.T)[0], reverse=True)
+    lead = tier.scores(query)[0][1] - (nearest[0] + nearest[1]) / 2
+    assert f"close to known unknowns (lead {lead:.3f})" in tier.judge(query).detail
+
+
+def test_reject_k_is_capped_by_the_reject_set_and_must_be_positive() -> None:
+    # three unknown examples, one always left out of its own reject set while fitting
+    assert words_tier(reject_k=10).fit(LOCKERS).reject_k == 2
+    assert words_tier(reject_k=1).fit(LOCKERS).reject_k == 1
+    with pytest.raises(ValueError, match="reject_k"):
+        Semantic(WordsEncoder(), cache=False, reject_k=0)
+
+
+# in-scope examples with words no route utterance has, and none of them shares a word with
+# another: scored without itself, each sees exactly what it saw before it was learned
+LEARN = [
+    Labelled("courier van outside", "shipping"),
+    Labelled("never got money back", "billing"),
+    Labelled("laptop fan noisy", "tech"),
+    Labelled("cat pictures", None, "oos"),
+    Labelled("football scores tonight", None, "oos"),
+]
+
+
+def test_learned_examples_join_their_routes() -> None:
+    plain = words_tier()
+    plain.fit(LEARN)
+    tier = words_tier()
+    report = tier.fit(LEARN, learn_examples=True)
+    assert report.learned_examples == 3
+    assert dict(tier.scores("courier van outside"))["shipping"] == pytest.approx(1.0, abs=1e-5)
+    assert dict(plain.scores("courier van outside"))["shipping"] < 0.5
+    assert tier.judge("laptop fan noisy").candidates[0][0] == "tech"
+
+
+def test_learned_examples_do_not_match_themselves_while_fitting() -> None:
+    plain = words_tier().fit(LEARN)
+    learned = words_tier().fit(LEARN, learn_examples=True)
+    # had an example matched itself it would score 1.0 and move its route's threshold
+    assert learned.thresholds == plain.thresholds
+    assert (learned.margin, learned.reject_gap, learned.accuracy) == (
+        plain.margin,
+        plain.reject_gap,
+        plain.accuracy,
+    )
+
+
+def test_learned_examples_last_until_routes_change_or_a_plain_fit() -> None:
+    def shipping(tier: Semantic) -> float:
+        return dict(tier.scores("courier van outside"))["shipping"]
+
+    tier = words_tier()
+    tier.fit(LEARN, learn_examples=True)
+    tier.bind(list(WORD_ROUTES))  # the same routes again: kept
+    assert shipping(tier) == pytest.approx(1.0, abs=1e-5)
+    tier.fit(LEARN)  # a fit without learning goes back to the routes' own utterances
+    assert shipping(tier) < 0.5
+    tier.fit(LEARN, learn_examples=True)
+    tier.bind([*WORD_ROUTES[:2], Route("tech", ("server is down", "printer jammed"))])
+    assert shipping(tier) < 0.5  # changed routes: what was learned for the old ones is gone
 
 
 def test_decide_is_the_tier_protocol_and_scores_is_pure() -> None:
