@@ -19,6 +19,7 @@ from baton.cli.common import (
     open_cli_store,
     sqlite_file,
 )
+from baton.cli.tau2 import bench_tau2
 from baton.core.errors import BatonError
 from baton.core.events import Event
 from baton.observe.base import EventSink
@@ -383,6 +384,9 @@ def bench_routing(
     with out.status(f"routing {len(test)} test queries ..."):
         report = router.evaluate_sync(test)
     print_report(out, f"{spec} · tiers: {tiers.value} · {len(test)} test queries", report)
+
+
+bench_app.command("tau2")(bench_tau2)
 
 
 def main() -> None:
