@@ -10,6 +10,7 @@ blocks on inference. A RAM cache of model states lets each agent's stable prompt
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -74,7 +75,7 @@ class LlamaEngine:
         *,
         n_ctx: int = 4096,
         n_threads: int | None = None,
-        cache_bytes: int = 1 << 30,
+        cache_bytes: int = 3 << 29,
         min_free_gb: float = 0.0,
     ) -> None:
         llama_cpp = import_llama()
@@ -96,7 +97,7 @@ class LlamaEngine:
             verbose=False,
         )
         if cache_bytes:
-            self.llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=cache_bytes))
+            self.llama.set_cache(_ram_cache(llama_cpp, cache_bytes))
         self._grammars: dict[str, Any] = {}
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="baton-llama")
         self._llama_cpp = llama_cpp
@@ -138,13 +139,49 @@ class LlamaEngine:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, self._complete, messages, grammar, max_tokens)
 
+    def close(self) -> None:
+        """Stop the worker thread and free the model."""
+        self._pool.shutdown(wait=True)
+        close = getattr(self.llama, "close", None)
+        if callable(close):
+            close()
+
     def count_tokens(self, text: str) -> int:
         """Tokens of `text` in this model's own tokenizer."""
         return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
 
+def _ram_cache(llama_cpp: Any, capacity_bytes: int) -> Any:
+    """A `LlamaRAMCache` that counts every byte a saved state holds.
+
+    llama-cpp-python's cache bounds only the KV bytes of each state, but every state also
+    copies the logits buffer (n_batch x vocabulary floats: ~155 MB for Qwen2.5), so the stock
+    cache grew past 10 GB over a long session. Counting the logits too keeps it at its budget.
+    """
+
+    class BoundedRAMCache(llama_cpp.LlamaRAMCache):  # type: ignore[misc]
+        @property
+        def cache_size(self) -> int:
+            return sum(
+                int(state.llama_state_size) + int(getattr(state.scores, "nbytes", 0))
+                for state in self.cache_state.values()
+            )
+
+    return BoundedRAMCache(capacity_bytes=capacity_bytes)
+
+
 _ENGINES: dict[tuple[str, int, int], LlamaEngine] = {}
 _LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free the models before interpreter teardown, while llama.cpp's bindings still exist
+    (freeing them later prints a TypeError from llama-cpp-python's finaliser)."""
+    with _LOCK:
+        for engine in _ENGINES.values():
+            engine.close()
+        _ENGINES.clear()
 
 
 def shared_engine(
