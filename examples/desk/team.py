@@ -27,7 +27,8 @@ def build_agents(db: DeskDB) -> list[Agent]:
         "Otherwise hand it to the one specialist who owns it:\n"
         "- billing: invoices, amounts charged, payments, double charges, refunds.\n"
         "- orders: where a shop order is, shipping and delivery.\n"
-        "- after_sales: returning a damaged, broken, wrong or unwanted item.\n"
+        "- after_sales: returns only (a damaged, broken, wrong or unwanted item); it is not "
+        "general customer service.\n"
         "- tech_support: cloud servers: status, load, alarms, outages, restarts.\n"
         "In `state`, put only ids the user wrote: an order id (ORD-...) as order_id, a server "
         "id (srv-...) as server_id; leave `state` empty when the user gave none.",
@@ -36,11 +37,12 @@ def build_agents(db: DeskDB) -> list[Agent]:
     billing = Agent(
         name="billing",
         description="Invoices, invoice amounts, refunds and payments.",
-        not_for="Deliveries, returns of goods, servers.",
+        not_for="Order status and deliveries, returns of goods, servers.",
         examples=["where is my invoice", "我要退款", "how much was I charged"],
-        instructions="You are a billing specialist. Use query_invoice for invoice questions. "
-        "When after_sales hands you an order whose return is open (an rma is among the known "
-        "facts), call issue_refund for that order_id at once; never send it back. " + BRIEF,
+        instructions="You are a billing specialist. Use query_invoice for questions about "
+        "invoices, amounts and payments (a double charge too). When after_sales hands you an "
+        "order whose return is open (an rma is among the known facts), call issue_refund for "
+        "that order_id at once; never send it back. " + BRIEF,
         tools=[t["query_invoice"], t["issue_refund"]],
         handoffs=["after_sales", "human"],
     )
@@ -57,7 +59,8 @@ def build_agents(db: DeskDB) -> list[Agent]:
     )
     orders = Agent(
         name="orders",
-        description="Shop orders (ORD-...): status, shipping and delivery dates.",
+        description="Shop orders (ORD-...): status (processing, shipped, delivered), shipping "
+        "and delivery dates.",
         not_for="Invoices, refunds, returns of damaged goods.",
         examples=["where is my order", "我的订单到哪了"],
         instructions="You track orders with get_order_status. " + BRIEF,
@@ -66,9 +69,10 @@ def build_agents(db: DeskDB) -> list[Agent]:
     )
     after_sales = Agent(
         name="after_sales",
-        description="Returns of an item the user received: damaged, broken, wrong or unwanted.",
-        not_for="Invoices and payments (billing issues the refund); anything that is not an "
-        "item the user bought.",
+        description="Returns only: opens a return for an item the user bought that is "
+        "damaged, broken, wrong or unwanted.",
+        not_for="General customer service, complaints, press; invoices and payments (billing "
+        "issues the refund).",
         examples=["my item arrived broken", "我要退货"],
         instructions="You handle returns. Open the return with create_return; if the user also "
         "wants their money back, then hand off to billing with objective 'issue the refund' "

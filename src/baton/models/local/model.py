@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from baton.core.messages import ToolSpec, Usage
+from baton.core.messages import Message, ToolSpec, Usage
 from baton.models.base import ModelRequest, ModelResponse
 from baton.models.local.engine import MIN_FREE_MEMORY_GB, LlamaEngine, shared_engine
 from baton.models.local.grammar import schema_key, tool_call_schema
@@ -24,23 +25,61 @@ _PROTOCOL = (
 )
 
 
+_HANDOFF = "transfer_to_"
+_HANDOFF_BOILERPLATE = re.compile(
+    r"^Hand the baton to [\w.-]+\.\s*(?:It handles:\s*)?"
+    r"|\s*Call it when the request belongs there\b.*$"
+)
+"""The generic sentences of a hand-off tool's description; only what the target handles stays."""
+
+
+_SCRIPTS = (
+    ("Japanese", re.compile(r"[\u3040-\u30ff]")),
+    ("Korean", re.compile(r"[\uac00-\ud7af]")),
+    ("Chinese", re.compile(r"[\u4e00-\u9fff]")),
+)
+"""Languages told apart by their script (kana before Han: Japanese uses both)."""
+
+
+def user_language(messages: Sequence[Message]) -> str | None:
+    """The language of the latest user message when its script names it, else None."""
+    text = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
+    return next((lang for lang, script in _SCRIPTS if script.search(text)), None)
+
+
 def _signature(spec: ToolSpec) -> str:
     props = spec.parameters.get("properties", {})
-    if spec.name.startswith("transfer_to_"):
+    if spec.name.startswith(_HANDOFF):
         return f"{spec.name}(reason, objective, state)"
     args = ", ".join(f"{k}: {v.get('type', 'any')}" for k, v in props.items())
     return f"{spec.name}({args})"
 
 
 def catalogue(tools: Sequence[ToolSpec]) -> str:
-    """A compact tool list: signatures and descriptions; the grammar enforces the schemas."""
-    lines = ["You can call these tools:"]
-    for spec in tools:
-        desc = " ".join(spec.description.split())
-        lines.append(f"- {_signature(spec)}: {desc}")
-        for k, v in spec.parameters.get("properties", {}).items():
-            if v.get("description") and not spec.name.startswith("transfer_to_"):
-                lines.append(f"    {k}: {v['description']}")
+    """A compact tool list: signatures and descriptions; the grammar enforces the schemas.
+
+    An agent whose only tools are hand-offs (a front desk) gets them as a list of targets by
+    bare name with what each handles, and a catch-all to `human` when that is a target. With
+    each target written as `transfer_to_<name>(...): Hand the baton to <name>. ...`, a 1.5B
+    model routed by the sound of the names (the weather, a poem and a journalist went to
+    `after_sales`, "after-sales service") and rarely chose `human`. An agent with tools of
+    its own keeps hand-offs among its tools: listed apart, it stopped chaining them after its
+    own tool call (after_sales no longer passed a refund on to billing).
+    """
+    if not tools or any(not s.name.startswith(_HANDOFF) for s in tools):
+        lines = ["You can call these tools:"]
+        for spec in tools:
+            lines.append(f"- {_signature(spec)}: {' '.join(spec.description.split())}")
+            for k, v in spec.parameters.get("properties", {}).items():
+                if v.get("description") and not spec.name.startswith(_HANDOFF):
+                    lines.append(f"    {k}: {v['description']}")
+    else:
+        lines = [f"You can pass the request on with {_HANDOFF}<name>(reason, objective, state) to:"]
+        for spec in tools:
+            desc = _HANDOFF_BOILERPLATE.sub("", " ".join(spec.description.split()))
+            lines.append(f"- {spec.name[len(_HANDOFF) :]}: {desc}")
+        if any(s.name == f"{_HANDOFF}human" for s in tools):
+            lines.append("If none of the agents above fits the request, pass it to human.")
     lines.append(_PROTOCOL)
     return "\n".join(lines)
 
@@ -100,6 +139,10 @@ class LocalModel:
                 messages[0] = {"role": "system", "content": f"{head}\n\n{messages[0]['content']}"}
             else:
                 messages.insert(0, {"role": "system", "content": head})
+        lang = user_language(request.messages)
+        if lang and messages and messages[0]["role"] == "system":
+            note = f"The user writes {lang}: write your final answers in {lang}."
+            messages[0] = {"role": "system", "content": f"{messages[0]['content']}\n\n{note}"}
         return messages
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
