@@ -19,15 +19,18 @@ from baton.core import (
     ToolError,
     Usage,
 )
+from baton.core.policies import ContextPolicy, recent
 from baton.models import Model, ModelRequest, ModelResponse, ScriptedModel
 from baton.models.local import LocalModel
 from baton.observe import ConsoleSink, EventSink, JSONLSink
 from baton.runtime import Guards, RunResult
+from baton.runtime.redact import Redactor
 from baton.tools import Tool, tool
 from baton.topologies import Team
 
 if TYPE_CHECKING:
     from baton.models.openai_compat import OpenAICompatible
+    from baton.observe import MetricsSink, OTelSink
 
 __version__ = "0.1.0"
 
@@ -36,6 +39,7 @@ __all__ = [
     "BatonError",
     "ConfigError",
     "ConsoleSink",
+    "ContextPolicy",
     "EscalationCard",
     "Event",
     "EventSink",
@@ -45,13 +49,16 @@ __all__ = [
     "LocalModel",
     "MemoryStore",
     "Message",
+    "MetricsSink",
     "Model",
     "ModelError",
     "ModelRequest",
     "ModelResponse",
+    "OTelSink",
     "OpenAICompatible",
     "ParseError",
     "PayloadError",
+    "Redactor",
     "RunResult",
     "SQLiteStore",
     "ScriptedModel",
@@ -65,14 +72,19 @@ __all__ = [
     "Usage",
     "__version__",
     "open_store",
+    "recent",
     "tool",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """Lazy export of `OpenAICompatible`: importing `openai` is slow, so only on first use."""
+    """Lazy exports: `openai`, opentelemetry and prometheus_client load only on first use."""
     if name == "OpenAICompatible":
         from baton.models.openai_compat import OpenAICompatible
 
         return OpenAICompatible
+    if name in ("OTelSink", "MetricsSink"):  # opentelemetry / prometheus load on first use
+        import baton.observe
+
+        return getattr(baton.observe, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

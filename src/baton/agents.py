@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from baton.core.policies import ContextPolicy, parse_policy
 from baton.tools import Tool
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,47}$")
@@ -32,6 +33,23 @@ class Agent(BaseModel):
     max_iterations: int = Field(default=8, ge=1, description="Model calls per turn before a trip.")
     accepts: Sequence[str] | None = Field(
         default=None, description="Whitelist of state keys it receives; None accepts all."
+    )
+    context: ContextPolicy = Field(
+        default_factory=ContextPolicy,
+        description="What it sees of the conversation when it receives the baton: "
+        "'structured' (default), 'recent(n)', 'summary' or 'full'.",
+    )
+    handoff_context: dict[str, ContextPolicy] = Field(
+        default_factory=dict,
+        description="Per-target policy for the hand-offs it makes; overrides the receiver's.",
+    )
+    transfer_back: bool = Field(
+        default=False,
+        description="Offer `transfer_back`: return the baton to whoever handed it over.",
+    )
+    history_tool: bool = Field(
+        default=True,
+        description="Offer `fetch_history` when it received the baton by hand-off.",
     )
 
     @field_validator("name")
@@ -75,6 +93,16 @@ class Agent(BaseModel):
         if v is None:
             return None
         return tuple([v] if isinstance(v, str) else v)
+
+    @field_validator("context", mode="before")
+    @classmethod
+    def _context(cls, v: Any) -> Any:
+        return parse_policy(v)
+
+    @field_validator("handoff_context", mode="before")
+    @classmethod
+    def _handoff_context(cls, v: Any) -> Any:
+        return {str(k): parse_policy(p) for k, p in dict(v or {}).items()}
 
     def tool(self, name: str) -> Tool | None:
         """The agent's tool called `name`, or None."""

@@ -65,3 +65,45 @@ def handoff_spec(target: Agent) -> ToolSpec:
         description=" ".join(parts),
         parameters=handoff_parameters(),
     )
+
+
+TRANSFER_BACK = "transfer_back"
+"""Built-in hand-off to whoever handed the baton over (`Agent(transfer_back=True)`)."""
+
+
+def transfer_back_spec() -> ToolSpec:
+    """The `transfer_back` tool: return the baton to the agent that handed it over."""
+    return ToolSpec(
+        name=TRANSFER_BACK,
+        description=(
+            "Hand the baton back to the agent that handed it to you, when your part is done "
+            "or the request is not yours. Say in `completed_steps` what you did."
+        ),
+        parameters=handoff_parameters(),
+    )
+
+
+FETCH_HISTORY = "fetch_history"
+"""Built-in tool: earlier turns of the conversation from the store, on demand."""
+
+
+def fetch_history_spec() -> ToolSpec:
+    """The `fetch_history(ref, query=None, limit=5)` tool offered to receivers."""
+    return ToolSpec(
+        name=FETCH_HISTORY,
+        description=(
+            "Read earlier turns of this conversation (what the user and the desk said before "
+            "you held the baton). `ref` is the history reference from the hand-off; `query` "
+            "keeps only turns about it; `limit` caps how many come back (most recent first)."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "ref": {"type": "string", "description": "The hand-off's history reference."},
+                "query": {"type": "string", "description": "Words the turns should contain."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+            },
+            "required": ["ref"],
+            "additionalProperties": False,
+        },
+    )

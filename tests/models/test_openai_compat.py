@@ -431,7 +431,7 @@ async def test_team_handoff_end_to_end(server: FakeOpenAI) -> None:
     assert result.usage["billing"].output_tokens == 20
     triage_body, billing1, billing2 = server.bodies
     assert [t["function"]["name"] for t in triage_body["tools"]] == ["transfer_to_billing"]
-    assert [t["function"]["name"] for t in billing1["tools"]] == ["query_invoice"]
+    assert [t["function"]["name"] for t in billing1["tools"]] == ["query_invoice", "fetch_history"]
     assert "ORD-1" in billing1["messages"][0]["content"]  # the payload reached billing
     assistant, tool_msg = billing2["messages"][-2:]
     assert assistant["tool_calls"][0]["function"] == {

@@ -132,7 +132,8 @@ async def test_ping_pong_escalates_to_the_human_queue_with_a_card() -> None:
 
 async def test_ping_pong_is_not_tripped_when_disabled() -> None:
     model = S({"A": [handoff("B"), handoff("B"), S.say("done")], "B": [handoff("A")] * 2})
-    team = _pair(model, guards=Guards(ping_pong=False, max_visits=5, lock_window_s=0))
+    guards = Guards(ping_pong=False, max_visits=5, lock_window_s=0, reroute_after_refusals=0)
+    team = _pair(model, guards=guards)
 
     result = await team.run("x")
 

@@ -64,16 +64,17 @@ async def test_events_in_order_for_a_handoff_with_a_tool_call(desk: Any) -> None
         "agent_started",  # triage
         "model_called",
         "handoff",
+        "state_updated",  # order_id from the payload
         "agent_started",  # billing
         "model_called",
-        "tool_called",
+        "tool_called",  # same order_id: no state change, no event
         "model_called",
         "run_finished",
     ]
     agents = [e.agent for e in of_type(result.events, "agent_started")]
     assert agents == ["triage", "billing"]
     hops = [e.hop for e in result.events]
-    assert hops == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1]
+    assert hops == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1]
 
 
 async def test_every_event_carries_ids_round_trips_and_reaches_sinks_and_store(desk: Any) -> None:

@@ -71,6 +71,25 @@ class AgentStarted(EventBase):
 
     type: Literal["agent_started"] = "agent_started"
     reason: str = ""
+    policy: str | None = None
+    """Context policy of a turn that began with a hand-off (structured, recent(n), ...)."""
+    context_tokens: int = 0
+    """Size of the view the turn starts from (instructions, payload, conversation), in tokens
+    (`baton.models.base.estimate_tokens`: one estimate for every model, so policies compare)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class HandoffUsage(Data):
+    """Tokens a hand-off cost: the receiver's turn after it, under the policy it was given."""
+
+    hop: int
+    source: str
+    target: str
+    policy: str
+    context_tokens: int
+    """Estimated size of the receiver's starting view."""
+    usage: Usage
+    """Tokens of the receiver's model calls in that turn, as its model counted them."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -102,6 +121,25 @@ class ToolCalled(EventBase):
     latency_ms: float = 0.0
     result_chars: int = 0
     truncated: bool = False
+
+
+@dataclass(slots=True, kw_only=True)
+class StateUpdated(EventBase):
+    """Business slots were written to the session's state (state causality, seed 002).
+
+    `cause` is the id of the event that produced the values: the `tool_called` event of the
+    tool whose arguments set them, or the `handoff` event whose payload carried them.
+    """
+
+    type: Literal["state_updated"] = "state_updated"
+    slots: dict[str, Any]
+    """Slot -> new value (redacted like every other event)."""
+    source: str
+    """tool, handoff or entity_guard."""
+    tool: str | None = None
+    """The tool whose call set the slots (source `tool`)."""
+    cause: str | None = None
+    """Id of the event the values came from."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -181,6 +219,8 @@ class RunFinished(EventBase):
     usage: dict[str, Usage] = field(default_factory=dict)
     latency_ms: float = 0.0
     error: str | None = None
+    handoff_usage: list[HandoffUsage] = field(default_factory=list)
+    """Tokens per hand-off (the receiver's turn)."""
 
 
 Event = Annotated[
@@ -189,6 +229,7 @@ Event = Annotated[
     | AgentStarted
     | ModelCalled
     | ToolCalled
+    | StateUpdated
     | Handoff
     | HandoffRefused
     | GuardTripped

@@ -11,6 +11,17 @@ def new_id(prefix: str = "") -> str:
     return prefix + os.urandom(8).hex()
 
 
+def new_trace_id() -> str:
+    """A W3C trace id: 32 lowercase hex chars (128 random bits, never all zero).
+
+    Run trace ids use this form so the payload's `trace_id` *is* the OpenTelemetry trace id.
+    """
+    while True:
+        tid = os.urandom(16).hex()
+        if tid.strip("0"):
+            return tid
+
+
 def now() -> float:
     """Wall-clock seconds since the epoch (float), the timestamp of every event."""
     return time.time()

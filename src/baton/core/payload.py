@@ -54,6 +54,9 @@ class HandoffPayload(HandoffArgs):
     hop: int = Field(ge=1, description="1 for the first hand-off of a run, 2 for the next, ...")
     path: list[str] = Field(description="Agents that held the baton in this run, source last.")
     history_ref: str = Field(description="Store reference of the full transcript (session id).")
+    summary: str | None = Field(
+        default=None, description="Model-made summary of the conversation (`summary` policy)."
+    )
     created_at: float = Field(default_factory=now, description="Epoch seconds.")
 
     def fingerprint(self) -> str:
@@ -74,8 +77,11 @@ class HandoffPayload(HandoffArgs):
         blob = json.dumps(canonical, sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def render(self) -> str:
-        """The payload as the receiving agent reads it (a compact, labelled block)."""
+    def render(self, history_tool: bool = False) -> str:
+        """The payload as the receiving agent reads it (a compact, labelled block).
+
+        `history_tool`: the receiver has `fetch_history`, so tell it where earlier turns are.
+        """
         lines = [
             f"You now hold the baton, handed over by {self.source} (hop {self.hop}).",
             f"Objective: {self.objective}",
@@ -87,9 +93,15 @@ class HandoffPayload(HandoffArgs):
             lines.append("Already done: " + "; ".join(self.completed_steps))
         if self.constraints:
             lines.append("Constraints: " + "; ".join(self.constraints))
+        if self.summary:
+            lines.append(f"Summary of the conversation so far: {self.summary}")
         if self.reply_to_user:
             lines.append(f"The user was already told: {self.reply_to_user!r} (do not repeat it).")
         if self.priority != "normal":
             lines.append(f"Priority: {self.priority}")
         lines.append("Do not ask the user again for anything listed above.")
+        if history_tool:
+            lines.append(
+                f"Earlier turns: call fetch_history(ref={self.history_ref!r}) if you need them."
+            )
         return "\n".join(lines)

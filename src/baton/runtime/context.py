@@ -1,8 +1,9 @@
-"""The context view: what the agent holding the baton sees (the `structured` policy).
+"""The context view: what the agent holding the baton sees.
 
 The view is the agent's own instructions, the payload it received (if any), the session's
-business slots it accepts, the conversation with the user since it took the baton, and its
-own scratch of the current turn. Other agents' tool calls and raw outputs are never shown.
+business slots it accepts, what its context policy adds (`baton.core.policies`), the
+conversation with the user since it took the baton, and its own scratch of the current turn.
+Other agents' tool calls and raw outputs are never shown.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from baton.agents import Agent
 from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
+from baton.core.policies import ContextPolicy
 
 
 def visible_state(agent: Agent, state: dict[str, Any]) -> dict[str, Any]:
@@ -23,32 +25,56 @@ def visible_state(agent: Agent, state: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in state.items() if k in agent.accepts}
 
 
-def system_prompt(agent: Agent, incoming: HandoffPayload | None, state: dict[str, Any]) -> str:
-    """Instructions + rendered payload + known slots."""
+def system_prompt(
+    agent: Agent,
+    incoming: HandoffPayload | None,
+    state: dict[str, Any],
+    history_tool: bool = False,
+) -> str:
+    """Instructions + rendered payload + known slots (`history_tool`: mention fetch_history)."""
     parts = [agent.instructions or f"You are {agent.name}."]
     if incoming is not None:
         if agent.accepts is not None:  # the whitelist applies to the payload's slots too
             incoming = incoming.model_copy(update={"state": visible_state(agent, incoming.state)})
-        parts.append(incoming.render())
+        parts.append(incoming.render(history_tool=history_tool))
     shown = visible_state(agent, state)
     if shown:
         parts.append("Known facts: " + json.dumps(shown, ensure_ascii=False, default=str))
     return "\n\n".join(parts)
 
 
-def conversation(history: Sequence[Message], since: str | None) -> list[Message]:
-    """User messages and final replies from message `since` on (all when `since` is unknown)."""
-    start = 0
+def _start(history: Sequence[Message], since: str | None) -> int:
     if since is not None:
         for i, m in enumerate(history):
             if m.id == since:
-                start = i
-                break
-    return [
-        m
-        for m in history[start:]
-        if m.role == "user" or (m.role == "assistant" and not m.tool_calls and m.content)
-    ]
+                return i
+    return 0
+
+
+def _said(m: Message) -> bool:
+    """A user message or a final reply (not a tool call, tool output or re-ask)."""
+    return m.role == "user" or (m.role == "assistant" and not m.tool_calls and bool(m.content))
+
+
+def conversation(history: Sequence[Message], since: str | None) -> list[Message]:
+    """User messages and final replies from message `since` on (all when `since` is unknown)."""
+    return [m for m in history[_start(history, since) :] if _said(m)]
+
+
+def earlier(policy: ContextPolicy, history: Sequence[Message], since: str | None) -> list[Message]:
+    """What the policy adds before message `since`: nothing, the last n exchanges, or all."""
+    if policy.kind not in ("recent", "full") or since is None:
+        return []
+    before = [m for m in history[: _start(history, since)] if _said(m)]
+    if policy.kind == "full" or not before:
+        return before
+    users = 0
+    for i in range(len(before) - 1, -1, -1):
+        if before[i].role == "user":
+            users += 1
+            if users == policy.n:
+                return before[i:]
+    return before
 
 
 def build_view(
@@ -57,6 +83,8 @@ def build_view(
     history: Sequence[Message],
     since: str | None,
     scratch: Sequence[Message],
+    policy: ContextPolicy | None = None,
 ) -> list[Message]:
     """The full message list for the agent's next model call (`system` from `system_prompt`)."""
-    return [system, *conversation(history, since), *scratch]
+    head = earlier(policy, history, since) if policy is not None else []
+    return [system, *head, *conversation(history, since), *scratch]

@@ -25,6 +25,17 @@ class Guards(BaseModel):
         description="Refuse id-like tool arguments (and drop hand-off state slots) that appear "
         "nowhere in what the agent was shown: no invented order ids.",
     )
+    entity_guard: bool = Field(
+        default=True,
+        description="Before a hand-off leaves, merge ids and entities the user gave (order ids, "
+        "emails, phone numbers, amounts ...) that are missing from its state.",
+    )
+    reroute_after_refusals: int = Field(
+        default=2,
+        ge=0,
+        description="After this many receivers hand the request straight back (no tool called) "
+        "in one run, re-route it through the team's router or fallback; 0 turns it off.",
+    )
 
 
 def check_handoff(guards: Guards, path: Sequence[str], target: str, hop: int) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from baton.agents import Agent
 from baton.backends.base import Store
@@ -12,6 +13,10 @@ from baton.observe.base import EventSink
 from baton.routing.router import Router
 from baton.runtime.guards import Guards
 from baton.tools import Tool
+
+if TYPE_CHECKING:
+    from baton.runtime.entities import Extractor
+    from baton.runtime.redact import Redactor
 
 HUMAN = "human"
 """The `fallback` value that sends escalations to the store's human queue."""
@@ -31,11 +36,20 @@ class AgentPlan:
     tools: dict[str, Tool]
     specs: list[ToolSpec]
     handoff_targets: frozenset[str]
+    received_specs: list[ToolSpec] | None = None
+    """Specs when the agent received the baton by hand-off (adds `transfer_back` and
+    `fetch_history` where enabled); None means the same as `specs`."""
+
+    def specs_for(self, received: bool) -> list[ToolSpec]:
+        """The tool specs the model sees this turn."""
+        if received and self.received_specs is not None:
+            return self.received_specs
+        return self.specs
 
     @property
     def callable_names(self) -> set[str]:
         """Names of everything the agent may call (its tools and hand-offs)."""
-        return {s.name for s in self.specs}
+        return {s.name for s in self.received_specs or self.specs}
 
 
 @dataclass
@@ -53,3 +67,9 @@ class KernelConfig:
     escalation_message: str = DEFAULT_ESCALATION_MESSAGE
     router: Router | None = None
     """Picks the first holder of each new session (tiers, then fallback)."""
+    summariser: Model | None = None
+    """Writes `summary`-policy summaries; None uses the handing-over agent's model."""
+    redactor: Redactor | None = None
+    """Redacts sensitive keys and values in payloads and events; None turns redaction off."""
+    extractors: list[Extractor] | None = None
+    """Entity extractors of the entity guard (`Guards.entity_guard`); None: the defaults."""

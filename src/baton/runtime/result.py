@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from baton.core.data import Data
-from baton.core.events import EscalationCard, Event
+from baton.core.events import EscalationCard, Event, HandoffUsage
 from baton.core.messages import Usage
 from baton.core.payload import HandoffPayload
 
@@ -28,7 +28,9 @@ class RunResult(Data):
     handoffs: list[HandoffPayload] = field(default_factory=list)
     """Accepted hand-offs."""
     usage: dict[str, Usage] = field(default_factory=dict)
-    """Tokens per agent."""
+    """Tokens per agent (summaries a source's model wrote count for that agent)."""
+    usage_by_handoff: list[HandoffUsage] = field(default_factory=list)
+    """Tokens per hand-off: the receiver's turn, its context policy and starting view size."""
     trace_id: str
     session_id: str
     run_id: str
@@ -42,6 +44,14 @@ class RunResult(Data):
     """Session slots after the run."""
     error: str | None = None
     """What went wrong, when failed."""
+
+    @property
+    def usage_by_policy(self) -> dict[str, Usage]:
+        """Tokens of receivers' turns, summed per context policy."""
+        out: dict[str, Usage] = {}
+        for h in self.usage_by_handoff:
+            out.setdefault(h.policy, Usage()).add(h.usage)
+        return out
 
     @property
     def total_usage(self) -> Usage:

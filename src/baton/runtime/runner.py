@@ -27,23 +27,30 @@ from baton.core.events import (
     GuardTripped,
     Handoff,
     HandoffRefused,
+    HandoffUsage,
     ModelCalled,
     RouteDecided,
     RunFinished,
     RunStarted,
+    StateUpdated,
     ToolCalled,
 )
-from baton.core.ids import new_id
+from baton.core.ids import new_id, new_trace_id
 from baton.core.messages import Message, ToolCall, Usage
 from baton.core.payload import HandoffArgs, HandoffPayload
-from baton.handoff import handoff_target
-from baton.models.base import ModelRequest, ModelResponse
+from baton.core.policies import STRUCTURED, ContextPolicy
+from baton.handoff import FETCH_HISTORY, TRANSFER_BACK, handoff_target
+from baton.models.base import ModelRequest, ModelResponse, estimate_tokens
 from baton.models.parsing import parse_json_object, parse_text_mode
 from baton.runtime.context import build_view, system_prompt
+from baton.runtime.entities import missing_entities
 from baton.runtime.grounding import context_text, ungrounded
 from baton.runtime.guards import check_handoff
+from baton.runtime.history import fetch_history, parse_args
 from baton.runtime.plan import HUMAN, AgentPlan, KernelConfig
+from baton.runtime.redact import Redactor
 from baton.runtime.result import RunResult, RunStatus
+from baton.runtime.summary import summary_request
 from baton.runtime.timeouts import with_timeout
 from baton.tools import error_content
 
@@ -76,7 +83,7 @@ class _Run:
     session: SessionRecord
     message: str
     user_id: str | None
-    trace_id: str = field(default_factory=lambda: new_id("tr_"))
+    trace_id: str = field(default_factory=new_trace_id)
     run_id: str = field(default_factory=lambda: new_id("run_"))
     events: list[Event] = field(default_factory=list)
     new_messages: list[Message] = field(default_factory=list)
@@ -86,12 +93,22 @@ class _Run:
     usage: dict[str, Usage] = field(default_factory=dict)
     last_reply: str | None = None
     sink_failed: bool = False
+    refusals: int = 0
+    """Receivers that handed the request straight back in this run."""
+    turn_usage: Usage = field(default_factory=Usage)
+    """Model tokens of the current turn."""
+    turn_tools: int = 0
+    """Tool calls executed in the current turn (hand-offs not counted)."""
+    handoff_usage: list[HandoffUsage] = field(default_factory=list)
 
     @property
     def hop(self) -> int:
         return len(self.handoffs)
 
     def emit(self, event: Event) -> None:
+        redactor = self.cfg.redactor
+        if redactor is not None:
+            event = redactor.redact_event(event)
         self.events.append(event)
         for sink in self.cfg.sinks:
             try:
@@ -109,6 +126,24 @@ class _Run:
             "agent": agent,
             "hop": self.hop,
         }
+
+    def set_state(
+        self,
+        slots: dict[str, Any],
+        agent: str,
+        source: str,
+        cause: str | None,
+        tool: str | None = None,
+    ) -> None:
+        """Write slots that change the session state and record who set them and from what."""
+        state = self.session.state
+        changed = {k: v for k, v in slots.items() if k not in state or state[k] != v}
+        if not changed:
+            return
+        state.update(changed)
+        self.emit(
+            StateUpdated(**self.base(agent), slots=changed, source=source, tool=tool, cause=cause)
+        )
 
     def record(self, msg: Message) -> Message:
         self.new_messages.append(msg)
@@ -176,6 +211,7 @@ class Runner:
                 usage=dict(r.usage),
                 latency_ms=(time.perf_counter() - t0) * 1000,
                 error=error,
+                handoff_usage=list(r.handoff_usage),
             )
         )
         await cfg.store.commit_run(session, r.new_messages, r.events)
@@ -185,6 +221,7 @@ class Runner:
             path=r.path,
             handoffs=r.handoffs,
             usage=r.usage,
+            usage_by_handoff=r.handoff_usage,
             trace_id=r.trace_id,
             session_id=session.session_id,
             run_id=r.run_id,
@@ -232,18 +269,61 @@ class Runner:
         reason: str,
     ) -> TurnOutcome:
         agent = plan.agent
-        r.emit(AgentStarted(**r.base(agent.name), reason=reason))
+        received = incoming is not None
+        policy = self._policy(incoming, agent.name) if incoming is not None else None
         system = Message(
             role="system",
-            content=system_prompt(agent, incoming, r.session.state),
+            content=system_prompt(
+                agent, incoming, r.session.state, history_tool=received and agent.history_tool
+            ),
             agent=agent.name,
         )
         # The conversation part of the view is fixed for the turn (the turn only adds tool-call
         # and tool messages, which the view shows from `scratch`), so it is built once.
-        view = build_view(agent, system, r.history, since, scratch=())
+        view = build_view(agent, system, r.history, since, scratch=(), policy=policy)
+        size = sum(estimate_tokens(m.content) for m in view)
+        r.emit(
+            AgentStarted(
+                **r.base(agent.name),
+                reason=reason,
+                policy=str(policy) if policy is not None else None,
+                context_tokens=size,
+            )
+        )
+        r.turn_usage = used = Usage()
+        r.turn_tools = 0
+        outcome = await self._turn_loop(r, plan, incoming, view)
+        if incoming is not None and policy is not None and incoming.trace_id == r.trace_id:
+            r.handoff_usage.append(
+                HandoffUsage(
+                    hop=incoming.hop,
+                    source=incoming.source,
+                    target=agent.name,
+                    policy=str(policy),
+                    context_tokens=size,
+                    usage=used,
+                )
+            )
+        return outcome
+
+    def _policy(self, incoming: HandoffPayload, receiver: str) -> ContextPolicy:
+        """The source's per-target choice, else the receiver's own policy."""
+        source = self.cfg.plans.get(incoming.source)
+        if source is not None:
+            chosen = source.agent.handoff_context.get(receiver)
+            if chosen is not None:
+                return chosen
+        plan = self.cfg.plans.get(receiver)
+        return plan.agent.context if plan is not None else STRUCTURED
+
+    async def _turn_loop(
+        self, r: _Run, plan: AgentPlan, incoming: HandoffPayload | None, view: list[Message]
+    ) -> TurnOutcome:
+        agent = plan.agent
+        specs = plan.specs_for(incoming is not None)
         scratch: list[Message] = []
         for _ in range(agent.max_iterations):
-            request = ModelRequest(agent=agent.name, messages=[*view, *scratch], tools=plan.specs)
+            request = ModelRequest(agent=agent.name, messages=[*view, *scratch], tools=specs)
             response = await self._call_model(r, plan, request)
             if isinstance(response, TurnOutcome):
                 return response
@@ -271,7 +351,7 @@ class Runner:
                     )
                 )
             )
-            outcome = await self._run_calls(r, plan, calls, scratch, view)
+            outcome = await self._run_calls(r, plan, calls, scratch, view, incoming)
             if outcome is not None:
                 return outcome
         detail = (
@@ -336,6 +416,7 @@ class Runner:
         if usage is None:
             usage = r.usage[name] = Usage()
         usage.add(response.usage)
+        r.turn_usage.add(response.usage)
         r.emit(
             ModelCalled(
                 **r.base(name),
@@ -413,6 +494,7 @@ class Runner:
         calls: list[_ParsedCall],
         scratch: list[Message],
         view: list[Message],
+        incoming: HandoffPayload | None = None,
     ) -> TurnOutcome | None:
         """Run the calls in order; the first accepted hand-off ends the turn."""
         name = plan.agent.name
@@ -457,12 +539,24 @@ class Runner:
                 if bad:
                     content = self._refuse_ungrounded(r, plan, call, pc.args or {}, bad)
                 else:
+                    r.turn_tools += 1
                     content = await self._call_tool(r, plan, call, pc.args or {})
-            elif (target := handoff_target(call.name)) is not None:
-                result = await self._try_handoff(r, plan, target, pc.args or {}, shown_text)
+            elif call.name == FETCH_HISTORY and incoming is not None and plan.agent.history_tool:
+                r.turn_tools += 1
+                content = await self._fetch_history(r, plan, call, pc.args or {}, incoming)
+            elif (target := _handoff_name(call.name, plan, incoming, self.cfg.plans)) is not None:
+                result: HandoffPayload | TurnOutcome | str
+                if target == "":
+                    result = self._refuse_back(r, plan)
+                else:
+                    back = call.name == TRANSFER_BACK
+                    args = pc.args or {}
+                    result = await self._try_handoff(
+                        r, plan, target, args, shown_text, incoming, back=back
+                    )
                 if isinstance(result, HandoffPayload):
                     accepted = result
-                    content = f'{{"ok": true, "handed_to": "{target}"}}'
+                    content = f'{{"ok": true, "handed_to": "{result.target}"}}'
                 elif isinstance(result, TurnOutcome):
                     trip = result
                     content = error_content(result.reason)
@@ -540,10 +634,38 @@ class Runner:
             ok, error, truncated, n = False, f"{call.name} timed out after {limit}s", False, 0
             content = error_content(error + "; try again later or ask the user")
             r.emit(GuardTripped(**r.base(plan.agent.name), guard="tool_timeout", detail=error))
+        done = ToolCalled(
+            **r.base(plan.agent.name),
+            tool=call.name,
+            call_id=call.id,
+            arguments=args,
+            ok=ok,
+            error=error,
+            latency_ms=(time.perf_counter() - t) * 1000,
+            result_chars=n,
+            truncated=truncated,
+        )
+        r.emit(done)
         if ok:
-            for k, v in args.items():
-                if isinstance(v, _SCALAR) and v != "":
-                    r.session.state[k] = v
+            slots = {k: v for k, v in args.items() if isinstance(v, _SCALAR) and v != ""}
+            r.set_state(slots, plan.agent.name, "tool", done.id, tool=call.name)
+        return content
+
+    async def _fetch_history(
+        self,
+        r: _Run,
+        plan: AgentPlan,
+        call: ToolCall,
+        args: dict[str, Any],
+        incoming: HandoffPayload,
+    ) -> str:
+        t = time.perf_counter()
+        parsed = parse_args(args, incoming.history_ref)
+        if isinstance(parsed, str):
+            ok, error, content = False, parsed, error_content(parsed)
+        else:
+            ok, error = True, None
+            content = await fetch_history(self.cfg.store, incoming.history_ref, *parsed)
         r.emit(
             ToolCalled(
                 **r.base(plan.agent.name),
@@ -553,11 +675,18 @@ class Runner:
                 ok=ok,
                 error=error,
                 latency_ms=(time.perf_counter() - t) * 1000,
-                result_chars=n,
-                truncated=truncated,
+                result_chars=len(content),
             )
         )
         return content
+
+    def _refuse_back(self, r: _Run, plan: AgentPlan) -> str:
+        reason = (
+            "transfer_back: no agent handed you the baton in this conversation; answer the "
+            "user or hand off to a named agent"
+        )
+        r.emit(HandoffRefused(**r.base(plan.agent.name), target=TRANSFER_BACK, reason=reason))
+        return error_content(reason)
 
     async def _try_handoff(
         self,
@@ -566,8 +695,14 @@ class Runner:
         target: str,
         args: dict[str, Any],
         shown: Callable[[], str],
+        incoming: HandoffPayload | None = None,
+        back: bool = False,
     ) -> HandoffPayload | TurnOutcome | str:
-        """An accepted payload, a guard trip / escalation, or the refusal text for the model."""
+        """An accepted payload, a guard trip / escalation, or the refusal text for the model.
+
+        `back`: a `transfer_back` to the agent that handed over (allowed whatever `handoffs`
+        says).
+        """
         source = plan.agent.name
         cfg = self.cfg
 
@@ -575,7 +710,7 @@ class Runner:
             r.emit(HandoffRefused(**r.base(source), target=target, reason=reason))
             return error_content(f"hand-off to {target!r} refused: {reason}")
 
-        if target not in plan.handoff_targets:
+        if not back and target not in plan.handoff_targets:
             allowed = ", ".join(sorted(plan.handoff_targets)) or "none"
             return refuse(f"{source} may not hand off to {target!r} (allowed: {allowed})")
         try:
@@ -614,6 +749,27 @@ class Runner:
                 dropped = {k for k, _ in bad}
                 kept = {k: v for k, v in payload.state.items() if k not in dropped}
                 payload = payload.model_copy(update={"state": kept})
+        added: dict[str, Any] = {}
+        if cfg.guards.entity_guard:
+            added = self._missing_entities(r, payload)
+            if added:
+                payload = payload.model_copy(update={"state": {**payload.state, **added}})
+
+        if (
+            incoming is not None
+            and incoming.trace_id == r.trace_id
+            and target == incoming.source
+            and r.turn_tools == 0
+        ):  # the receiver hands the request straight back: "not mine"
+            r.refusals += 1
+            limit = cfg.guards.reroute_after_refusals
+            # without a router a loop guard that trips anyway names the problem better
+            plain = cfg.router is None and check_handoff(cfg.guards, r.path, target, payload.hop)
+            if limit and r.refusals >= limit and not plain:
+                rerouted = await self._reroute(r, source, payload)
+                if isinstance(rerouted, TurnOutcome):
+                    return rerouted
+                payload, target = rerouted, rerouted.target
 
         guard = check_handoff(cfg.guards, r.path, target, payload.hop)
         if guard is not None:
@@ -629,14 +785,88 @@ class Runner:
                 r.emit(GuardTripped(**r.base(source), guard="duplicate_handoff", detail=detail))
                 state = json.dumps(r.session.state, ensure_ascii=False, default=str)
                 return error_content(f"{detail}. Continue with the current state: {state}")
-        for k, v in payload.state.items():
-            r.session.state[k] = v
+        if self._policy(payload, target).kind == "summary":
+            payload = await self._summarise(r, plan, payload)
+        raw_state = payload.state
+        if cfg.redactor is not None:
+            payload = _redacted(cfg.redactor, payload)
         r.handoffs.append(payload)
         r.path.append(target)
-        r.emit(Handoff(**r.base(source), payload=payload))
+        sent = Handoff(**r.base(source), payload=payload)
+        r.emit(sent)
+        if added:
+            r.set_state(added, source, "entity_guard", sent.id)
+        r.set_state(raw_state, source, "handoff", sent.id)
         if payload.reply_to_user:
             r.last_reply = payload.reply_to_user
         return payload
+
+    def _missing_entities(self, r: _Run, payload: HandoffPayload) -> dict[str, Any]:
+        """Entities the user gave that neither the payload nor the session state holds."""
+        said = [m.content for m in r.history if m.role == "user" and m.content]
+        known = {**r.session.state, **payload.state}
+        return missing_entities(said, known, self.cfg.extractors)
+
+    async def _reroute(
+        self, r: _Run, source: str, payload: HandoffPayload
+    ) -> HandoffPayload | TurnOutcome:
+        """After repeated refusals, ask the router for an agent that has not held the baton in
+        this run; with no router, or no such agent, the run goes to the fallback."""
+        cfg = self.cfg
+        tried = set(r.path)
+        why = f"{r.refusals} receivers handed the request straight back ({' -> '.join(r.path)})"
+        target: str | None = None
+        if cfg.router is not None:
+            decision = await cfg.router.route(r.message, context={"state": dict(r.session.state)})
+            options = [decision.target, *decision.candidates]
+            target = next((t for t in options if t in cfg.plans and t not in tried), None)
+            r.emit(
+                RouteDecided(
+                    **r.base(source),
+                    target=target or cfg.fallback,
+                    tier=f"reroute:{decision.tier}",
+                    score=decision.score,
+                    candidates=decision.candidates,
+                    latency_ms=decision.latency_ms,
+                    verdicts=[v.summary() for v in decision.verdicts] + [f"re-route: {why}"],
+                )
+            )
+        if target is None:
+            detail = f"refusals: {why}; no other agent owns it"
+            r.emit(GuardTripped(**r.base(source), guard="refusals", detail=detail))
+            return TurnOutcome("trip", reason=detail)
+        return payload.model_copy(
+            update={"target": target, "reason": f"re-routed after refusals: {payload.reason}"}
+        )
+
+    async def _summarise(self, r: _Run, plan: AgentPlan, payload: HandoffPayload) -> HandoffPayload:
+        """The payload with a model-made summary of the conversation (`summary` policy).
+
+        A failed summary never fails the hand-off: the payload goes without one."""
+        model = self.cfg.summariser or plan.model
+        name = plan.agent.name
+        request = summary_request(r.history)
+        t = time.perf_counter()
+        try:
+            response = await with_timeout(model.generate(request), self.cfg.guards.model_timeout_s)
+            text = (response.text or "").strip() if isinstance(response, ModelResponse) else ""
+            error = None if text else "the summariser returned no text"
+        except Exception as exc:
+            response, text, error = None, "", f"summary failed: {type(exc).__name__}: {exc}"
+        usage = response.usage if isinstance(response, ModelResponse) else Usage()
+        r.usage.setdefault(name, Usage()).add(usage)
+        r.turn_usage.add(usage)
+        r.emit(
+            ModelCalled(
+                **r.base(name),
+                model=model.name,
+                usage=usage,
+                latency_ms=(time.perf_counter() - t) * 1000,
+                text=text or None,
+                error=error,
+            )
+        )
+        return payload.model_copy(update={"summary": text}) if text else payload
 
     # ------------------------------------------------------------------ escalation
     async def _escalate(
@@ -681,6 +911,8 @@ class Runner:
                 path=list(r.path),
                 history_ref=r.session.session_id,
             )
+            if cfg.redactor is not None:
+                payload = _redacted(cfg.redactor, payload)
             r.path.append(fallback)
             fallback_plan = AgentPlan(
                 agent=plan.agent,
@@ -704,6 +936,46 @@ class _Escalation:
     holder: str | None
     """Who holds the baton afterwards (None: the next message is routed afresh)."""
     incoming: HandoffPayload | None
+
+
+def _handoff_name(
+    name: str, plan: AgentPlan, incoming: HandoffPayload | None, plans: dict[str, AgentPlan]
+) -> str | None:
+    """The hand-off target a call names: `transfer_to_<x>` -> x; `transfer_back` (when the
+    agent has it) -> who handed over, or "" when nobody did; None for other calls."""
+    target = handoff_target(name)
+    if target is not None:
+        return target
+    if name == TRANSFER_BACK and plan.agent.transfer_back:
+        if incoming is not None and incoming.source in plans:
+            return incoming.source
+        return ""
+    return None
+
+
+_PAYLOAD_TEXT = ("reason", "objective", "reply_to_user", "summary")
+_PAYLOAD_LISTS = ("completed_steps", "constraints")
+
+
+def _redacted(redactor: Redactor, payload: HandoffPayload) -> HandoffPayload:
+    """The payload with sensitive keys and values redacted (a copy only when needed)."""
+    update: dict[str, Any] = {}
+    state = redactor.redact_value(payload.state)
+    if state != payload.state:
+        update["state"] = state
+    for name in _PAYLOAD_TEXT:
+        value = getattr(payload, name)
+        if value:
+            clean = redactor.redact_text(value)
+            if clean != value:
+                update[name] = clean
+    for name in _PAYLOAD_LISTS:
+        items = getattr(payload, name)
+        if items:
+            cleaned = [redactor.redact_text(x) for x in items]
+            if cleaned != items:
+                update[name] = cleaned
+    return payload.model_copy(update=update) if update else payload
 
 
 def _malformed(response: object) -> str | None:

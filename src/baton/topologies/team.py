@@ -11,16 +11,32 @@ from baton.backends import open_store
 from baton.backends.base import SessionRecord, Store
 from baton.core.errors import ConfigError
 from baton.core.ids import new_id
-from baton.handoff import handoff_spec, handoff_tool_name, human_spec
+from baton.handoff import (
+    FETCH_HISTORY,
+    TRANSFER_BACK,
+    fetch_history_spec,
+    handoff_spec,
+    handoff_tool_name,
+    human_spec,
+    transfer_back_spec,
+)
 from baton.models.base import Model
 from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
 from baton.routing.router import Router, routes_from_agents
+from baton.runtime.entities import Extractor
 from baton.runtime.guards import Guards
 from baton.runtime.plan import DEFAULT_ESCALATION_MESSAGE, HUMAN, AgentPlan, KernelConfig
+from baton.runtime.redact import Redactor
 from baton.runtime.result import RunResult
 from baton.runtime.runner import Runner, run_sync_guard
 from baton.tools import DEFAULT_MAX_RESULT_CHARS
+
+
+def _redactor(redact: Redactor | bool) -> Redactor | None:
+    if isinstance(redact, Redactor):
+        return redact
+    return Redactor() if redact else None
 
 
 class Team:
@@ -43,6 +59,9 @@ class Team:
         sinks: Sequence[EventSink] = (),
         max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
         escalation_message: str = DEFAULT_ESCALATION_MESSAGE,
+        summariser: Model | str | None = None,
+        redact: Redactor | bool = True,
+        extractors: Sequence[Extractor] | None = None,
     ) -> None:
         self.agents: dict[str, Agent] = {}
         for a in agents:
@@ -94,6 +113,9 @@ class Team:
             sinks=self.sinks,
             max_result_chars=max_result_chars,
             escalation_message=escalation_message,
+            summariser=resolve_model(summariser) if summariser is not None else None,
+            redactor=_redactor(redact),
+            extractors=list(extractors) if extractors is not None else None,
         )
         self._runner = Runner(self._config)
         # per-session lock + number of runs using it, so one session never runs twice at once
@@ -111,6 +133,18 @@ class Team:
             if target == agent.name:
                 raise ConfigError(f"agent {agent.name!r} lists itself in handoffs; remove it")
         tool_names = {t.name for t in agent.tools}
+        for builtin in (TRANSFER_BACK, FETCH_HISTORY):
+            if builtin in tool_names:
+                raise ConfigError(
+                    f"agent {agent.name!r} has a tool named {builtin!r}, which clashes with the "
+                    "built-in tool of that name; rename the tool"
+                )
+        for target in agent.handoff_context:
+            if target not in agent.handoffs:
+                raise ConfigError(
+                    f"agent {agent.name!r} sets handoff_context for {target!r}, which is not in "
+                    f"its handoffs ({', '.join(agent.handoffs) or 'none'})"
+                )
         for target in agent.handoffs:
             if handoff_tool_name(target) in tool_names:
                 raise ConfigError(
@@ -123,12 +157,16 @@ class Team:
         specs += [
             human_spec() if t == HUMAN else handoff_spec(self.agents[t]) for t in agent.handoffs
         ]
+        extra = [transfer_back_spec()] if agent.transfer_back else []
+        if agent.history_tool:
+            extra.append(fetch_history_spec())
         return AgentPlan(
             agent=agent,
             model=model,
             tools={t.name: t for t in agent.tools},
             specs=specs,
             handoff_targets=frozenset(agent.handoffs),
+            received_specs=[*specs, *extra] if extra else None,
         )
 
     def use_store(self, store: Store | str) -> None:
