@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/api.md"])
+@pytest.mark.parametrize(
+    "doc", ["README.md", "docs/api.md", "docs/context.md", "docs/observability.md"]
+)
 def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # examples may create files such as baton.db
     blocks = BLOCK.findall((ROOT / doc).read_text(encoding="utf-8"))

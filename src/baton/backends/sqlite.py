@@ -12,20 +12,30 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from baton.backends.audit import (
+    GENESIS,
+    AuditRecord,
+    Unsealed,
+    VerifyResult,
+    link,
+    prepare,
+    record_body,
+    verify,
+)
 from baton.backends.base import HumanTicket, SessionRecord
 from baton.core.errors import ConfigError, StoreError
 from baton.core.events import EscalationCard, Event, event_from_json
 from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of the table layout, kept in `PRAGMA user_version`."""
 
 _MEMORY = ":memory:"
@@ -33,9 +43,28 @@ _PREFIX = "sqlite:///"
 _PRUNE_EVERY = 256
 """Expired lock keys are deleted once every this many claims."""
 
-# Statements that take a database from version `v - 1` to version `v`, keyed by `v`.
+_AUDIT_PAGE = 1000
+"""Audit records read per query while verifying."""
+
+_AUDIT_FIELDS = (
+    "seq",
+    "event_id",
+    "type",
+    "session_id",
+    "trace_id",
+    "ts",
+    "data",
+    "prev_hash",
+    "hash",
+)
+_AUDIT_COLUMNS = ", ".join(_AUDIT_FIELDS)
+
+Migration = str | Callable[[sqlite3.Connection], None]
+"""One migration step: an SQL statement, or a function run on the connection."""
+
+# Steps that take a database from version `v - 1` to version `v`, keyed by `v`.
 # Later releases append entries here; never edit a released one.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {
+_MIGRATIONS: dict[int, tuple[Migration, ...]] = {
     1: (
         """CREATE TABLE IF NOT EXISTS sessions (
             id TEXT PRIMARY KEY,
@@ -86,7 +115,75 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         )""",
         "CREATE INDEX IF NOT EXISTS locks_expiry ON locks (expires_at)",
     ),
+    2: (
+        # The hash-chained audit trail (see `baton.backends.audit`); seq is the chain position.
+        """CREATE TABLE IF NOT EXISTS audit (
+            seq INTEGER PRIMARY KEY,
+            event_id TEXT NOT NULL,
+            type TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            trace_id TEXT NOT NULL,
+            ts REAL NOT NULL,
+            data TEXT NOT NULL,
+            prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS audit_session ON audit (session_id, seq)",
+        """CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+        BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END""",
+        """CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+        BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END""",
+        lambda conn: _backfill_audit(conn),  # defined below
+    ),
 }
+
+
+def _audit_tip(conn: sqlite3.Connection) -> tuple[int, str]:
+    """(seq, hash) of the last audit record, or (0, GENESIS) for an empty chain."""
+    row = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+    return (0, GENESIS) if row is None else (int(row[0]), str(row[1]))
+
+
+def _insert_audit(conn: sqlite3.Connection, records: Sequence[AuditRecord]) -> None:
+    conn.executemany(
+        "INSERT INTO audit (seq, event_id, type, session_id, trace_id, ts, data, prev_hash, "
+        "hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                r.seq,
+                r.event_id,
+                r.type,
+                r.session_id,
+                r.trace_id,
+                r.ts,
+                r.data,
+                r.prev_hash,
+                r.hash,
+            )
+            for r in records
+        ],
+    )
+
+
+def _backfill_audit(conn: sqlite3.Connection) -> None:
+    """Chain the events a version-1 database already holds, in the order they were stored."""
+    seq, prev = _audit_tip(conn)
+    after = 0
+    while True:
+        rows = conn.execute(
+            "SELECT seq, id, type, session_id, trace_id, ts, data FROM events WHERE seq > ? "
+            "ORDER BY seq LIMIT ?",
+            (after, _AUDIT_PAGE),
+        ).fetchall()
+        if not rows:
+            return
+        items = [
+            Unsealed(eid, kind, sid, tid, ts, data, record_body(eid, kind, sid, tid, ts, data))
+            for _, eid, kind, sid, tid, ts, data in rows
+        ]
+        records = link(items, seq, prev)
+        _insert_audit(conn, records)
+        seq, prev, after = records[-1].seq, records[-1].hash, rows[-1][0]
 
 
 def parse_sqlite_url(url: str) -> str:
@@ -158,8 +255,11 @@ class SQLiteStore:
                     # re-read under the write lock: another process may have migrated meanwhile
                     found = self._schema_version(conn)
                     for version in range(found + 1, SCHEMA_VERSION + 1):
-                        for statement in _MIGRATIONS[version]:
-                            conn.execute(statement)
+                        for step in _MIGRATIONS[version]:
+                            if isinstance(step, str):
+                                conn.execute(step)
+                            else:
+                                step(conn)
                     if found < SCHEMA_VERSION:
                         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -292,10 +392,14 @@ class SQLiteStore:
         message_rows = [
             (m.id, sid, m.run_id, m.role, m.agent, m.model_dump_json(), m.ts) for m in messages
         ]
+        texts = [e.model_dump_json() for e in events]
         event_rows = [
-            (e.id, e.session_id, e.trace_id, e.run_id, e.type, e.model_dump_json(), e.ts)
-            for e in events
+            (e.id, e.session_id, e.trace_id, e.run_id, e.type, text, e.ts)
+            for e, text in zip(events, texts, strict=True)
         ]
+        # Audit bodies are built here; only the hash links need the chain's tip, read under
+        # the write lock so that concurrent writers (other processes) chain one after another.
+        unsealed = prepare(events, texts)
         with self._mutex, self._errors("commit_run"):
             conn = self._db()
             with self._transaction(conn):
@@ -318,6 +422,8 @@ class SQLiteStore:
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     event_rows,
                 )
+                if unsealed:
+                    _insert_audit(conn, link(unsealed, *_audit_tip(conn)))
 
     async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
         """The session's transcript, oldest first (the last `limit` messages if given)."""
@@ -366,6 +472,53 @@ class SQLiteStore:
             except ValidationError as exc:
                 raise self._corrupt("events", seq, exc) from exc
         return out
+
+    # ------------------------------------------------------------------ audit
+    async def audit_records(
+        self, session_id: str | None = None, limit: int | None = None
+    ) -> list[AuditRecord]:
+        """Audit records in chain order (the last `limit` if given; one session's if given)."""
+        if limit is not None and limit <= 0:
+            return []
+        params: list[Any] = []
+        where = ""
+        if session_id is not None:
+            where, params = "WHERE session_id = ? ", [session_id]
+        sql = f"SELECT {_AUDIT_COLUMNS} FROM audit {where}ORDER BY seq"
+        if limit is not None:
+            sql = f"SELECT * FROM ({sql} DESC LIMIT ?) ORDER BY seq"
+            params.append(limit)
+        return [self._audit_record(row) for row in self._query("audit_records", sql, params)]
+
+    async def verify_audit(self, anchor: tuple[int, str] | None = None) -> VerifyResult:
+        """Verify the whole audit chain, and that every stored event has an audit record."""
+        ids = [r[0] for r in self._query("verify_audit", "SELECT id FROM events ORDER BY seq")]
+        return verify(self._iter_audit(), anchor=anchor, event_ids=ids)
+
+    def _iter_audit(self) -> Iterator[AuditRecord]:
+        # page by position so no read (nor the store's mutex) stays open between pages
+        after = 0
+        while True:
+            rows = self._query(
+                "verify_audit",
+                f"SELECT {_AUDIT_COLUMNS} FROM audit WHERE seq > ? ORDER BY seq LIMIT ?",
+                (after, _AUDIT_PAGE),
+            )
+            if not rows:
+                return
+            for row in rows:
+                yield self._audit_record(row)
+            after = rows[-1][0]
+
+    @staticmethod
+    def _audit_record(row: tuple[Any, ...]) -> AuditRecord:
+        fields = dict(zip(_AUDIT_FIELDS, row, strict=True))
+        try:
+            return AuditRecord.model_validate(fields)
+        except ValidationError:
+            # a value of the wrong type was written into the row: keep it as it is, so that
+            # `verify` reports the record as edited instead of failing to read it
+            return AuditRecord(**fields)
 
     async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
         """Most recently updated sessions first."""

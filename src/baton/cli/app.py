@@ -1,4 +1,4 @@
-"""The `baton` command line: `baton run`, `baton trace` and `baton demo`."""
+"""The `baton` command line: `baton run`, `baton trace`, `baton audit` and `baton demo`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from baton.backends.base import Store
+from baton.cli.audit import audit_app
 from baton.cli.common import (
     DEFAULT_STORE_URL,
     CLIError,
@@ -17,11 +18,11 @@ from baton.cli.common import (
     fail,
     load_team,
     open_cli_store,
-    sqlite_file,
 )
+from baton.cli.metrics import metrics as metrics_command
 from baton.cli.tau2 import bench_tau2
+from baton.cli.trace import trace as trace_command
 from baton.core.errors import BatonError
-from baton.core.events import Event
 from baton.observe.base import EventSink
 from baton.observe.console import ConsoleSink
 from baton.observe.jsonl import JSONLSink
@@ -42,13 +43,6 @@ app = typer.Typer(
 
 STORE_HELP = f"Store URL: sqlite:///path.db or memory:// (default {DEFAULT_STORE_URL})."
 """Help text of the `--store` option."""
-
-
-class TraceFormat(str, Enum):
-    """Output formats of `baton trace`."""
-
-    text = "text"
-    json = "json"
 
 
 def _consoles() -> tuple[Console, Console]:
@@ -191,50 +185,8 @@ def run(
 
 
 # -------------------------------------------------------------------------------- trace
-async def _load_events(store: Store, session: str) -> tuple[list[Event], list[str]]:
-    try:
-        events = await store.get_events(session_id=session)
-        recent = [] if events else [s.session_id for s in await store.list_sessions(limit=5)]
-        return events, recent
-    finally:
-        await store.close()
-
-
-@app.command()
-def trace(
-    session: Annotated[str, typer.Argument(help="Session id (as printed by `baton run`).")],
-    store: Annotated[str | None, typer.Option("--store", help=STORE_HELP)] = None,
-    format: Annotated[
-        TraceFormat, typer.Option("--format", "-f", help="text (tables) or json (JSON lines).")
-    ] = TraceFormat.text,
-) -> None:
-    """Show a session's hop-by-hop trace: every step of every run, with a summary."""
-    out, err = _consoles()
-    url = store or DEFAULT_STORE_URL
-    try:
-        db = sqlite_file(url)
-        if db is not None and not db.exists():
-            raise CLIError(
-                f"no store at {db}: run `baton run ...` first, or pass --store URL", code=1
-            )
-        st = open_cli_store(url)
-        try:
-            events, recent = asyncio.run(_load_events(st, session))
-        except BatonError as exc:
-            raise CLIError(f"cannot read the store {url}: {exc}", code=1) from None
-        if not events:
-            hint = f"; recent sessions: {', '.join(recent)}" if recent else ""
-            raise CLIError(f"session {session!r} has no events in {url}{hint}", code=1)
-    except CLIError as exc:
-        fail(err, exc)
-        raise typer.Exit(exc.code) from None
-    if format is TraceFormat.json:
-        for event in events:
-            typer.echo(event.model_dump_json())
-        return
-    from baton.cli.trace import render_trace
-
-    render_trace(out, events)
+app.command("trace")(trace_command)
+app.add_typer(audit_app, name="audit")
 
 
 # --------------------------------------------------------------------------------- demo
@@ -337,6 +289,8 @@ def route(
     print_decision(out, text, decision)
 
 
+app.command("metrics")(metrics_command)
+
 bench_app = typer.Typer(help="Benchmarks that ship with Baton.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
@@ -360,9 +314,18 @@ def bench_routing(
     limit: Annotated[
         int | None, typer.Option("--limit", help="Evaluate only the first N test queries.")
     ] = None,
+    band: Annotated[
+        int | None,
+        typer.Option(
+            "--band",
+            help="With semantic+llm: judge a random sample of N test queries the semantic tier "
+            "abstains on, and compare accuracy with and without the judge on them.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the --band sample.")] = 0,
 ) -> None:
     """Fit a router on the spec's calibration split and report on its test split."""
-    from baton.cli.routing import print_report
+    from baton.cli.routing import print_band, print_report
     from baton.routing import LLMJudge, Router, Semantic
     from baton.routing.evaluate import load_spec
 
@@ -381,6 +344,16 @@ def bench_routing(
         router.fit(calibration)
     if limit:
         test = test[:limit]
+    if band is not None:
+        if tiers is not TierChoice.semantic_llm:
+            fail(err, CLIError("--band measures the LLM judge: use it with --tiers semantic+llm"))
+            raise typer.Exit(2)
+        from baton.routing.band import judge_band
+
+        with out.status(f"judging {band} of the test queries the semantic tier abstains on ..."):
+            measured = asyncio.run(judge_band(router, test, band, seed))
+        print_band(out, f"{spec} · ambiguous band · judge {model} · seed {seed}", measured)
+        return
     with out.status(f"routing {len(test)} test queries ..."):
         report = router.evaluate_sync(test)
     print_report(out, f"{spec} · tiers: {tiers.value} · {len(test)} test queries", report)

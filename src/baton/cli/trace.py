@@ -1,112 +1,196 @@
-"""Rendering a session's stored events as a hop-by-hop trace (one table per run)."""
+"""`baton trace`: a session's stored events as a tree, a timeline, a table, JSON or Mermaid.
+
+`--why SLOT` answers where a state slot's value came from (see `baton.observe.causality`).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated
 
-from baton.core.events import (
-    AgentStarted,
-    Escalated,
-    Event,
-    GuardTripped,
-    Handoff,
-    HandoffRefused,
-    ModelCalled,
-    RouteDecided,
-    RunFinished,
-    RunStarted,
-    ToolCalled,
-)
-from baton.core.messages import Usage
-from baton.observe.console import agent_style, clip, fmt_ms, state_keys, total_usage
+import typer
+
+from baton.backends.base import Store
+from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, open_cli_store, sqlite_file
+from baton.core.errors import BatonError
+from baton.core.events import Event
+from baton.observe.causality import SlotWrite, slot_history, written_slots
+from baton.observe.console import agent_style, clip, fmt_ms
+from baton.observe.tree import RunNode, Step, Turn, build_tree
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+STORE_HELP = f"Store URL: sqlite:///path.db or memory:// (default {DEFAULT_STORE_URL})."
+"""Help text of the `--store` option."""
 
-def group_runs(events: Sequence[Event]) -> list[list[Event]]:
-    """The events split by run, runs in the order they first appear."""
-    runs: dict[str, list[Event]] = {}
-    for e in events:
-        runs.setdefault(e.run_id, []).append(e)
-    return list(runs.values())
+BAR_WIDTH = 40
+"""Characters of the timeline's bar column."""
 
 
-def step_row(event: Event) -> tuple[str, str, str, str, str, str] | None:
-    """(agent, step, detail, keys, tokens, ms) for one event, or None if it is no step."""
-    agent = event.agent or "-"
-    if isinstance(event, RouteDecided):
-        return ("-", "route", f"to {event.target} ({event.tier})", "", "", "")
-    if isinstance(event, AgentStarted):
-        return (agent, "takes the baton", clip(event.reason, 60), "", "", "")
-    if isinstance(event, ModelCalled):
-        step = "model call (re-ask)" if event.reask else "model call"
-        if event.error:
-            detail = f"error: {clip(event.error, 80)}"
-        elif event.tool_calls:
-            detail = "requests " + ", ".join(event.tool_calls)
-        else:
-            detail = "reply: " + clip(event.text, 60)
-        tokens = f"{event.usage.input_tokens}/{event.usage.output_tokens}"
-        return (agent, step, detail, "", tokens, fmt_ms(event.latency_ms))
-    if isinstance(event, ToolCalled):
-        detail = event.tool + (" ok" if event.ok else f" error: {clip(event.error, 80)}")
-        if event.truncated:
-            detail += " (result truncated)"
-        return (agent, "tool call", detail, "", "", fmt_ms(event.latency_ms))
-    if isinstance(event, Handoff):
-        p = event.payload
-        detail = f"{p.source} -> {p.target}: {clip(p.reason, 80)}"
-        if p.priority != "normal":
-            detail += f" [{p.priority}]"
-        return (agent, "hand-off", detail, state_keys(p.state), "", "")
-    if isinstance(event, HandoffRefused):
-        return (agent, "refusal", f"-> {event.target}: {clip(event.reason, 100)}", "", "", "")
-    if isinstance(event, GuardTripped):
-        return (agent, "guard", f"{event.guard}: {clip(event.detail, 100)}", "", "", "")
-    if isinstance(event, Escalated):
-        detail = f"to {event.to}: {clip('; '.join(event.card.reasons), 100)}"
-        return (agent, "escalation", detail, state_keys(event.card.state), "", "")
-    return None
+class TraceFormat(str, Enum):
+    """Output formats of `baton trace`."""
+
+    text = "text"
+    json = "json"
+    mermaid = "mermaid"
 
 
-def run_summary(run: Sequence[Event]) -> Text:
-    """The summary line of one run: path, status, total tokens, latency."""
+class TraceView(str, Enum):
+    """What `baton trace` shows (text: tree and timeline unless one view is chosen)."""
+
+    tree = "tree"
+    timeline = "timeline"
+    table = "table"
+
+
+_STEP_STYLES = {
+    "handoff": "bold",
+    "refusal": "bold red",
+    "guard": "bold yellow",
+    "escalation": "bold red",
+    "state": "dim",
+}
+
+
+# ---------------------------------------------------------------------------------- text
+def _tokens(step: Step) -> str:
+    if step.input_tokens is None and step.output_tokens is None:
+        return ""
+    return f"{step.input_tokens or 0}/{step.output_tokens or 0}"
+
+
+def _usage_text(input_tokens: int, output_tokens: int) -> str:
+    total = input_tokens + output_tokens
+    return f"{total} ({input_tokens} in / {output_tokens} out)"
+
+
+def _step_text(step: Step) -> Text:
     from rich.text import Text
 
-    finished = next((e for e in reversed(run) if isinstance(e, RunFinished)), None)
-    if finished is not None:
-        path, status = finished.path, finished.status
-        usage = total_usage(finished.usage)
-        latency: float | None = finished.latency_ms
-    else:  # an unfinished run: rebuild what we can from the steps
-        path, status, latency, usage = [], "unfinished", None, Usage()
-        for e in run:
-            if isinstance(e, AgentStarted) and e.agent and (not path or path[-1] != e.agent):
-                path.append(e.agent)
-            if isinstance(e, ModelCalled):
-                usage.add(e.usage)
-    style = {"completed": "bold green", "failed": "bold red"}.get(status, "bold yellow")
     t = Text()
-    t.append("path: ", style="dim")
-    t.append(" -> ".join(path) or "-", style="bold")
-    t.append("  status: ", style="dim")
-    t.append(status, style=style)
-    t.append("  tokens: ", style="dim")
-    t.append(f"{usage.total_tokens} ({usage.input_tokens} in / {usage.output_tokens} out)")
-    if latency is not None:
-        t.append("  latency: ", style="dim")
-        t.append(fmt_ms(latency))
-    if finished is not None and finished.error:
-        t.append(f"\nerror: {clip(finished.error, 200)}", style="red")
+    t.append(step.label, style=_STEP_STYLES.get(step.kind, "") or ("red" if step.failed else ""))
+    t.append("  ")
+    t.append(step.detail, style="red" if step.failed and step.kind != "refusal" else "")
+    if step.keys and step.kind in ("handoff", "escalation"):
+        t.append(f"  [state keys: {', '.join(step.keys)}]", style="bold")
+    extra = [x for x in (_tokens(step) and f"{_tokens(step)} tokens",) if x]
+    if step.latency_ms is not None:
+        extra.append(fmt_ms(step.latency_ms))
+    if extra:
+        t.append("  · " + " · ".join(extra), style="dim")
     return t
 
 
-def run_table(run: Sequence[Event]) -> Table:
-    """One row per step of a run."""
+def _turn_text(turn: Turn) -> Text:
+    from rich.text import Text
+
+    t = Text()
+    t.append(turn.agent, style=agent_style(turn.agent))
+    t.append(f"  hop {turn.hop}", style="dim")
+    if turn.reason:
+        t.append(f"  {clip(turn.reason, 60)}")
+    calls = sum(s.kind == "model_call" for s in turn.steps)
+    tools = sum(s.kind == "tool_call" for s in turn.steps)
+    parts = [f"{calls} model call{'s' if calls != 1 else ''}"]
+    if tools:
+        parts.append(f"{tools} tool call{'s' if tools != 1 else ''}")
+    parts.append(f"{turn.input_tokens + turn.output_tokens} tokens")
+    parts.append(fmt_ms(turn.latency_ms))
+    t.append("  · " + " · ".join(parts), style="dim")
+    return t
+
+
+def run_tree(run: RunNode) -> object:
+    """A rich `Tree`: the run, its agent turns, and each turn's steps with tokens and latency."""
+    from rich.text import Text
+    from rich.tree import Tree
+
+    head = Text()
+    head.append(f"run {run.index}", style="bold")
+    head.append(f"  {run.status}", style=_status_style(run.status))
+    total = run.input_tokens + run.output_tokens
+    head.append(
+        f"  · {total} tokens ({run.input_tokens} in / {run.output_tokens} out)"
+        f" · {fmt_ms(run.latency_ms)}",
+        style="dim",
+    )
+    tree = Tree(head, guide_style="dim")
+    for step in run.steps:
+        tree.add(_step_text(step))
+    for turn in run.turns:
+        branch = tree.add(_turn_text(turn))
+        for step in turn.steps:
+            branch.add(_step_text(step))
+    return tree
+
+
+def _bar(start: float, end: float, run: RunNode, style: str) -> Text:
+    from rich.text import Text
+
+    total = max(run.end - run.start, 1e-9)
+    a = min(max((start - run.start) / total, 0.0), 1.0)
+    b = min(max((end - run.start) / total, a), 1.0)
+    left = min(int(a * BAR_WIDTH), BAR_WIDTH - 1)
+    width = max(1, round(b * BAR_WIDTH) - left)
+    t = Text(" " * left)
+    t.append(("█" if end > start else "│") * width, style=style)
+    return t
+
+
+def run_timeline(run: RunNode) -> Table:
+    """A rich table: each turn and step at its offset from the run's start, with a bar."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        title=Text(f"timeline · {fmt_ms((run.end - run.start) * 1000)}", style="dim"),
+        title_justify="left",
+    )
+    table.add_column("at ms", justify="right", style="dim", no_wrap=True)
+    table.add_column("agent", no_wrap=True)
+    table.add_column("step", no_wrap=True)
+    table.add_column("ms", justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True, min_width=BAR_WIDTH)
+
+    def at(t: float) -> str:
+        return f"{max(t - run.start, 0.0) * 1000:.1f}"
+
+    for step in run.steps:
+        ms = "" if step.latency_ms is None else fmt_ms(step.latency_ms).removesuffix(" ms")
+        table.add_row(at(step.start), "-", step.label, ms, _bar(step.start, step.end, run, "dim"))
+    for turn in run.turns:
+        style = agent_style(turn.agent)
+        table.add_row(
+            at(turn.start),
+            Text(turn.agent, style=style),
+            Text("turn", style="bold"),
+            fmt_ms(turn.latency_ms).removesuffix(" ms"),
+            _bar(turn.start, turn.end, run, style),
+        )
+        for step in turn.steps:
+            ms = "" if step.latency_ms is None else fmt_ms(step.latency_ms).removesuffix(" ms")
+            table.add_row(
+                at(step.start),
+                "",
+                Text("  " + step.label, style=_STEP_STYLES.get(step.kind, "")),
+                ms,
+                _bar(step.start, step.end, run, "red" if step.failed else "white"),
+            )
+    return table
+
+
+def run_table(run: RunNode) -> Table:
+    """One row per step of a run (the compact view)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -119,66 +203,275 @@ def run_table(run: Sequence[Event]) -> Table:
     table.add_column("state keys", overflow="fold")
     table.add_column("tokens in/out", justify="right", no_wrap=True)
     table.add_column("ms", justify="right", no_wrap=True)
-    n = 0
-    for event in run:
-        row = step_row(event)
-        if row is None:
-            continue
-        n += 1
-        agent, step, detail, keys, tokens, ms = row
-        step_style = {
-            "hand-off": "bold",
-            "refusal": "bold red",
-            "guard": "bold yellow",
-            "escalation": "bold red",
-        }.get(step, "")
+    for n, step in enumerate(run.all_steps(), 1):
+        agent = step.agent or "-"
+        keys = ", ".join(step.keys) if step.kind in ("handoff", "escalation", "state") else ""
+        ms = "" if step.latency_ms is None else fmt_ms(step.latency_ms).removesuffix(" ms")
         table.add_row(
             str(n),
             Text(agent, style=agent_style(agent) if agent != "-" else "dim"),
-            Text(step, style=step_style),
-            Text(detail),
+            Text(step.label, style=_STEP_STYLES.get(step.kind, "")),
+            Text(step.detail),
             Text(keys, style="bold"),
-            tokens,
-            ms.removesuffix(" ms") if ms.endswith(" ms") else ms,
+            _tokens(step),
+            ms,
         )
     return table
 
 
-def render_trace(console: Console, events: Sequence[Event]) -> None:
-    """Print every run of the events: a header, the step table and a summary line."""
+def _status_style(status: str) -> str:
+    return {"completed": "bold green", "failed": "bold red"}.get(status, "bold yellow")
+
+
+def run_summary(run: RunNode) -> Text:
+    """The summary line of one run: path, status, total tokens, latency."""
     from rich.text import Text
 
-    runs = group_runs(events)
+    t = Text()
+    t.append("path: ", style="dim")
+    t.append(" -> ".join(run.path) or "-", style="bold")
+    t.append("  status: ", style="dim")
+    t.append(run.status, style=_status_style(run.status))
+    t.append("  tokens: ", style="dim")
+    t.append(_usage_text(run.input_tokens, run.output_tokens))
+    t.append("  latency: ", style="dim")
+    t.append(fmt_ms(run.latency_ms))
+    if run.error:
+        t.append(f"\nerror: {clip(run.error, 200)}", style="red")
+    return t
+
+
+def render_trace(console: Console, events: Sequence[Event], view: TraceView | None = None) -> None:
+    """Print every run of the events: header, tree and timeline (or one `view`), summary."""
+    from rich.text import Text
+
+    runs = build_tree(events)
     session = events[0].session_id if events else "-"
-    grand = Usage()
-    for i, run in enumerate(runs, 1):
-        first = run[0]
-        started = next((e for e in run if isinstance(e, RunStarted)), None)
-        console.rule(Text(f"run {i}/{len(runs)} · {first.run_id} · trace {first.trace_id}"))
-        if started is not None:
+    for run in runs:
+        console.rule(Text(f"run {run.index}/{len(runs)} · {run.run_id} · trace {run.trace_id}"))
+        if run.message is not None:
             head = Text()
             head.append("user: ", style="bold")
-            head.append(clip(started.message, 200))
-            if started.user_id:
-                head.append(f"  (user {started.user_id})", style="dim")
+            head.append(clip(run.message, 200))
+            if run.user_id:
+                head.append(f"  (user {run.user_id})", style="dim")
             console.print(head, soft_wrap=True)
-        console.print(run_table(run))
-        finished = next((e for e in reversed(run) if isinstance(e, RunFinished)), None)
-        if finished is not None:
-            grand.add(total_usage(finished.usage))
-            if finished.output:
-                reply = Text()
-                reply.append("reply: ", style="bold")
-                reply.append(clip(finished.output, 300))
-                console.print(reply, soft_wrap=True)
+        if view in (None, TraceView.tree):
+            console.print(run_tree(run))
+        if view is None:
+            console.print()
+        if view in (None, TraceView.timeline):
+            console.print(run_timeline(run))
+        if view is TraceView.table:
+            console.print(run_table(run))
+        if run.output:
+            console.print(Text.assemble(("reply: ", "bold"), clip(run.output, 300)), soft_wrap=True)
         console.print(run_summary(run), soft_wrap=True)
     console.print()
+    tokens_in = sum(r.input_tokens for r in runs if r.status != "unfinished")
+    tokens_out = sum(r.output_tokens for r in runs if r.status != "unfinished")
     console.print(
         Text.assemble(
             ("session ", "dim"),
             (session, "bold"),
             (f": {len(runs)} run{'s' if len(runs) != 1 else ''}, ", "dim"),
-            f"{grand.total_tokens} tokens ({grand.input_tokens} in / {grand.output_tokens} out)",
+            f"{tokens_in + tokens_out} tokens ({tokens_in} in / {tokens_out} out)",
         ),
         soft_wrap=True,
     )
+
+
+# ------------------------------------------------------------------------------ mermaid
+def _mm(text: str | None, limit: int = 80) -> str:
+    """Text safe inside a Mermaid message: one line, no statement or entity breakers."""
+    return clip(text, limit).replace("#", "#35;").replace(";", "#59;") or "-"
+
+
+def to_mermaid(runs: Sequence[RunNode]) -> str:
+    """A Mermaid sequence diagram of the session: user, agents, hand-offs, tools, replies."""
+    ids: dict[str, str] = {}
+    names: list[str] = []
+    for run in runs:
+        for turn in run.turns:
+            names.append(turn.agent)
+        for step in run.all_steps():
+            if step.target and step.kind in ("handoff", "escalation", "refusal"):
+                names.append(step.target)
+    for name in names:
+        ids.setdefault(name, f"A{len(ids) + 1}")
+    lines = ["sequenceDiagram", "    actor U as user"]
+    lines += [f"    participant {pid} as {_mm(name, 40)}" for name, pid in ids.items()]
+    for run in runs:
+        first = run.turns[0].agent if run.turns else None
+        if first is not None:
+            lines.append(f"    U->>{ids[first]}: run {run.index}: {_mm(run.message, 60)}")
+        for step in run.steps:
+            if step.kind == "route" and first is not None:
+                lines.append(f"    Note over {ids[first]}: route {_mm(step.detail)}")
+        for turn in run.turns:
+            me = ids[turn.agent]
+            for step in turn.steps:
+                lines.extend(_mermaid_step(step, me, ids))
+        last = run.turns[-1].agent if run.turns else None
+        if last is not None and run.output:
+            lines.append(f"    {ids[last]}-->>U: {_mm(run.output, 60)}")
+        elif last is not None:
+            lines.append(f"    Note over {ids[last]}: run {run.index} {run.status}")
+    return "\n".join(lines) + "\n"
+
+
+def _mermaid_step(step: Step, me: str, ids: dict[str, str]) -> list[str]:
+    ms = f" ({fmt_ms(step.latency_ms)})" if step.latency_ms is not None else ""
+    if step.kind == "model_call":
+        return [f"    Note right of {me}: model call {_tokens(step)} tokens{ms}"]
+    if step.kind == "tool_call":
+        return [f"    {me}->>{me}: tool {_mm(step.detail)}{ms}"]
+    if step.kind == "handoff" and step.target in ids:
+        keys = f" [{', '.join(step.keys)}]" if step.keys else ""
+        reason = step.detail.split(": ", 1)[-1]
+        return [f"    {me}->>{ids[step.target]}: hop {step.hop}: {_mm(reason + keys)}"]
+    if step.kind == "refusal" and step.target in ids:
+        return [f"    {me}-x{ids[step.target]}: refused {_mm(step.detail)}"]
+    if step.kind == "escalation" and step.target in ids:
+        return [f"    {me}->>{ids[step.target]}: escalation {_mm(step.detail)}"]
+    if step.kind in ("guard", "refusal", "escalation"):
+        return [f"    Note over {me}: {step.label} {_mm(step.detail)}"]
+    return []
+
+
+# ----------------------------------------------------------------------------------- why
+def render_why(console: Console, session: str, slot: str, writes: Sequence[SlotWrite]) -> None:
+    """Print every write of `slot`, oldest first, each with the event that caused it."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    n = len(writes)
+    console.print(
+        Text.assemble(
+            (slot, "bold"),
+            f" in session {session}: written {n} time{'s' if n != 1 else ''}; last value ",
+            (_value(writes[-1].value), "bold"),
+        ),
+        soft_wrap=True,
+    )
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for name in ("#", "run", "hop", "agent", "source", "value", "set by", "event"):
+        table.add_column(name, overflow="fold", no_wrap=name in ("#", "run", "hop"))
+    for i, w in enumerate(writes, 1):
+        agent = w.agent or "-"
+        cause = w.cause.describe() if w.cause is not None else "(no cause recorded)"
+        source = w.source + (f" {w.tool}" if w.tool else "")
+        table.add_row(
+            str(i),
+            str(w.run),
+            str(w.hop),
+            Text(agent, style=agent_style(agent)),
+            source,
+            _value(w.value),
+            cause,
+            Text(f"{w.event_id} <- {w.cause.event_id if w.cause else '-'}", style="dim"),
+        )
+    console.print(table)
+
+
+def _value(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+# ------------------------------------------------------------------------------- command
+async def _load_events(store: Store, session: str) -> tuple[list[Event], list[str]]:
+    try:
+        events = await store.get_events(session_id=session)
+        recent = [] if events else [s.session_id for s in await store.list_sessions(limit=5)]
+        return events, recent
+    finally:
+        await store.close()
+
+
+def _read(url: str, session: str) -> list[Event]:
+    db = sqlite_file(url)
+    if db is not None and not db.exists():
+        raise CLIError(f"no store at {db}: run `baton run ...` first, or pass --store URL", code=1)
+    st = open_cli_store(url)
+    try:
+        events, recent = asyncio.run(_load_events(st, session))
+    except BatonError as exc:
+        raise CLIError(f"cannot read the store {url}: {exc}", code=1) from None
+    if not events:
+        hint = f"; recent sessions: {', '.join(recent)}" if recent else ""
+        raise CLIError(f"session {session!r} has no events in {url}{hint}", code=1)
+    return events
+
+
+def _why(out: Console, session: str, slot: str, events: list[Event], fmt: TraceFormat) -> None:
+    writes = slot_history(events, slot)
+    if not writes:
+        known = written_slots(events)
+        hint = (
+            f"; slots written: {', '.join(known)}"
+            if known
+            else "; no state writes are recorded for this session"
+        )
+        raise CLIError(f"slot {slot!r} was never written in session {session!r}{hint}", code=1)
+    if fmt is TraceFormat.json:
+        doc = {"session_id": session, "slot": slot, "writes": [w.model_dump() for w in writes]}
+        typer.echo(json.dumps(doc, ensure_ascii=False, indent=2, default=str))
+    else:
+        render_why(out, session, slot, writes)
+
+
+def trace(
+    session: Annotated[str, typer.Argument(help="Session id (as printed by `baton run`).")],
+    store: Annotated[str | None, typer.Option("--store", help=STORE_HELP)] = None,
+    format: Annotated[
+        TraceFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text (tree and timeline), json (the events as JSON lines; with --view tree, "
+            "the tree as one document) or mermaid (a sequence diagram of the hops).",
+        ),
+    ] = TraceFormat.text,
+    view: Annotated[
+        TraceView | None,
+        typer.Option("--view", help="Show only the tree, the timeline or the step table."),
+    ] = None,
+    why: Annotated[
+        str | None,
+        typer.Option(
+            "--why", metavar="SLOT", help="Show who set a state slot, when, and from what."
+        ),
+    ] = None,
+) -> None:
+    """Show a session's hop-by-hop trace: every run as a tree and a timeline, with a summary."""
+    from rich.console import Console
+
+    out, err = Console(highlight=False), Console(stderr=True, highlight=False)
+    try:
+        if format is TraceFormat.mermaid and (view is not None or why is not None):
+            raise CLIError("--format mermaid draws the whole session; drop --view and --why")
+        if format is TraceFormat.json and view not in (None, TraceView.tree):
+            raise CLIError("--format json prints the events, or the tree with --view tree")
+        if why is not None and view is not None:
+            raise CLIError("--why prints the slot's history; drop --view")
+        events = _read(store or DEFAULT_STORE_URL, session)
+        if why is not None:
+            _why(out, session, why, events, format)
+            return
+    except CLIError as exc:
+        fail(err, exc)
+        raise typer.Exit(exc.code) from None
+    if format is TraceFormat.mermaid:
+        typer.echo(to_mermaid(build_tree(events)), nl=False)
+    elif format is TraceFormat.json and view is TraceView.tree:
+        doc = {
+            "session_id": session,
+            "runs": [r.model_dump(mode="json") for r in build_tree(events)],
+        }
+        typer.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+    elif format is TraceFormat.json:
+        for event in events:
+            typer.echo(event.model_dump_json())
+    else:
+        render_trace(out, events, view)

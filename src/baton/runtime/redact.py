@@ -647,3 +647,21 @@ class RedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = red.redact_text(record.stack_info)
         return True
+
+
+def install_log_redaction(redactor: Redactor) -> None:
+    """Redact the records of every `baton` logger with `redactor` (idempotent).
+
+    A filter on a logger only sees records made by that logger, so one `RedactingFilter` goes
+    on `baton` and on each `baton.*` logger (all are created at import, before any team);
+    calling again swaps the redactor in place.
+    """
+    names = ["baton", *(n for n in logging.Logger.manager.loggerDict if n.startswith("baton."))]
+    for name in names:
+        logger = logging.getLogger(name)
+        mine = [f for f in logger.filters if isinstance(f, RedactingFilter)]
+        if mine:
+            for f in mine:
+                f.redactor = redactor
+        else:
+            logger.addFilter(RedactingFilter(redactor))

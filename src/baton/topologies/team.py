@@ -27,16 +27,27 @@ from baton.routing.router import Router, routes_from_agents
 from baton.runtime.entities import Extractor
 from baton.runtime.guards import Guards
 from baton.runtime.plan import DEFAULT_ESCALATION_MESSAGE, HUMAN, AgentPlan, KernelConfig
-from baton.runtime.redact import Redactor
+from baton.runtime.redact import Redactor, install_log_redaction
 from baton.runtime.result import RunResult
 from baton.runtime.runner import Runner, run_sync_guard
 from baton.tools import DEFAULT_MAX_RESULT_CHARS
 
 
 def _redactor(redact: Redactor | bool) -> Redactor | None:
-    if isinstance(redact, Redactor):
-        return redact
-    return Redactor() if redact else None
+    found = redact if isinstance(redact, Redactor) else (_default_redactor() if redact else None)
+    if found is not None:
+        install_log_redaction(found)
+    return found
+
+
+_DEFAULT: list[Redactor] = []
+
+
+def _default_redactor() -> Redactor:
+    """One shared default `Redactor` (it compiles its patterns once and caches clean texts)."""
+    if not _DEFAULT:
+        _DEFAULT.append(Redactor())
+    return _DEFAULT[0]
 
 
 class Team:

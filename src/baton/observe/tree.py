@@ -1,0 +1,269 @@
+"""A session's events as a tree: runs -> agent turns -> model calls, tool calls, hand-offs.
+
+`build_tree` turns stored events (in order) into plain pydantic nodes with timings and token
+counts per step; the CLI renders them as a tree, a timeline, a JSON document or a Mermaid
+diagram. Events carry their end time (`ts`) and, for calls, their latency, so a step starts
+at `ts - latency`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, computed_field
+
+from baton.core.events import (
+    AgentStarted,
+    Escalated,
+    Event,
+    GuardTripped,
+    Handoff,
+    HandoffRefused,
+    ModelCalled,
+    RouteDecided,
+    RunFinished,
+    RunStarted,
+    StateUpdated,
+    ToolCalled,
+)
+from baton.observe.console import clip, total_usage
+
+StepKind = Literal[
+    "route", "model_call", "tool_call", "handoff", "refusal", "guard", "escalation", "state"
+]
+
+STEP_LABELS: dict[str, str] = {
+    "route": "route",
+    "model_call": "model call",
+    "tool_call": "tool call",
+    "handoff": "hand-off",
+    "refusal": "refusal",
+    "guard": "guard",
+    "escalation": "escalation",
+    "state": "state",
+}
+"""How each step kind is named on screen."""
+
+
+class Step(BaseModel):
+    """One thing that happened in a turn (or before the first turn: the route)."""
+
+    kind: StepKind = Field(description="What the step is.")
+    detail: str = Field(description="One line on what it did.")
+    agent: str | None = Field(default=None, description="Agent holding the baton.")
+    hop: int = Field(
+        default=0, description="Hand-offs so far in the run (a hand-off: its own number)."
+    )
+    event_id: str = Field(description="Id of the event behind the step.")
+    start: float = Field(description="Epoch seconds.")
+    end: float = Field(description="Epoch seconds.")
+    latency_ms: float | None = Field(default=None, description="Measured duration, if any.")
+    input_tokens: int | None = Field(default=None, description="Prompt tokens (model calls).")
+    output_tokens: int | None = Field(default=None, description="Completion tokens.")
+    keys: list[str] = Field(default_factory=list, description="State keys carried or written.")
+    target: str | None = Field(default=None, description="Receiver (hand-off, escalation).")
+    failed: bool = Field(default=False, description="An error, refusal or failed call.")
+
+    @property
+    def label(self) -> str:
+        """The step's name on screen, e.g. `model call`."""
+        return STEP_LABELS[self.kind]
+
+
+class Turn(BaseModel):
+    """One agent's turn holding the baton."""
+
+    agent: str = Field(description="The agent.")
+    hop: int = Field(description="Hand-offs before the turn began.")
+    reason: str = Field(default="", description="Why it took the baton.")
+    start: float = Field(description="Epoch seconds.")
+    end: float = Field(description="Epoch seconds (the next turn's start, or the run's end).")
+    steps: list[Step] = Field(default_factory=list, description="Its steps, in order.")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def latency_ms(self) -> float:
+        """Wall-clock length of the turn."""
+        return (self.end - self.start) * 1000
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def input_tokens(self) -> int:
+        """Prompt tokens of the turn's model calls."""
+        return sum(s.input_tokens or 0 for s in self.steps)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def output_tokens(self) -> int:
+        """Completion tokens of the turn's model calls."""
+        return sum(s.output_tokens or 0 for s in self.steps)
+
+
+class RunNode(BaseModel):
+    """One run (one user message) of a session."""
+
+    run_id: str = Field(description="Run id.")
+    trace_id: str = Field(description="Trace id.")
+    index: int = Field(description="1-based position among the session's runs.")
+    message: str | None = Field(default=None, description="The user message.")
+    user_id: str | None = Field(default=None, description="End user, if known.")
+    status: str = Field(default="unfinished", description="completed, escalated, failed, ...")
+    output: str | None = Field(default=None, description="Final reply.")
+    error: str | None = Field(default=None, description="What went wrong, when failed.")
+    path: list[str] = Field(default_factory=list, description="Agents that held the baton.")
+    start: float = Field(description="Epoch seconds.")
+    end: float = Field(description="Epoch seconds.")
+    latency_ms: float = Field(description="Run latency as measured by the kernel.")
+    input_tokens: int = Field(default=0, description="Prompt tokens of all agents.")
+    output_tokens: int = Field(default=0, description="Completion tokens of all agents.")
+    steps: list[Step] = Field(default_factory=list, description="Steps before the first turn.")
+    turns: list[Turn] = Field(default_factory=list, description="Agent turns in order.")
+
+    def all_steps(self) -> list[Step]:
+        """Run-level steps, then every turn's steps, in order."""
+        return [*self.steps, *(s for t in self.turns for s in t.steps)]
+
+
+def _step(event: Event) -> Step | None:
+    """The step an event stands for, or None for events that are no step."""
+    base: dict[str, Any] = {
+        "agent": event.agent,
+        "hop": event.hop,
+        "event_id": event.id,
+        "end": event.ts,
+    }
+    if isinstance(event, RouteDecided):
+        detail = f"to {event.target} ({event.tier})"
+        return Step(
+            kind="route",
+            detail=detail,
+            start=event.ts - event.latency_ms / 1000,
+            latency_ms=event.latency_ms,
+            target=event.target,
+            **base,
+        )
+    if isinstance(event, ModelCalled):
+        if event.error:
+            detail = f"error: {clip(event.error, 80)}"
+        elif event.tool_calls:
+            detail = "requests " + ", ".join(event.tool_calls)
+        else:
+            detail = "reply: " + clip(event.text, 60)
+        if event.reask:
+            detail = "(re-ask) " + detail
+        return Step(
+            kind="model_call",
+            detail=detail,
+            start=event.ts - event.latency_ms / 1000,
+            latency_ms=event.latency_ms,
+            input_tokens=event.usage.input_tokens,
+            output_tokens=event.usage.output_tokens,
+            failed=event.error is not None,
+            **base,
+        )
+    if isinstance(event, ToolCalled):
+        detail = event.tool + (" ok" if event.ok else f" error: {clip(event.error, 80)}")
+        if event.truncated:
+            detail += " (result truncated)"
+        return Step(
+            kind="tool_call",
+            detail=detail,
+            start=event.ts - event.latency_ms / 1000,
+            latency_ms=event.latency_ms,
+            keys=list(event.arguments),
+            failed=not event.ok,
+            **base,
+        )
+    if isinstance(event, Handoff):
+        p = event.payload
+        detail = f"{p.source} -> {p.target}: {clip(p.reason, 80)}"
+        if p.priority != "normal":
+            detail += f" [{p.priority}]"
+        base["hop"] = p.hop  # the hand-off's own number (1 for the run's first)
+        return Step(
+            kind="handoff",
+            detail=detail,
+            start=event.ts,
+            keys=list(p.state),
+            target=p.target,
+            **base,
+        )
+    if isinstance(event, StateUpdated):
+        by = f"tool {event.tool}" if event.tool else event.source
+        detail = f"{', '.join(event.slots)} set by {by}"
+        return Step(kind="state", detail=detail, start=event.ts, keys=list(event.slots), **base)
+    if isinstance(event, HandoffRefused):
+        detail = f"-> {event.target}: {clip(event.reason, 100)}"
+        return Step(kind="refusal", detail=detail, start=event.ts, failed=True, **base)
+    if isinstance(event, GuardTripped):
+        detail = f"{event.guard}: {clip(event.detail, 100)}"
+        return Step(kind="guard", detail=detail, start=event.ts, failed=True, **base)
+    if isinstance(event, Escalated):
+        detail = f"to {event.to}: {clip('; '.join(event.card.reasons), 100)}"
+        return Step(
+            kind="escalation",
+            detail=detail,
+            start=event.ts,
+            keys=list(event.card.state),
+            target=event.to,
+            **base,
+        )
+    return None
+
+
+def group_runs(events: Sequence[Event]) -> list[list[Event]]:
+    """The events split by run, runs in the order they first appear."""
+    runs: dict[str, list[Event]] = {}
+    for e in events:
+        runs.setdefault(e.run_id, []).append(e)
+    return list(runs.values())
+
+
+def build_run(events: Sequence[Event], index: int = 1) -> RunNode:
+    """The tree of one run's events (in order)."""
+    first, last = events[0], events[-1]
+    started = next((e for e in events if isinstance(e, RunStarted)), None)
+    finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
+    start = started.ts if started is not None else min(e.ts for e in events)
+    end = max(e.ts for e in events)
+    node = RunNode(
+        run_id=first.run_id,
+        trace_id=first.trace_id,
+        index=index,
+        message=started.message if started is not None else None,
+        user_id=started.user_id if started is not None else None,
+        start=start,
+        end=end,
+        latency_ms=finished.latency_ms if finished is not None else (end - start) * 1000,
+    )
+    turn: Turn | None = None
+    for e in events:
+        if isinstance(e, AgentStarted) and e.agent:
+            if turn is not None:
+                turn.end = e.ts
+            turn = Turn(agent=e.agent, hop=e.hop, reason=e.reason, start=e.ts, end=last.ts)
+            node.turns.append(turn)
+            continue
+        step = _step(e)
+        if step is not None:
+            (turn.steps if turn is not None else node.steps).append(step)
+    for s in node.all_steps():
+        node.input_tokens += s.input_tokens or 0
+        node.output_tokens += s.output_tokens or 0
+    if finished is not None:
+        node.status, node.output, node.error = finished.status, finished.output, finished.error
+        node.path = list(finished.path)
+        if finished.usage:  # the kernel's own count also covers calls that left no event
+            usage = total_usage(finished.usage)
+            node.input_tokens, node.output_tokens = usage.input_tokens, usage.output_tokens
+    else:
+        for t in node.turns:
+            if not node.path or node.path[-1] != t.agent:
+                node.path.append(t.agent)
+    return node
+
+
+def build_tree(events: Sequence[Event]) -> list[RunNode]:
+    """One `RunNode` per run of a session's events (in stored order)."""
+    return [build_run(run, i) for i, run in enumerate(group_runs(events), 1)]

@@ -1,0 +1,83 @@
+"""A planted secret never appears in any event, trace, log, event file or stored event."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+
+import pytest
+from tests.runtime.runtime_kit import handoff
+
+from baton import Agent, JSONLSink, OTelSink, ScriptedModel, Team, tool
+
+S = ScriptedModel
+PASSWORD = "hunter2-Zebra!"
+CARD = "4111 1111 1111 1111"
+SECRETS = [PASSWORD, CARD, CARD.replace(" ", "")]
+
+
+@tool
+async def charge(card_number: str, amount: float) -> str:
+    """Charge a card."""
+    logging.getLogger("baton").warning("charging card %s", card_number)
+    return "charged"
+
+
+async def test_secrets_stay_out_of_events_traces_logs_and_the_audit(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = S(
+        {
+            "triage": [
+                handoff(
+                    "billing",
+                    state={"card_number": CARD, "order_id": "ORD-9", "password": PASSWORD},
+                    reply_to_user=f"Noted: your password is {PASSWORD}.",
+                )
+            ],
+            "billing": [S.call("charge", card_number=CARD, amount=12.5), S.say("Done.")],
+        }
+    )
+    otel = OTelSink.in_memory()
+    events_file = tmp_path / "events.jsonl"
+    db = tmp_path / "baton.db"
+    team = Team(
+        [Agent(name="triage", handoffs=["billing"]), Agent(name="billing", tools=[charge])],
+        entry="triage",
+        model=model,
+        store=f"sqlite:///{db}",
+        sinks=[JSONLSink(events_file), otel],
+    )
+    with caplog.at_level(logging.INFO):
+        result = await team.run(
+            f"my password is {PASSWORD}, pay order ORD-9 with card {CARD}", session_id="S"
+        )
+        logging.getLogger("baton").info("user said: password: %s", PASSWORD)
+    await team.aclose()
+
+    assert result.status == "completed"
+    assert result.state["card_number"] == CARD  # tools still get the real value
+    dumped = "\n".join(e.model_dump_json() for e in result.events)
+    spans = "\n".join(s.to_json() for s in otel.finished_spans())
+    stored = sqlite3.connect(db).execute("SELECT data FROM events").fetchall()
+    audit = sqlite3.connect(db).execute("SELECT * FROM audit").fetchall()
+    logs = "\n".join(r.getMessage() for r in caplog.records)
+    assert "[REDACTED" in dumped and "[REDACTED" in logs
+    for place, text in [
+        ("events", dumped),
+        ("jsonl", events_file.read_text(encoding="utf-8")),
+        ("spans", spans),
+        ("stored events", repr(stored)),
+        ("audit", repr(audit)),
+        ("logs", logs),
+    ]:
+        for secret in SECRETS:
+            assert secret not in text, f"{secret!r} leaked into {place}"
+    # the payload (stored, traced) is redacted; the live view keeps the session's real slots
+    # in its known facts, because the receiver's tools need them
+    payload = result.handoffs[0]
+    assert payload.state["card_number"].startswith("[REDACTED")
+    assert PASSWORD not in (payload.reply_to_user or "")
+    receiver = model.requests[1].messages[0].content or ""
+    assert "[REDACTED:card_number]" in receiver and CARD in receiver.split("Known facts:")[-1]
