@@ -10,9 +10,10 @@ state. For each policy the receiver's first prompt is measured, and every requir
 (order id, email, amount) is checked in what the receiver saw.
 
 Rows: `structured`, `recent(3)`, `summary` (receiver prompt; the summariser's own tokens are
-printed apart), `full` — and, as a reference, `raw transcript`: everything the session
+printed apart), `full` — and, as references, `raw transcript`: everything the session
 recorded, tool calls and raw tool outputs included, which is what a framework that forwards
-the whole message list sends. Tokens: `estimate` is Baton's documented estimate
+the whole message list sends; and `structured` with the entity guard off, to show which slots
+the payload alone would lose. Tokens: `estimate` is Baton's documented estimate
 (`baton.models.base.estimate_tokens`); `local` counts with the embedded model's tokenizer.
 """
 
@@ -28,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from baton import Agent, Message, ScriptedModel, Team, tool
+from baton import Agent, Guards, Message, ScriptedModel, Team, tool
 from baton.models import ModelRequest, Step
 from baton.models.base import estimate_tokens
 from baton.runtime.summary import SUMMARY_AGENT
@@ -106,7 +107,9 @@ def script(policy_calls: dict[str, int]) -> Callable[[ModelRequest], Step]:
     return respond
 
 
-async def scenario(turns: int, policy: str, count: Callable[[str], int]) -> dict[str, Any]:
+async def scenario(
+    turns: int, policy: str, count: Callable[[str], int], entity_guard: bool = True
+) -> dict[str, Any]:
     calls: dict[str, int] = {}
     model = ScriptedModel(script(calls))
     support = Agent(
@@ -120,7 +123,12 @@ async def scenario(turns: int, policy: str, count: Callable[[str], int]) -> dict
         instructions="You are the billing agent: refunds and invoices.",
         context=policy,
     )
-    team = Team([support, billing], entry="support", model=model)
+    team = Team(
+        [support, billing],
+        entry="support",
+        model=model,
+        guards=Guards(entity_guard=entity_guard),
+    )
     for text in user_messages(turns):
         result = await team.run(text, session_id="S")
     receiver = next(r for r in model.requests if r.agent == "billing")
@@ -180,6 +188,9 @@ async def main() -> None:
             print(f"{turns:>5} | {p:<15} | {row['receiver']:>7} | {saving:>8} | {lost}{extra}")
         raw = rows["structured"]["raw"]
         print(f"{turns:>5} | {'raw transcript':<15} | {raw:>7} | {'':>8} | (reference)")
+        bare = await scenario(turns, "structured", count, entity_guard=False)
+        lost = ", ".join(bare["lost"]) or "none"
+        print(f"{turns:>5} | {'(no entity grd)':<15} | {bare['receiver']:>7} | {'':>8} | {lost}")
     ten = None
     if 10 in args.turns:
         rows10 = {p: await scenario(10, p, count) for p in ("structured", "full")}
