@@ -88,13 +88,13 @@ FETCH_HISTORY = "fetch_history"
 
 
 def fetch_history_spec() -> ToolSpec:
-    """The `fetch_history(ref, query=None, limit=5)` tool offered to receivers."""
+    """The `fetch_history(ref=None, query=None, limit=5)` tool offered to receivers."""
     return ToolSpec(
         name=FETCH_HISTORY,
         description=(
             "Read earlier turns of this conversation (what the user and the desk said before "
-            "you held the baton). `ref` is the history reference from the hand-off; `query` "
-            "keeps only turns about it; `limit` caps how many come back (most recent first)."
+            "you held the baton). `query` keeps only turns about it; `limit` caps how many "
+            "come back; `ref` (optional) is the hand-off's history reference."
         ),
         parameters={
             "type": "object",
@@ -103,7 +103,7 @@ def fetch_history_spec() -> ToolSpec:
                 "query": {"type": "string", "description": "Words the turns should contain."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
             },
-            "required": ["ref"],
+            "required": [],
             "additionalProperties": False,
         },
     )

@@ -131,7 +131,7 @@ async def test_fetch_history_returns_earlier_turns_on_demand() -> None:
             return S.say("noted") if "hand" not in req.messages[-1].content else handoff("billing")
         tools = [m for m in req.messages if m.role == "tool"]
         if not tools:
-            return S.call("fetch_history", ref="S", query="退款 ORD-9", limit=2)
+            return S.call("fetch_history", query="退款 ORD-9", limit=2)
         if len(tools) == 1:
             return S.call("fetch_history", ref="other-session")
         return S.say("done")

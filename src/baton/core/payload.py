@@ -77,11 +77,8 @@ class HandoffPayload(HandoffArgs):
         blob = json.dumps(canonical, sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def render(self, history_tool: bool = False) -> str:
-        """The payload as the receiving agent reads it (a compact, labelled block).
-
-        `history_tool`: the receiver has `fetch_history`, so tell it where earlier turns are.
-        """
+    def render(self) -> str:
+        """The payload as the receiving agent reads it (a compact, labelled block)."""
         lines = [
             f"You now hold the baton, handed over by {self.source} (hop {self.hop}).",
             f"Objective: {self.objective}",
@@ -100,8 +97,4 @@ class HandoffPayload(HandoffArgs):
         if self.priority != "normal":
             lines.append(f"Priority: {self.priority}")
         lines.append("Do not ask the user again for anything listed above.")
-        if history_tool:
-            lines.append(
-                f"Earlier turns: call fetch_history(ref={self.history_ref!r}) if you need them."
-            )
         return "\n".join(lines)

@@ -25,18 +25,13 @@ def visible_state(agent: Agent, state: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in state.items() if k in agent.accepts}
 
 
-def system_prompt(
-    agent: Agent,
-    incoming: HandoffPayload | None,
-    state: dict[str, Any],
-    history_tool: bool = False,
-) -> str:
-    """Instructions + rendered payload + known slots (`history_tool`: mention fetch_history)."""
+def system_prompt(agent: Agent, incoming: HandoffPayload | None, state: dict[str, Any]) -> str:
+    """Instructions + rendered payload + known slots."""
     parts = [agent.instructions or f"You are {agent.name}."]
     if incoming is not None:
         if agent.accepts is not None:  # the whitelist applies to the payload's slots too
             incoming = incoming.model_copy(update={"state": visible_state(agent, incoming.state)})
-        parts.append(incoming.render(history_tool=history_tool))
+        parts.append(incoming.render())
     shown = visible_state(agent, state)
     if shown:
         parts.append("Known facts: " + json.dumps(shown, ensure_ascii=False, default=str))

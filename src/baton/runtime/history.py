@@ -1,7 +1,7 @@
 """`fetch_history`: earlier turns of the conversation, from the store on demand (seed 003 §5.2).
 
 A receiver's default view stays small (`structured`); when it needs what was said before it
-held the baton, it calls `fetch_history(ref, query=None, limit=5)` with the payload's
+held the baton, it calls `fetch_history(ref=None, query=None, limit=5)`; `ref` is the payload's
 `history_ref`. Only user messages and final replies come back — never other agents' tool
 calls or raw tool outputs — and only from the run's own session.
 
@@ -37,7 +37,7 @@ def _terms(text: str) -> set[str]:
 
 def parse_args(args: dict[str, Any], ref: str) -> tuple[str | None, int] | str:
     """(query, limit) from the model's arguments, or an error message for the model."""
-    given = args.get("ref")
+    given = args.get("ref", ref)  # optional: the hand-off's own reference by default
     if given != ref:
         return (
             f"unknown history reference {given!r}: use the history_ref of your hand-off ({ref!r})"

@@ -269,13 +269,10 @@ class Runner:
         reason: str,
     ) -> TurnOutcome:
         agent = plan.agent
-        received = incoming is not None
         policy = self._policy(incoming, agent.name) if incoming is not None else None
         system = Message(
             role="system",
-            content=system_prompt(
-                agent, incoming, r.session.state, history_tool=received and agent.history_tool
-            ),
+            content=system_prompt(agent, incoming, r.session.state),
             agent=agent.name,
         )
         # The conversation part of the view is fixed for the turn (the turn only adds tool-call
