@@ -40,9 +40,9 @@ def build_agents(db: DeskDB) -> list[Agent]:
         not_for="Order status and deliveries, returns of goods, servers.",
         examples=["where is my invoice", "我要退款", "how much was I charged"],
         instructions="You are a billing specialist. Use query_invoice for questions about "
-        "invoices, amounts and payments (a double charge too). When after_sales hands you an "
-        "order whose return is open (an rma is among the known facts), call issue_refund for "
-        "that order_id at once; never send it back. " + BRIEF,
+        "invoices, amounts and payments (a double charge too). Use issue_refund only for an "
+        "order whose return is open (an rma is among the known facts): when after_sales hands "
+        "you one, call issue_refund for that order_id at once; never send it back. " + BRIEF,
         tools=[t["query_invoice"], t["issue_refund"]],
         handoffs=["after_sales", "human"],
     )

@@ -57,8 +57,23 @@ def handoff_arguments(schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def tool_call_schema(tools: Sequence[ToolSpec], final_answer: bool = True) -> dict[str, Any]:
-    """`{"oneOf": [{"tool": <name>, "arguments": {...}}, ..., {"final": "..."}]}`."""
+_JSON_CHAR = r'([^"\\\x7F\x00-\x1F]|\\["\\/bfnrt])'
+"""One character of a JSON string, as a `pattern` fragment (llama.cpp's own `char` rule)."""
+
+
+def starting_with(char_class: str) -> str:
+    """A string `pattern` whose first character is in `char_class`, e.g. `[一-鿿]`."""
+    return f"^{char_class}{_JSON_CHAR}*$"
+
+
+def tool_call_schema(
+    tools: Sequence[ToolSpec], final_answer: bool = True, final_pattern: str | None = None
+) -> dict[str, Any]:
+    """`{"oneOf": [{"tool": <name>, "arguments": {...}}, ..., {"final": "..."}]}`.
+
+    `final_pattern` constrains the answer text (e.g. `starting_with(...)` a script); the choice
+    between calling a tool and answering is made before it applies, so it never biases that.
+    """
     branches: list[dict[str, Any]] = []
     for spec in tools:
         if spec.name.startswith("transfer_to_"):
@@ -76,10 +91,13 @@ def tool_call_schema(tools: Sequence[ToolSpec], final_answer: bool = True) -> di
             }
         )
     if final_answer:
+        final: dict[str, Any] = {"type": "string", "minLength": 1}
+        if final_pattern is not None:
+            final["pattern"] = final_pattern
         branches.append(
             {
                 "type": "object",
-                "properties": {"final": {"type": "string", "minLength": 1}},
+                "properties": {"final": final},
                 "required": ["final"],
                 "additionalProperties": False,
             }

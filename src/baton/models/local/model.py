@@ -11,7 +11,7 @@ from typing import Any
 from baton.core.messages import Message, ToolSpec, Usage
 from baton.models.base import ModelRequest, ModelResponse
 from baton.models.local.engine import MIN_FREE_MEMORY_GB, LlamaEngine, shared_engine
-from baton.models.local.grammar import schema_key, tool_call_schema
+from baton.models.local.grammar import schema_key, starting_with, tool_call_schema
 from baton.models.local.weights import DEFAULT_MODEL, card, weights_path
 from baton.models.textmode import render_text_mode
 
@@ -34,17 +34,18 @@ _HANDOFF_BOILERPLATE = re.compile(
 
 
 _SCRIPTS = (
-    ("Japanese", re.compile(r"[\u3040-\u30ff]")),
-    ("Korean", re.compile(r"[\uac00-\ud7af]")),
-    ("Chinese", re.compile(r"[\u4e00-\u9fff]")),
+    ("Japanese", "[\u3040-\u30ff]", "[\u3040-\u30ff\u4e00-\u9fff]"),
+    ("Korean", "[\uac00-\ud7af]", "[\uac00-\ud7af]"),
+    ("Chinese", "[\u4e00-\u9fff]", "[\u4e00-\u9fff]"),
 )
-"""Languages told apart by their script (kana before Han: Japanese uses both)."""
+"""(language, how to spot it, how its text may start); kana first: Japanese also uses Han."""
 
 
-def user_language(messages: Sequence[Message]) -> str | None:
-    """The language of the latest user message when its script names it, else None."""
+def user_script(messages: Sequence[Message]) -> tuple[str, str] | None:
+    """(language, first-character class) of the latest user message, for scripts that name
+    their language (Chinese, Japanese, Korean); None otherwise."""
     text = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
-    return next((lang for lang, script in _SCRIPTS if script.search(text)), None)
+    return next(((lang, start) for lang, spot, start in _SCRIPTS if re.search(spot, text)), None)
 
 
 def _signature(spec: ToolSpec) -> str:
@@ -79,7 +80,9 @@ def catalogue(tools: Sequence[ToolSpec]) -> str:
             desc = _HANDOFF_BOILERPLATE.sub("", " ".join(spec.description.split()))
             lines.append(f"- {spec.name[len(_HANDOFF) :]}: {desc}")
         if any(s.name == f"{_HANDOFF}human" for s in tools):
-            lines.append("If none of the agents above fits the request, pass it to human.")
+            lines.append(
+                "If neither your tools nor the agents above fit the request, pass it to human."
+            )
     lines.append(_PROTOCOL)
     return "\n".join(lines)
 
@@ -139,10 +142,6 @@ class LocalModel:
                 messages[0] = {"role": "system", "content": f"{head}\n\n{messages[0]['content']}"}
             else:
                 messages.insert(0, {"role": "system", "content": head})
-        lang = user_language(request.messages)
-        if lang and messages and messages[0]["role"] == "system":
-            note = f"The user writes {lang}: write your final answers in {lang}."
-            messages[0] = {"role": "system", "content": f"{messages[0]['content']}\n\n{note}"}
         return messages
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
@@ -151,7 +150,13 @@ class LocalModel:
         messages = self.render(request)
         grammar = None
         if request.tools:
-            schema = tool_call_schema(request.tools)
+            # After a tool result (English JSON) a small model answered Chinese users in
+            # English, whatever the instructions said; a note in the prompt fixed the language
+            # but also made it answer instead of calling the next hand-off. Starting the answer
+            # text in the user's script fixes the language and leaves that choice alone.
+            script = user_script(request.messages)
+            pattern = starting_with(script[1]) if script else None
+            schema = tool_call_schema(request.tools, final_pattern=pattern)
             text = json.dumps(schema)
             grammar = engine.grammar(schema_key(schema), text)
         elif request.response_format is not None:
