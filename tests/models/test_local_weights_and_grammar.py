@@ -89,3 +89,23 @@ def test_grammar_schema_has_one_closed_branch_per_tool_plus_final() -> None:
     assert handoff_args["required"] == ["reason", "objective"]
     assert branches[2]["required"] == ["final"]
     json.dumps(schema)  # serialisable for LlamaGrammar.from_json_schema
+
+
+def test_final_answer_starts_in_the_users_script() -> None:
+    import re
+
+    from baton.core.messages import Message
+    from baton.models.local.grammar import starting_with
+    from baton.models.local.model import user_script
+
+    zh = user_script([Message(role="user", content="我的订单 ORD-1 到哪了？")])
+    ja = user_script([Message(role="user", content="注文はどこですか")])
+    assert zh is not None and zh[0] == "Chinese"
+    assert ja is not None and ja[0] == "Japanese"  # kana first: Japanese also uses Han
+    assert user_script([Message(role="user", content="where is ORD-1?")]) is None
+
+    pattern = starting_with(zh[1])
+    assert re.match(pattern, "您的订单已发货") and not re.match(pattern, "Your order shipped")
+    schema = tool_call_schema([], final_pattern=pattern)
+    final = schema["oneOf"][-1]["properties"]["final"]
+    assert final["pattern"] == pattern and final["minLength"] == 1
