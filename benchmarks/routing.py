@@ -1,6 +1,6 @@
 """Routing on CLINC150: the semantic tier alone, fitted on calibration, reported on test.
 
-    python benchmarks/routing.py [--data DIR] [--passes 3] [--cv] [--no-peer]
+    python benchmarks/routing.py [--data DIR] [--passes 3] [--cv] [--variants] [--no-peer]
 
 For each spec in DIR (default `<repo>/../shared/datasets/clinc150`): bind the routes, fit on
 `calibration`, judge every `test` query one at a time. Printed per spec: overall accuracy,
@@ -10,7 +10,9 @@ share the machine), then an ablation (accuracy only). `--cv` adds 5-fold cross-v
 the calibration split, which is how the tier's defaults were chosen (never on test): unknown
 examples are held out by topic (see `topic_folds`), and both plain accuracy (calibration's
 in-scope/unknown mix) and balanced accuracy (the mean of in-scope accuracy and unknown
-rejection, which does not depend on the mix) are printed.
+rejection, which does not depend on the mix) are printed. `--variants` cross-validates, the
+same way, ways to keep learned calibration examples apart from the routes' own utterances
+(separate thresholds per kind of example; see `VARIANTS`), and prints their test figures.
 
 When `semantic_router` is importable, its documented setup runs on the same split as the
 peer figure: `IndexedRouter` + `fit()` (Platt calibration) + `confidence_threshold = 0.5`.
@@ -32,7 +34,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -40,6 +42,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from baton.routing.base import Labelled, Route, TierVerdict  # noqa: E402
 from baton.routing.encoders import CachedEncoder, Encoder, USEEncoder  # noqa: E402
 from baton.routing.evaluate import RoutingReport, evaluate, load_spec, score  # noqa: E402
+from baton.routing.rule import Rule, fit_rule  # noqa: E402
 from baton.routing.semantic import Semantic  # noqa: E402
 
 SPECS = (
@@ -184,6 +187,198 @@ def cross_validate(
         print(f"    cv {label:<40} accuracy {mean_se(plain)}  balanced {mean_se(balanced)}")
 
 
+NEG = -1e9
+
+
+class Channels(NamedTuple):
+    """Scores of queries by kind of example: per route, the best of its own utterances (`own`)
+    and the best of the learned in-scope calibration examples (`learned`); and each query's
+    mean similarity to its 5 nearest known unknowns (`near`)."""
+
+    own: Any
+    learned: Any
+    near: Any
+
+
+def channels(
+    spec: tuple[Any, Any, Any, Any], train: Any, queries: Any, self_rows: Any | None = None
+) -> Channels:
+    """`Channels` of `queries` against the training rows `train` of calibration.
+
+    `spec` is (utterance vectors, their route column, calibration vectors, calibration gold).
+    `self_rows`: each query's row within `train`, left out of its own scores (leave-one-out).
+    """
+    import numpy as np
+
+    utterances, owner, vectors, gold = spec
+    routes = int(owner.max()) + 1
+    train_gold = gold[train]
+    in_scope, unknown = np.flatnonzero(train_gold >= 0), np.flatnonzero(train_gold < 0)
+    to_learned = queries @ vectors[train[in_scope]].T
+    to_unknown = queries @ vectors[train[unknown]].T
+    k = 5
+    if self_rows is not None:
+        position = np.full(len(train), -1)
+        position[in_scope] = np.arange(len(in_scope))
+        rows = np.flatnonzero(position[self_rows] >= 0)
+        to_learned[rows, position[self_rows][rows]] = NEG
+        position = np.full(len(train), -1)
+        position[unknown] = np.arange(len(unknown))
+        rows = np.flatnonzero(position[self_rows] >= 0)
+        to_unknown[rows, position[self_rows][rows]] = NEG
+        k = min(k, len(unknown) - 1)
+
+    def best(sims: Any, of: Any) -> Any:
+        out = np.full((len(queries), routes), NEG, dtype=np.float32)
+        for r in range(routes):
+            if (of == r).any():
+                out[:, r] = sims[:, of == r].max(axis=1)
+        return out
+
+    width = to_unknown.shape[1]
+    near = np.partition(to_unknown, width - k, axis=1)[:, width - k :].mean(axis=1)
+    return Channels(
+        best(queries @ utterances.T, owner), best(to_learned, train_gold[in_scope]), near
+    )
+
+
+Predict = Any  # Channels -> (queries,) route column or -1
+
+
+def _or(train: Channels, gold: Any, weight: Any) -> Predict:
+    """Each kind fitted alone (own thresholds, margin, reject gap); either may accept."""
+    import numpy as np
+
+    own = fit_rule(train.own, gold, train.near, weight)
+    learned = fit_rule(train.learned, gold, train.near, weight)
+
+    def predict(c: Channels) -> Any:
+        a, b = own.apply(c.own, c.near), learned.apply(c.learned, c.near)
+        rows = np.arange(len(a))
+        excess_a = c.own[rows, a] - own.thresholds[a]
+        excess_b = c.learned[rows, b] - learned.thresholds[b]
+        return np.where((a < 0) | ((b >= 0) & (excess_b > excess_a)), b, a)
+
+    return predict
+
+
+def _excess(train: Channels, gold: Any, weight: Any) -> Predict:
+    """Per-kind thresholds fitted alone; a route scores its larger excess over them, and the
+    margin, reject gap and a threshold on that excess are fitted jointly."""
+    import numpy as np
+
+    own = fit_rule(train.own, gold, train.near, weight)
+    learned = fit_rule(train.learned, gold, train.near, weight)
+
+    def excess(c: Channels) -> Any:
+        return np.maximum(c.own - own.thresholds, c.learned - learned.thresholds)
+
+    # the reject gap compares the excess with the nearest unknowns' similarity less the
+    # threshold of the kind that gave it: lead = raw score - near, as in the tier
+    def near(c: Channels) -> Any:
+        e = excess(c)
+        col = e.argmax(axis=1)
+        rows = np.arange(len(col))
+        return c.near - np.where(
+            c.own[rows, col] - own.thresholds[col] >= e[rows, col] - 1e-12,
+            own.thresholds[col],
+            learned.thresholds[col],
+        )
+
+    joint = fit_rule(excess(train), gold, near(train), weight)
+    return lambda c: joint.apply(excess(c), near(c))
+
+
+def _cascade(train: Channels, gold: Any, weight: Any) -> Predict:
+    """The default rule on the routes' utterances; on what it abstains on, a rule fitted on the
+    learned examples alone."""
+    import numpy as np
+
+    own = fit_rule(train.own, gold, train.near, weight)
+    rest = own.apply(train.own, train.near) < 0
+    learned: Rule = fit_rule(train.learned[rest], gold[rest], train.near[rest], weight[rest])
+
+    def predict(c: Channels) -> Any:
+        a = own.apply(c.own, c.near)
+        return np.where(a >= 0, a, learned.apply(c.learned, c.near))
+
+    return predict
+
+
+def _pooled(train: Channels, gold: Any, weight: Any) -> Predict:
+    """Learned examples pooled with the utterances, one threshold per route (as the tier's
+    `learn_examples=True`)."""
+    import numpy as np
+
+    rule = fit_rule(np.maximum(train.own, train.learned), gold, train.near, weight)
+    return lambda c: rule.apply(np.maximum(c.own, c.learned), c.near)
+
+
+VARIANTS: list[tuple[str, Any]] = [
+    ("pooled with the utterances (learn_examples)", _pooled),
+    ("separate thresholds, either kind accepts", _or),
+    ("separate thresholds, joint margin/reject gap", _excess),
+    ("utterances first, learned on abstentions", _cascade),
+]
+
+
+def explore_variants(
+    routes: list[Route], calibration: list[Labelled], test: list[Labelled], memo: Memo
+) -> None:
+    """CV on calibration (topic folds, as `--cv`) and test figures for each of `VARIANTS`."""
+    import numpy as np
+
+    position = {r.name: i for i, r in enumerate(routes)}
+
+    def gold_of(items: Sequence[Labelled]) -> Any:
+        return np.array([position[x.label] if x.label is not None else -1 for x in items])
+
+    utterances = memo.encode([u for r in routes for u in r.utterances])
+    owner = np.repeat(np.arange(len(routes)), [len(r.utterances) for r in routes])
+    vectors, gold = memo.encode([x.text for x in calibration]), gold_of(calibration)
+    spec = (utterances, owner, vectors, gold)
+    test_vectors, test_gold = memo.encode([x.text for x in test]), gold_of(test)
+    chinese = np.array([has_cjk(x) for x in test])
+    splits = [topic_folds(calibration, memo, 5, seed) for seed in range(5)]
+    everything = np.arange(len(calibration))
+
+    def weights(g: Any, balanced: bool) -> Any:
+        unknown = g < 0
+        if not balanced:
+            return np.ones(len(g))
+        return np.where(unknown, 0.5 / unknown.sum(), 0.5 / (~unknown).sum())
+
+    def scores(pred: Any, g: Any) -> tuple[float, float, float]:
+        right, unknown = pred == g, g < 0
+        return float(right.mean()), float(right[~unknown].mean()), float(right[unknown].mean())
+
+    for label, make in VARIANTS:
+        for balanced in (False, True):
+            plain: list[float] = []
+            mix_free: list[float] = []
+            for split in splits:
+                for held in split:
+                    kept = np.array(sorted(set(everything.tolist()) - held))
+                    out = np.array(sorted(held))
+                    train = channels(spec, kept, vectors[kept], np.arange(len(kept)))
+                    predict = make(train, gold[kept], weights(gold[kept], balanced))
+                    overall, ins, unk = scores(
+                        predict(channels(spec, kept, vectors[out])), gold[out]
+                    )
+                    plain.append(overall)
+                    mix_free.append((ins + unk) / 2)
+            train = channels(spec, everything, vectors, everything)
+            predict = make(train, gold, weights(gold, balanced))
+            pred = predict(channels(spec, everything, test_vectors))
+            overall, ins, unk = scores(pred, test_gold)
+            zh = float((pred == test_gold)[chinese].mean()) if chinese.any() else float("nan")
+            print(
+                f"    variant {label + (', balanced' if balanced else ''):<54} cv accuracy "
+                f"{mean_se(plain)}  balanced {mean_se(mix_free)} | test overall {overall:.3f}  "
+                f"in-scope {ins:.3f}  unknown rejected {unk:.3f}  zh {zh:.3f}"
+            )
+
+
 def mean_se(values: Sequence[float]) -> str:
     """`mean (±standard error)` of per-fold figures."""
     mean = sum(values) / len(values)
@@ -238,7 +433,9 @@ def line(label: str, report: RoutingReport, zh: tuple[float, int] | None = None)
     return text
 
 
-def run_spec(path: Path, passes: int, cv: bool, with_peer: bool, encoder: Encoder) -> None:
+def run_spec(
+    path: Path, passes: int, cv: bool, with_peer: bool, encoder: Encoder, explore: bool = False
+) -> None:
     """Fit, judge and print one spec."""
     routes, calibration, test = load_spec(path)
     kinds: dict[str, int] = {}
@@ -304,6 +501,8 @@ def run_spec(path: Path, passes: int, cv: bool, with_peer: bool, encoder: Encode
         print(line(label, result, result.accuracy(has_cjk)))
     if cv:
         cross_validate(routes, calibration, memo)
+    if explore:
+        explore_variants(routes, calibration, test, memo)
 
     if with_peer:
         peer_report = peer(routes, calibration, test, encoder)
@@ -327,6 +526,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared/datasets/clinc150")
     parser.add_argument("--passes", type=int, default=3, help="latency passes (best is kept)")
     parser.add_argument("--cv", action="store_true", help="5-fold CV on calibration too")
+    parser.add_argument(
+        "--variants", action="store_true", help="CV and test of the learned-example variants"
+    )
     parser.add_argument("--no-peer", action="store_true", help="skip semantic-router")
     parser.add_argument("--specs", default=",".join(SPECS), help="comma-separated file names")
     args = parser.parse_args(argv)
@@ -343,7 +545,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if missing:
         sys.exit(f"not found under {args.data}: {', '.join(missing)} (pass --data DIR)")
     for name in args.specs.split(","):
-        run_spec(args.data / name, args.passes, args.cv, not args.no_peer, encoder)
+        run_spec(args.data / name, args.passes, args.cv, not args.no_peer, encoder, args.variants)
 
 
 if __name__ == "__main__":

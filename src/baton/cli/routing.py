@@ -9,6 +9,7 @@ from baton.cli.common import CLIError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from baton.routing.band import BandReport
     from baton.routing.base import RouteDecision
 
 
@@ -66,5 +67,34 @@ def print_report(console: Console, title: str, report: Any) -> None:
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in report.as_rows():
+        table.add_row(key, value)
+    console.print(table)
+
+
+def print_band(console: Console, title: str, band: BandReport) -> None:
+    """The ambiguous band with and without the judge, as a table."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    ins, unk = band.in_scope, band.unknown
+    rows = [
+        ("test queries", str(band.n_queries)),
+        ("semantic tier alone: overall", f"{band.semantic.overall_accuracy:.3f}"),
+        ("band (semantic abstains)", f"{band.n_band} ({band.share:.1%})"),
+        ("band queries judged (random sample)", str(band.n_sample)),
+        ("band accuracy without judge", f"{band.without_judge:.3f}"),
+        ("band accuracy with judge", f"{band.with_judge:.3f} ({band.gain:+.3f})"),
+        ("  in-scope without -> with", f"{ins[0]:.3f} -> {ins[1]:.3f} (n={ins[2]})"),
+        ("  unknown without -> with", f"{unk[0]:.3f} -> {unk[1]:.3f} (n={unk[2]})"),
+        ("judge answers", ", ".join(f"{k} {v}" for k, v in band.judge_answers.items())),
+        ("judge latency p50", f"{band.judge_p50_ms:.0f} ms"),
+        ("judge latency p99", f"{band.judge_p99_ms:.0f} ms"),
+        ("judge latency mean", f"{band.judge_mean_ms:.0f} ms"),
+        ("overall with judge (estimated)", f"{band.overall_estimate:.3f}"),
+    ]
+    for key, value in rows:
         table.add_row(key, value)
     console.print(table)

@@ -42,6 +42,8 @@ class Outcome:
     """The tier that decided, or `abstain`."""
     correct: bool
     latency_ms: float
+    result: Result | None = None
+    """The decision or verdict itself (its per-tier verdicts, for a decision)."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ def score(
     for item, result, ms in zip(items, results, latencies_ms, strict=True):
         target, tier = _answer(result)
         correct = target == UNKNOWN if item.label is None else target == item.label
-        outcomes.append(Outcome(item, target, tier, correct, ms))
+        outcomes.append(Outcome(item, target, tier, correct, ms, result))
     return _report(outcomes)
 
 

@@ -22,7 +22,7 @@ k = 5 beat k = 1 on all three specs and k = 10 tied it (`benchmarks/routing.py -
 Thresholds always come from data. `fit` searches the margin, the reject gap and a global
 threshold that maximise accuracy on labelled examples (correct routes for in-scope ones,
 rejections for unknown ones), then fits each route's threshold on the examples it wins and
-shrinks it toward the global one in proportion to how few there are. With
+shrinks it toward the global one in proportion to how few there are (`baton.routing.rule`). With
 `learn_examples=True` the in-scope fitting examples also become examples of their routes
 (each scored without itself while fitting, so it cannot match itself). Before any `fit`, a
 provisional threshold per route comes from the route's own utterances (leave-one-out: the
@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from baton.routing.base import UNKNOWN, Labelled, Route, TierVerdict
 from baton.routing.encoders import CachedEncoder, Encoder, default_encoder
+from baton.routing.rule import fit_rule
 
 if TYPE_CHECKING:
     import os
@@ -113,23 +114,6 @@ def _mean_of_top(sims: Any, k: int) -> Any:
         return sims.max(axis=1)
     width = sims.shape[1]
     return np.partition(sims, width - k, axis=1)[:, width - k :].mean(axis=1)
-
-
-def _best_cut(scores: Any, gain: Any) -> tuple[float, float]:
-    """The threshold t maximising sum(gain[scores >= t]), and that sum (0 when none helps)."""
-    import numpy as np
-
-    if len(scores) == 0:
-        return float("inf"), 0.0
-    order = np.argsort(-scores, kind="stable")
-    s = scores[order]
-    total = np.cumsum(gain[order])
-    i = int(np.argmax(total))  # first maximum: the highest threshold among equals
-    if total[i] <= 0:
-        return float(s[0]) + 1e-6, 0.0
-    # halfway to the next score, so a tiny shift of the data does not flip the edge item
-    cut = float(s[i]) if i + 1 == len(s) else float(s[i] + s[i + 1]) / 2
-    return cut, float(total[i])
 
 
 class Semantic:
@@ -469,65 +453,30 @@ class Semantic:
         has_self = self_row >= 0
         sims[np.flatnonzero(has_self), self_row[has_self]] = NEG  # leave-one-out
         matrix = self._aggregate(sims, index)
-        order = np.argsort(-matrix, axis=1, kind="stable")
-        rows = np.arange(len(gold))
-        pred = order[:, 0]
-        top = matrix[rows, pred]
-        second = matrix[rows, order[:, 1]] if matrix.shape[1] > 1 else np.full(len(gold), NEG)
-        margins = top - second
 
         reject = vectors[is_unknown] if reject_examples and is_unknown.any() else None
         reject_k = 1
+        near = None
         if reject is not None and len(reject) > 1:
-            near = vectors @ reject.T
+            sims_unknown = vectors @ reject.T
             # an unknown example may not reject itself: leave it out of its own reject set
-            near[np.flatnonzero(is_unknown), np.arange(len(reject))] = NEG
+            sims_unknown[np.flatnonzero(is_unknown), np.arange(len(reject))] = NEG
             reject_k = min(self.reject_k, len(reject) - 1)  # one is always left out here
-            lead = top - _mean_of_top(near, reject_k)
+            near = _mean_of_top(sims_unknown, reject_k)
         else:
             reject = None
-            lead = np.full(len(gold), np.inf)
 
         if balanced and is_unknown.any() and (~is_unknown).any():
             weight = np.where(is_unknown, 0.5 / is_unknown.sum(), 0.5 / (~is_unknown).sum())
         else:
             weight = np.ones(len(gold))
-        # accepting an example gains when its top route is right, loses when it should be
-        # rejected; everything not accepted counts as a rejection
-        gain = weight * ((pred == gold).astype(float) - is_unknown.astype(float))
-
-        quantiles = np.linspace(0.0, 0.6, 25)
-        margin_grid = np.unique(np.concatenate([[0.0], np.quantile(margins, quantiles)]))
-        lead_grid: list[float] = [-np.inf]  # first: not using the reject set wins ties
-        if reject is not None:
-            lead_grid += [float(v) for v in np.unique(np.quantile(lead, quantiles))]
-        best = (-np.inf, 0.0, 0.0, -np.inf)
-        for m in margin_grid:
-            for g in lead_grid:
-                ok = (margins >= m) & (lead >= g)
-                cut, value = _best_cut(top[ok], gain[ok])
-                if value > best[0] + 1e-12:
-                    best = (value, cut, float(m), g)
-        _, threshold, margin, reject_gap = best
-
-        ok = (margins >= margin) & (lead >= reject_gap)
-        thresholds: dict[str, float] = {}
-        per_route: dict[str, int] = {}
-        for i, name in enumerate(index.names):
-            mine = ok & (pred == i)
-            n = int(mine.sum())
-            per_route[name] = n
-            if n == 0:
-                thresholds[name] = threshold
-                continue
-            own, _ = _best_cut(top[mine], gain[mine])
-            own = min(own, float(top[mine].max()) + 1e-6)  # "reject all" stays near the data
-            # few examples: trust the global threshold more (a prior worth `prior` examples)
-            thresholds[name] = (n * own + self.prior * threshold) / (n + self.prior)
-
-        accepted = ok & (top >= np.array([thresholds[index.names[p]] for p in pred]))
-        correct = np.where(accepted, pred == gold, is_unknown)
+        rule = fit_rule(matrix, gold, near, weight, self.prior)
+        threshold, margin, reject_gap = rule.threshold, rule.margin, rule.reject_gap
+        thresholds = {name: float(t) for name, t in zip(index.names, rule.thresholds, strict=True)}
+        per_route = {name: int(n) for name, n in zip(index.names, rule.wins, strict=True)}
+        correct = np.where(rule.apply(matrix, near) >= 0, matrix.argmax(axis=1) == gold, is_unknown)
         accuracy = float((weight * correct).sum() / weight.sum())
+        top = matrix.max(axis=1)
 
         floor = None
         in_scope_top = top[~is_unknown]
