@@ -1,11 +1,14 @@
 """Kernel overhead: one conversation = 3 model calls, 1 hand-off, 1 tool call.
 
     python benchmarks/overhead.py [--n 2000] [--concurrent 5000] [--latency 0.1]
+        [--loop asyncio|uvloop]
 
 A zero-latency `ScriptedModel` isolates what Baton itself costs per conversation (mean, p50,
-p99 in microseconds) with `MemoryStore` and `SQLiteStore`; then `--concurrent` conversations
-run at once with `--latency` seconds of simulated model latency (conversations/s, peak RSS).
-A plain-Python loop doing the same steps with no framework is printed as the floor.
+p99 in microseconds) with `MemoryStore` and `SQLiteStore`, and how much of the MemoryStore
+figure is the garbage collector; then `--concurrent` conversations run at once with
+`--latency` seconds of simulated model latency (conversations/s, CPU per conversation, peak
+RSS). A plain-Python loop doing the same steps with no framework is printed as the floor.
+`--loop uvloop` runs everything on uvloop's event loop (`pip install uvloop`).
 """
 
 from __future__ import annotations
@@ -21,13 +24,16 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from baton import Agent, ScriptedModel, Team, tool
 from baton.models import ModelRequest, Step
 
+T = TypeVar("T")
 INVOICE = {"order_id": "ORD-202607-99", "status": "ISSUED", "amount": 299.0}
 
 
@@ -62,17 +68,51 @@ def build_team(store: str | None, latency_s: float = 0.0) -> Team:
     return Team([triage, billing], entry="triage", model=model, store=store)
 
 
-async def sequential(team: Team, n: int) -> list[float]:
+class GCTimer:
+    """Wall time spent in the garbage collector while attached (`gc.callbacks`)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._start
+
+    def __enter__(self) -> GCTimer:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+
+def run_loop(loop: str) -> Callable[[Coroutine[Any, Any, T]], T]:
+    """`asyncio.run`, or `uvloop.run` for `--loop uvloop`."""
+    if loop == "uvloop":
+        import uvloop
+
+        return uvloop.run
+    return asyncio.run
+
+
+async def sequential(team: Team, n: int, gc_timer: GCTimer | None = None) -> list[float]:
     times: list[float] = []
     for _ in range(50):  # warm-up
         await team.run("please check the invoice for order ORD-202607-99")
     gc.collect()
+    if gc_timer is not None:
+        gc.callbacks.append(gc_timer)
     for _ in range(n):
         t = time.perf_counter()
         r = await team.run("please check the invoice for order ORD-202607-99")
         times.append((time.perf_counter() - t) * 1e6)
         if r.status != "completed" or r.path != ["triage", "billing"]:
             raise SystemExit(f"benchmark conversation went wrong: {r.status} {r.path} {r.error}")
+    if gc_timer is not None:
+        gc.callbacks.remove(gc_timer)
     return times
 
 
@@ -124,23 +164,34 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--concurrent", type=int, default=5000)
     ap.add_argument("--latency", type=float, default=0.1)
+    ap.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio")
     args = ap.parse_args()
+    run = run_loop(args.loop)
     print(f"# {' '.join(['python', *sys.argv])}")
     print(
         f"# {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores, "
-        f"{time.strftime('%Y-%m-%d')}"
+        f"{time.strftime('%Y-%m-%d')}, {args.loop} event loop"
     )
     print(f"sequential: {args.n} conversations (3 model calls, 1 hand-off, 1 tool call)")
-    print(summary("plain Python (no framework)", asyncio.run(plain_python(args.n))))
-    print(summary("Baton + MemoryStore", asyncio.run(sequential(build_team(None), args.n))))
+    print(summary("plain Python (no framework)", run(plain_python(args.n))))
+    gc_timer = GCTimer()
+    times = run(sequential(build_team(None), args.n, gc_timer))
+    print(summary("Baton + MemoryStore", times))
+    print(f"{'  of which garbage collection':<28} mean {gc_timer.seconds / args.n * 1e6:8.1f} µs")
     with tempfile.TemporaryDirectory() as d:
         url = f"sqlite:///{d}/bench.db"
-        print(summary("Baton + SQLiteStore", asyncio.run(sequential(build_team(url), args.n))))
-    rate = asyncio.run(concurrent(build_team(None, args.latency), args.concurrent))
+        print(summary("Baton + SQLiteStore", run(sequential(build_team(url), args.n))))
+    team = build_team(None, args.latency)
+    cpu = time.process_time()
+    with GCTimer() as in_gc:
+        rate = run(concurrent(team, args.concurrent))
+    cpu_us = (time.process_time() - cpu) / args.concurrent * 1e6
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         f"concurrent: {args.concurrent} conversations at {args.latency * 1000:.0f} ms model "
-        f"latency (MemoryStore): {rate:,.0f} conversations/s, peak RSS {rss_mb:.0f} MB"
+        f"latency (MemoryStore): {rate:,.0f} conversations/s, CPU {cpu_us:.0f} µs per "
+        f"conversation (garbage collection {in_gc.seconds / args.concurrent * 1e6:.0f} µs), "
+        f"peak RSS {rss_mb:.0f} MB"
     )
 
 

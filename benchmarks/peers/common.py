@@ -11,13 +11,17 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
+T = TypeVar("T")
 RunOne = Callable[[], Awaitable[None]]
 MakeRun = Callable[[float], RunOne]
 
@@ -46,17 +50,33 @@ async def concurrent(run: RunOne, n: int) -> float:
 
 
 def import_ms(stmt: str, repeat: int = 5, env_path: str | None = None) -> float:
-    """Median wall time of `stmt` in a fresh interpreter (this one's executable)."""
+    """Median wall time of `stmt` in a fresh interpreter (this one's executable), bytecode
+    cached: one unmeasured import first writes every module's `.pyc` into a private cache
+    (`PYTHONPYCACHEPREFIX`), so no side pays for compiling sources, whatever
+    `PYTHONDONTWRITEBYTECODE` says and however its packages were installed."""
     code = f"import time; t = time.perf_counter(); {stmt}; print(time.perf_counter() - t)"
     if env_path:
         code = f"import sys; sys.path.insert(0, {env_path!r}); " + code
     runs = []
-    for _ in range(repeat):
-        out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True
-        )
-        runs.append(float(out.stdout.strip().splitlines()[-1]) * 1000)
+    with tempfile.TemporaryDirectory(prefix="bench-pycache-") as cache:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = cache
+        for i in range(repeat + 1):
+            out = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+            )
+            if i:  # the first run fills the bytecode cache
+                runs.append(float(out.stdout.strip().splitlines()[-1]) * 1000)
     return statistics.median(runs)
+
+
+def event_loop_runner(loop: str) -> Callable[[Coroutine[Any, Any, T]], T]:
+    """`asyncio.run`, or `uvloop.run` for `--loop uvloop` (uvloop installed in the side's venv)."""
+    if loop == "uvloop":
+        import uvloop
+
+        return uvloop.run
+    return asyncio.run
 
 
 def main(
@@ -66,15 +86,18 @@ def main(
     ap.add_argument("--n", type=int, default=2000, help="sequential conversations")
     ap.add_argument("--concurrent", type=int, nargs="*", default=[1000, 5000])
     ap.add_argument("--latency", type=float, default=0.1, help="model latency (s), concurrent")
+    ap.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio")
     args = ap.parse_args()
+    run = event_loop_runner(args.loop)
 
-    times = asyncio.run(sequential(make_run(0.0), args.n))
+    times = run(sequential(make_run(0.0), args.n))
     q = statistics.quantiles(times, n=100)
-    rates = {str(c): asyncio.run(concurrent(make_run(args.latency), c)) for c in args.concurrent}
+    rates = {str(c): run(concurrent(make_run(args.latency), c)) for c in args.concurrent}
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {
         "framework": framework,
         "python": sys.version.split()[0],
+        "loop": args.loop,
         "n": args.n,
         "mean_us": statistics.fmean(times),
         "p50_us": q[49],

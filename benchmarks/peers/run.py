@@ -1,7 +1,7 @@
 """Same conversation in Baton, the OpenAI Agents SDK and LangGraph (+ langgraph-swarm).
 
     python benchmarks/peers/run.py [--n 2000] [--concurrent 1000 5000] [--latency 0.1]
-        [--peer-n 300] [--peer-concurrent 1000]
+        [--peer-n 300] [--peer-concurrent 1000] [--repeat 3] [--loop asyncio|uvloop]
         [--agents-python /tmp/peers-venv-agents/bin/python]
         [--langgraph-python /tmp/peers-venv-langgraph/bin/python]
 
@@ -9,6 +9,11 @@ One conversation = 3 model calls, 1 hand-off, 1 tool call with a scripted model:
 hands off to "billing", billing calls `query_invoice(order_id="ORD-202607-99")` and answers.
 Each framework runs in its own process (peers from their own venvs; see the `bench` extra)
 and prints one JSON line; this script prints one table with ratios against Baton.
+
+`--repeat k` runs the sides k times in turn (Baton, SDK, LangGraph, Baton, ...) and keeps each
+side's best round (lowest mean, highest conversations/s, lowest import time), so that a busy
+moment on a shared machine does not land on one side only. `--loop uvloop` runs every side on
+uvloop's event loop (installed in each venv).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import json
 import os
 import platform
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -42,11 +48,27 @@ def run_side(python: str, script: str, args: argparse.Namespace, peer: bool) -> 
     n = args.peer_n if peer and args.peer_n else args.n
     levels = args.peer_concurrent if peer and args.peer_concurrent else args.concurrent
     cmd = [python, str(HERE / script), "--n", str(n), "--latency", str(args.latency)]
-    cmd += ["--concurrent", *map(str, levels)]
+    cmd += ["--concurrent", *map(str, levels), "--loop", args.loop]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     if out.returncode != 0:
         raise RuntimeError(f"{script} failed ({out.returncode}):\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One side's best round: lowest mean (with its p50 and p99), highest conversations/s per
+    level, lowest import time, highest peak RSS."""
+    out = dict(min(rounds, key=lambda r: r["mean_us"]))
+    levels = {level for r in rounds for level in r["conv_per_s"]}
+    out["conv_per_s"] = {
+        level: max(r["conv_per_s"][level] for r in rounds if level in r["conv_per_s"])
+        for level in sorted(levels, key=int)
+    }
+    out["import_ms"] = min(r["import_ms"] for r in rounds)
+    out["peak_rss_mb"] = max(r["peak_rss_mb"] for r in rounds)
+    out["rounds"] = len(rounds)
+    return out
 
 
 def _rate(r: dict[str, Any], level: str) -> str:
@@ -67,28 +89,39 @@ def main() -> None:
         "--peer-concurrent", type=int, nargs="+", help="other concurrency levels for the peers"
     )
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per side")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds; each side's best is kept")
+    ap.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio")
     args = ap.parse_args()
 
     print(f"# {shlex.join(['python', *sys.argv])}")
     print(
         f"# {time.strftime('%Y-%m-%d %H:%M')}, Python {platform.python_version()} on "
-        f"{platform.machine()}, {os.cpu_count()} cores"
+        f"{platform.machine()}, {os.cpu_count()} cores, {args.loop} event loop, "
+        f"best of {args.repeat} round(s)"
     )
     sides = [
         ("Baton", args.baton_python, "baton_side.py"),
         ("OpenAI Agents SDK", args.agents_python, "agents_side.py"),
         ("LangGraph", args.langgraph_python, "langgraph_side.py"),
     ]
-    results: list[dict[str, Any]] = []
+    rounds: dict[str, list[dict[str, Any]]] = {}
     notes: list[str] = []
-    for name, python, script in sides:
+    failed: set[str] = set()
+    for name, python, _ in sides:
         if not python:
             notes.append(f"skipped {name}: no python given and its default venv does not exist")
-            continue
-        try:
-            results.append(run_side(python, script, args, peer=name != "Baton"))
-        except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
-            notes.append(f"skipped {name}: {e}")
+    for _ in range(args.repeat):
+        for name, python, script in sides:
+            if not python or name in failed:
+                continue
+            try:
+                result = run_side(python, script, args, peer=name != "Baton")
+            except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+                notes.append(f"{name} failed (no further rounds): {e}")
+                failed.add(name)
+                continue
+            rounds.setdefault(name, []).append(result)
+    results = [best(rounds[name]) for name, _, _ in sides if name in rounds]
 
     baton = next((r for r in results if r["framework"] == "Baton"), None)
     c_cols = [str(c) for c in args.concurrent]
@@ -117,11 +150,17 @@ def main() -> None:
     print("\ntargets:")
     agents = next((r for r in results if r["framework"].startswith("OpenAI")), None)
     if agents:
-        ratio = agents["mean_us"] / baton["mean_us"]
+        best_ratio = agents["mean_us"] / baton["mean_us"]
+        # each round's SDK mean over the Baton mean measured just before it: a busy spell on a
+        # shared machine then tilts one round, not the verdict
+        pairs = zip(rounds["Baton"], rounds.get("OpenAI Agents SDK", []), strict=False)
+        per_round = [a["mean_us"] / b["mean_us"] for b, a in pairs]
+        ratio = statistics.median(per_round) if per_round else best_ratio
         ok = ratio >= MIN_RATIO_VS_AGENTS
+        listed = ", ".join(f"{r:.1f}x" for r in per_round)
         print(
             f"  {'PASS' if ok else 'FAIL'}  overhead vs Agents SDK >= {MIN_RATIO_VS_AGENTS:.0f}x "
-            f"less: {ratio:.1f}x"
+            f"less: {ratio:.1f}x (median of rounds {listed}; best means {best_ratio:.1f}x)"
         )
     if "5000" in baton["conv_per_s"]:
         rate = baton["conv_per_s"]["5000"]

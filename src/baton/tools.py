@@ -164,7 +164,9 @@ class Tool:
 
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
         """Validate arguments against the schema; raises pydantic's ValidationError."""
-        return dict(self.args_model.model_validate(args))
+        # dict(iter(model)): `dict(model)` first asks the model for `keys`, which pydantic
+        # answers by raising AttributeError from two `__getattr__`s, on every tool call
+        return dict(iter(self.args_model.model_validate(args)))
 
     async def invoke(self, args: dict[str, Any], default_limit: int) -> ToolOutcome:
         """Validate, run and render. Never raises: failures become error outcomes."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import replace
 from typing import Any
 
 from baton.backends.base import HumanTicket, SessionRecord
@@ -19,6 +18,19 @@ def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(state)
 
 
+def _snapshot(rec: SessionRecord) -> SessionRecord:
+    """A copy of `rec` with its own state (`dataclasses.replace` without its per-call
+    inspection of the fields: stores take one per run)."""
+    out = object.__new__(type(rec))
+    out.__dict__.update(rec.__dict__)
+    out.state = _copy_state(rec.state)
+    return out
+
+
+_MIN_PRUNE = 10_000
+"""Expired hand-off locks are dropped once the table holds more than this many."""
+
+
 class MemoryStore:
     """A dict-backed store; state is copied in and out so callers never alias it."""
 
@@ -29,16 +41,17 @@ class MemoryStore:
         self._messages: dict[str, list[Message]] = {}
         self._events: list[Event] = []
         self._locks: dict[str, float] = {}
+        self._prune_at = _MIN_PRUNE
         self._human: list[HumanTicket] = []
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         rec = self._sessions.get(session_id)
-        return None if rec is None else replace(rec, state=_copy_state(rec.state))
+        return None if rec is None else _snapshot(rec)
 
     async def commit_run(
         self, session: SessionRecord, messages: list[Message], events: list[Event]
     ) -> None:
-        self._sessions[session.session_id] = replace(session, state=_copy_state(session.state))
+        self._sessions[session.session_id] = _snapshot(session)
         if messages:
             self._messages.setdefault(session.session_id, []).extend(messages)
         self._events.extend(events)
@@ -61,7 +74,7 @@ class MemoryStore:
 
     async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
         recs = sorted(self._sessions.values(), key=lambda r: r.updated_at, reverse=True)
-        return [replace(r, state=_copy_state(r.state)) for r in recs[:limit]]
+        return [_snapshot(r) for r in recs[:limit]]
 
     async def claim_lock(self, key: str, window_s: float) -> bool:
         t = time.monotonic()
@@ -69,8 +82,11 @@ class MemoryStore:
         if expires is not None and expires > t:
             return False
         self._locks[key] = t + window_s
-        if len(self._locks) > 10_000:  # keep memory bounded under long runs
+        if len(self._locks) > self._prune_at:  # keep memory bounded under long runs
             self._locks = {k: v for k, v in self._locks.items() if v > t}
+            # When most locks are still live, pruning again at the next claim would scan them
+            # all on every hand-off; wait until the table has doubled instead.
+            self._prune_at = max(_MIN_PRUNE, 2 * len(self._locks))
         return True
 
     async def push_human(self, card: EscalationCard) -> int:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from baton.core.ids import now
+from baton.core.jsontext import to_canonical, to_text
 
 Priority = Literal["low", "normal", "high", "urgent"]
 
@@ -74,8 +74,7 @@ class HandoffPayload(HandoffArgs):
             "constraints": self.constraints,
             "priority": self.priority,
         }
-        blob = json.dumps(canonical, sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()
+        return hashlib.sha256(to_canonical(canonical).encode()).hexdigest()
 
     def render(self) -> str:
         """The payload as the receiving agent reads it (a compact, labelled block)."""
@@ -85,7 +84,7 @@ class HandoffPayload(HandoffArgs):
             f"Reason: {self.reason}",
         ]
         if self.state:
-            lines.append("Known facts: " + json.dumps(self.state, ensure_ascii=False, default=str))
+            lines.append("Known facts: " + to_text(self.state))
         if self.completed_steps:
             lines.append("Already done: " + "; ".join(self.completed_steps))
         if self.constraints:

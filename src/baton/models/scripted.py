@@ -28,15 +28,23 @@ class Step:
         """The response this step produces for `request`."""
         if self.error is not None:
             raise ModelError(self.error)
-        input_tokens = sum(estimate_tokens(m.content) for m in request.messages)
-        out_text = self.text or ""
-        out_tokens = estimate_tokens(out_text) + sum(estimate_tokens(a) + 4 for _, a in self.calls)
+        input_tokens = 0
+        for m in request.messages:
+            input_tokens += estimate_tokens(m.content)
         return ModelResponse(
             text=self.text,
             tool_calls=[ToolCall(id=new_id("call_"), name=n, arguments=a) for n, a in self.calls],
-            usage=Usage(input_tokens=input_tokens, output_tokens=out_tokens),
+            usage=Usage(input_tokens=input_tokens, output_tokens=self.output_tokens),
             text_tool_calls=self.text_mode,
         )
+
+    @property
+    def output_tokens(self) -> int:
+        """Estimated tokens of the step's text and calls (what a model would have generated)."""
+        out = estimate_tokens(self.text or "")
+        for _, arguments in self.calls:
+            out += estimate_tokens(arguments) + 4
+        return out
 
 
 ScriptFn = Callable[[ModelRequest], Step | Sequence[Step]]

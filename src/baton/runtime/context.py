@@ -8,11 +8,11 @@ Other agents' tool calls and raw outputs are never shown.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from baton.agents import Agent
+from baton.core.jsontext import to_text
 from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 from baton.core.policies import ContextPolicy
@@ -34,7 +34,7 @@ def system_prompt(agent: Agent, incoming: HandoffPayload | None, state: dict[str
         parts.append(incoming.render())
     shown = visible_state(agent, state)
     if shown:
-        parts.append("Known facts: " + json.dumps(shown, ensure_ascii=False, default=str))
+        parts.append("Known facts: " + to_text(shown))
     return "\n\n".join(parts)
 
 

@@ -494,7 +494,10 @@ class Redactor:
             return self.redact_text(value)
         if isinstance(value, dict):
             out: dict[Any, Any] | None = None
+            clean, labels = self._clean, self._key_cache
             for k, v in value.items():
+                if type(v) is str and v in clean and labels.get(k, _UNSEEN) is None:
+                    continue  # a text checked before, under a key known not to be sensitive
                 new = self._keyed(k, v) if type(k) is str else self.redact_value(v)
                 if new is not v:
                     if out is None:
@@ -555,13 +558,22 @@ class Redactor:
 
     def _changed_fields(self, obj: Any) -> dict[str, Any] | None:
         """Field -> redacted value for the fields of `obj` that change; None when none does."""
+        fields = self._fields.get(type(obj))
+        if fields is None:  # () is a class without text fields: known, nothing to check
+            fields = self._text_fields(type(obj))
+        clean = self._clean
         changes = None
-        for name, label in self._fields.get(type(obj)) or self._text_fields(type(obj)):
+        for name, label in fields:
             old = getattr(obj, name)
             if not old:  # None, "", [], {}, 0, False: nothing to redact
                 continue
             if label is None:
-                new = self.redact_text(old) if type(old) is str else self.redact_value(old)
+                if type(old) is str:
+                    if old in clean:  # most event texts were checked before (replies, reasons)
+                        continue
+                    new = self.redact_text(old)
+                else:
+                    new = self.redact_value(old)
             else:
                 new = self._keyed(name, old)
             if new is not old:

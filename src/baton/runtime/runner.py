@@ -43,7 +43,7 @@ from baton.handoff import FETCH_HISTORY, TRANSFER_BACK, handoff_target
 from baton.models.base import ModelRequest, ModelResponse, estimate_tokens
 from baton.models.parsing import parse_json_object, parse_text_mode
 from baton.runtime.context import build_view, system_prompt
-from baton.runtime.entities import missing_entities
+from baton.runtime.entities import EntityMemo, missing_entities
 from baton.runtime.grounding import context_text, ungrounded
 from baton.runtime.guards import check_handoff
 from baton.runtime.history import fetch_history, parse_args
@@ -51,7 +51,7 @@ from baton.runtime.plan import HUMAN, AgentPlan, KernelConfig
 from baton.runtime.redact import Redactor
 from baton.runtime.result import RunResult, RunStatus
 from baton.runtime.summary import summary_request
-from baton.runtime.timeouts import with_timeout
+from baton.runtime.timeouts import timed
 from baton.tools import error_content
 
 _SCALAR = (str, int, float, bool)
@@ -75,7 +75,7 @@ class _ParsedCall:
     error: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Run:
     """Mutable state of one run."""
 
@@ -105,9 +105,11 @@ class _Run:
     def hop(self) -> int:
         return len(self.handoffs)
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: Event, redacted: bool = False) -> None:
+        """Record `event` and send it to the sinks, redacted first unless `redacted` says its
+        free text already went through the team's redactor (redaction is idempotent)."""
         redactor = self.cfg.redactor
-        if redactor is not None:
+        if redactor is not None and not redacted:
             event = redactor.redact_event(event)
         self.events.append(event)
         for sink in self.cfg.sinks:
@@ -156,6 +158,9 @@ class Runner:
 
     def __init__(self, cfg: KernelConfig) -> None:
         self.cfg = cfg
+        self._entity_memo = EntityMemo()
+        """What the entity guard found in recent user messages (a hand-off late in a long
+        session reads every earlier message again)."""
 
     async def run(self, message: str, session: SessionRecord, user_id: str | None) -> RunResult:
         """Run one user message to completion. Never raises for model or tool misbehaviour."""
@@ -364,9 +369,7 @@ class Runner:
         name = plan.agent.name
         t = time.perf_counter()
         try:
-            response = await with_timeout(
-                plan.model.generate(request), self.cfg.guards.model_timeout_s
-            )
+            response = await timed(plan.model.generate(request), self.cfg.guards.model_timeout_s)
         except (TimeoutError, ModelTimeout):
             detail = (
                 f"model_timeout: {plan.model.name} did not answer {name} within "
@@ -619,7 +622,7 @@ class Runner:
             limit = min(limit, tool.timeout_s)
         t = time.perf_counter()
         try:
-            out = await with_timeout(tool.invoke(args, self.cfg.max_result_chars), limit)
+            out = await timed(tool.invoke(args, self.cfg.max_result_chars), limit)
             ok, content, error, truncated, n = (
                 out.ok,
                 out.content,
@@ -790,7 +793,7 @@ class Runner:
         r.handoffs.append(payload)
         r.path.append(target)
         sent = Handoff(**r.base(source), payload=payload)
-        r.emit(sent)
+        r.emit(sent, redacted=True)  # its only free text is the payload, redacted above
         if added:
             r.set_state(added, source, "entity_guard", sent.id)
         r.set_state(raw_state, source, "handoff", sent.id)
@@ -800,9 +803,9 @@ class Runner:
 
     def _missing_entities(self, r: _Run, payload: HandoffPayload) -> dict[str, Any]:
         """Entities the user gave that neither the payload nor the session state holds."""
-        said = [m.content for m in r.history if m.role == "user" and m.content]
+        said = {m.id: m.content for m in r.history if m.role == "user" and m.content}
         known = {**r.session.state, **payload.state}
-        return missing_entities(said, known, self.cfg.extractors)
+        return missing_entities(said, known, self.cfg.extractors, self._entity_memo)
 
     async def _reroute(
         self, r: _Run, source: str, payload: HandoffPayload
@@ -845,7 +848,7 @@ class Runner:
         request = summary_request(r.history)
         t = time.perf_counter()
         try:
-            response = await with_timeout(model.generate(request), self.cfg.guards.model_timeout_s)
+            response = await timed(model.generate(request), self.cfg.guards.model_timeout_s)
             text = (response.text or "").strip() if isinstance(response, ModelResponse) else ""
             error = None if text else "the summariser returned no text"
         except Exception as exc:
