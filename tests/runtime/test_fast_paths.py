@@ -187,7 +187,7 @@ async def test_a_shared_slot_still_times_out_each_call_on_time() -> None:
     )
     waited = loop.time() - t
     assert all(isinstance(r, TimeoutError) for r in results)
-    assert 0.05 <= waited < 0.5  # late by at most 1/64 of the limit, plus scheduling
+    assert 0.049 <= waited < 0.5  # late by at most 1/64 of the limit, plus scheduling
 
 
 def test_ids_from_the_pool_are_unique_across_threads() -> None:
