@@ -48,7 +48,6 @@ from baton.runtime.grounding import context_text, ungrounded
 from baton.runtime.guards import check_handoff
 from baton.runtime.history import fetch_history, parse_args
 from baton.runtime.plan import HUMAN, AgentPlan, KernelConfig
-from baton.runtime.redact import Redactor
 from baton.runtime.result import RunResult, RunStatus
 from baton.runtime.summary import summary_request
 from baton.runtime.timeouts import timed
@@ -789,7 +788,7 @@ class Runner:
             payload = await self._summarise(r, plan, payload)
         raw_state = payload.state
         if cfg.redactor is not None:
-            payload = _redacted(cfg.redactor, payload)
+            payload = cfg.redactor.redact_value(payload)
         r.handoffs.append(payload)
         r.path.append(target)
         sent = Handoff(**r.base(source), payload=payload)
@@ -912,7 +911,7 @@ class Runner:
                 history_ref=r.session.session_id,
             )
             if cfg.redactor is not None:
-                payload = _redacted(cfg.redactor, payload)
+                payload = cfg.redactor.redact_value(payload)
             r.path.append(fallback)
             fallback_plan = AgentPlan(
                 agent=plan.agent,
@@ -951,31 +950,6 @@ def _handoff_name(
             return incoming.source
         return ""
     return None
-
-
-_PAYLOAD_TEXT = ("reason", "objective", "reply_to_user", "summary")
-_PAYLOAD_LISTS = ("completed_steps", "constraints")
-
-
-def _redacted(redactor: Redactor, payload: HandoffPayload) -> HandoffPayload:
-    """The payload with sensitive keys and values redacted (a copy only when needed)."""
-    update: dict[str, Any] = {}
-    state = redactor.redact_value(payload.state)
-    if state != payload.state:
-        update["state"] = state
-    for name in _PAYLOAD_TEXT:
-        value = getattr(payload, name)
-        if value:
-            clean = redactor.redact_text(value)
-            if clean != value:
-                update[name] = clean
-    for name in _PAYLOAD_LISTS:
-        items = getattr(payload, name)
-        if items:
-            cleaned = [redactor.redact_text(x) for x in items]
-            if cleaned != items:
-                update[name] = cleaned
-    return payload.model_copy(update=update) if update else payload
 
 
 def _malformed(response: object) -> str | None:
