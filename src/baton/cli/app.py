@@ -341,7 +341,14 @@ def bench_routing(
         chosen.append(LLMJudge(model))
     router = Router(chosen, fallback="unknown", routes=routes)
     with out.status(f"fitting on {len(calibration)} calibration queries ..."):
-        router.fit(calibration)
+        fitted = router.fit(calibration)
+    semantic_fit = fitted.get("semantic")
+    if semantic_fit is not None:
+        compared = ", ".join(f"{k} {v:.3f}" for k, v in semantic_fit.cv_accuracy.items())
+        out.print(
+            f"semantic head: {semantic_fit.head}"
+            + (f" (cross-validated on calibration: {compared})" if compared else "")
+        )
     if limit:
         test = test[:limit]
     if band is not None:
