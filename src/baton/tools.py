@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from baton.core.data import Data
 from baton.core.errors import ConfigError
+from baton.core.jsontext import encoder
 from baton.core.messages import ToolSpec
 
 DEFAULT_MAX_RESULT_CHARS = 1500
@@ -42,18 +42,18 @@ def _json_default(obj: Any) -> Any:
     return str(obj)
 
 
+_to_json = encoder()
+_result_json = encoder(_json_default)
+
+
 def error_content(message: str) -> str:
     """The JSON text a model receives for a failed call."""
-    return json.dumps({"ok": False, "error": message}, ensure_ascii=False)
+    return _to_json({"ok": False, "error": message})
 
 
 def render_result(value: Any, limit: int) -> tuple[str, bool, int]:
     """Serialise a tool's return value and truncate it: (text, truncated, original length)."""
-    text = (
-        value
-        if isinstance(value, str)
-        else json.dumps(value, ensure_ascii=False, default=_json_default)
-    )
+    text = value if isinstance(value, str) else _result_json(value)
     n = len(text)
     if limit > 0 and n > limit:
         return text[:limit] + f"\n...[truncated: showing {limit} of {n} characters]", True, n

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from baton.core.data import Data
-from baton.core.ids import new_id, now
+from baton.core.ids import id_factory, now
 from baton.core.messages import Usage
 from baton.core.payload import HandoffPayload
 
@@ -17,8 +18,7 @@ from baton.core.payload import HandoffPayload
 # `EscalationCard` stays a model: it is rare, and validation of what it carries is the point.
 
 
-def _event_id() -> str:
-    return new_id("ev_")
+_event_id = id_factory("ev_")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -27,7 +27,7 @@ class EventBase(Data):
 
     id: str = field(default_factory=_event_id)
     """Event id."""
-    ts: float = field(default_factory=now)
+    ts: float = field(default_factory=time.time)  # `now`, without a call frame of its own
     """Epoch seconds."""
     trace_id: str
     """Trace of the run."""

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from baton.core.data import Data
-from baton.core.ids import new_id, now
+from baton.core.ids import id_factory
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -15,12 +16,8 @@ Role = Literal["system", "user", "assistant", "tool"]
 # (see `baton.core.data`). Pydantic still validates and serialises them at the edges.
 
 
-def _call_id() -> str:
-    return new_id("call_")
-
-
-def _message_id() -> str:
-    return new_id("msg_")
+_call_id = id_factory("call_")
+_message_id = id_factory("msg_")
 
 
 def _object_schema() -> dict[str, Any]:
@@ -79,7 +76,7 @@ class Message(Data):
     """For role=tool: the tool's name."""
     run_id: str | None = None
     """Run that produced the message."""
-    ts: float = field(default_factory=now)
+    ts: float = field(default_factory=time.time)  # `ids.now`, without a call frame of its own
     """Creation time, epoch seconds."""
 
     def to_chat(self) -> dict[str, object]:

@@ -37,9 +37,15 @@ def context_text(messages: Iterable[Message]) -> str:
 
 def ungrounded(args: Mapping[str, Any], shown: str) -> list[tuple[str, str]]:
     """(key, value) pairs of id-like arguments that do not occur in `shown` (casefolded)."""
-    return [
-        (key, v)
-        for key, value in args.items()
-        for v in _id_values(key, value)
-        if v.casefold() not in shown
-    ]
+    bad: list[tuple[str, str]] = []
+    for key, value in args.items():
+        if type(value) is str:  # the usual case: `_id_values`'s check, without a generator
+            v = value.strip()
+            is_id = v and (_ID_KEY.search(key) or _ID_SHAPE.match(v)) and len(v) <= 64
+            if is_id and v.casefold() not in shown:
+                bad.append((key, v))
+            continue
+        for v in _id_values(key, value):
+            if v.casefold() not in shown:
+                bad.append((key, v))
+    return bad

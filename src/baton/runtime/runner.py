@@ -35,7 +35,7 @@ from baton.core.events import (
     StateUpdated,
     ToolCalled,
 )
-from baton.core.ids import new_id, new_trace_id
+from baton.core.ids import id_factory, new_trace_id
 from baton.core.messages import Message, ToolCall, Usage
 from baton.core.payload import HandoffArgs, HandoffPayload
 from baton.core.policies import STRUCTURED, ContextPolicy
@@ -83,7 +83,7 @@ class _Run:
     message: str
     user_id: str | None
     trace_id: str = field(default_factory=new_trace_id)
-    run_id: str = field(default_factory=lambda: new_id("run_"))
+    run_id: str = field(default_factory=id_factory("run_"))
     events: list[Event] = field(default_factory=list)
     new_messages: list[Message] = field(default_factory=list)
     history: list[Message] = field(default_factory=list)
@@ -125,7 +125,7 @@ class _Run:
             "session_id": self.session.session_id,
             "run_id": self.run_id,
             "agent": agent,
-            "hop": self.hop,
+            "hop": len(self.handoffs),  # `hop`, inlined: every event asks
         }
 
     def set_state(
@@ -713,9 +713,8 @@ class Runner:
             allowed = ", ".join(sorted(plan.handoff_targets)) or "none"
             return refuse(f"{source} may not hand off to {target!r} (allowed: {allowed})")
         try:
-            clean = HandoffArgs.model_validate(args)
-            payload = HandoffPayload(
-                **clean.model_dump(),
+            payload = _payload(
+                args,
                 trace_id=r.trace_id,
                 session_id=r.session.session_id,
                 user_id=r.user_id,
@@ -935,6 +934,32 @@ class _Escalation:
     holder: str | None
     """Who holds the baton afterwards (None: the next message is routed afresh)."""
     incoming: HandoffPayload | None
+
+
+_ARG_FIELDS = frozenset(HandoffArgs.model_fields)
+_OPTIONAL_ARGS = [(n, f) for n, f in HandoffArgs.model_fields.items() if not f.is_required()]
+
+
+def _payload(args: dict[str, Any], **kernel: Any) -> HandoffPayload:
+    """`HandoffPayload(**HandoffArgs.model_validate(args).model_dump(), **kernel)`.
+
+    A payload validates the model's arguments with the same fields and validators as
+    `HandoffArgs`, so arguments that name only those fields are validated once, by the payload,
+    with every argument field given (as `model_dump` would), which keeps `model_fields_set`
+    the same. Anything else, and every invalid payload, takes the two steps, so that errors
+    read as they always did.
+    """
+    if args.keys() <= _ARG_FIELDS:
+        # every argument field given, from `HandoffArgs`'s own defaults (fresh containers)
+        fields = {n: f.get_default(call_default_factory=True) for n, f in _OPTIONAL_ARGS}
+        fields.update(args)
+        fields.update(kernel)
+        try:
+            return HandoffPayload.model_validate(fields)
+        except ValidationError:
+            pass
+    clean = HandoffArgs.model_validate(args)
+    return HandoffPayload(**clean.model_dump(), **kernel)
 
 
 def _handoff_name(
