@@ -119,26 +119,27 @@ def topic_folds(
     return [{int(i) for i in held} for held in library_folds(vectors, is_unknown, folds, seed)]
 
 
-NEAREST = {"head": "nearest"}
+NEAREST = {"head": "nearest", "learn_examples": False, "balanced": False}
 CV_CONFIGS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
-    # the nearest-example head's choices (the linear head is compared in `HEAD_CONFIGS`)
-    ("best example, thresholds only", {}, {"reject_examples": False, **NEAREST}),
+    # the nearest-example head's choices, weighed by count (the linear head and the default
+    # choice among heads are in `HEAD_CONFIGS`)
+    ("best example, thresholds only", {}, {**NEAREST, "reject_examples": False}),
     ("+ nearest known unknown (k=1, before)", {"reject_k": 1}, NEAREST),
     ("+ 3 nearest known unknowns", {"reject_k": 3}, NEAREST),
     ("+ 5 nearest known unknowns (nearest head)", {}, NEAREST),
     ("+ 10 nearest known unknowns", {"reject_k": 10}, NEAREST),
     ("mean of best 2 + 5 nearest unknowns", {"best_of": 2}, NEAREST),
-    ("nearest head, balanced fit", {}, {"balanced": True, **NEAREST}),
-    ("nearest head + learned examples", {}, {"learn_examples": True, **NEAREST}),
+    ("nearest head, balanced fit", {}, {**NEAREST, "balanced": True}),
+    ("nearest head + learned examples", {}, {**NEAREST, "learn_examples": True}),
     (
         "nearest head + learned examples, balanced",
         {},
-        {"learn_examples": True, "balanced": True, **NEAREST},
+        {**NEAREST, "learn_examples": True, "balanced": True},
     ),
 ]
 HEAD_CONFIGS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("linear head alone (head='linear', C=10)", {}, {"head": "linear"}),
-    ("head chosen by inner CV (default 'auto')", {}, {}),
+    ("default: chosen by an inner CV", {}, {}),
 ]
 
 

@@ -20,10 +20,11 @@ ROOT = Path(__file__).resolve().parents[2]
 CLINC = ROOT.parent / "shared" / "datasets" / "clinc150"
 FLOOR = 0.92  # the benchmark target; the default fit (linear head) reaches 0.942
 ZH_FLOOR = 0.90  # Chinese probes of intents16-zhex: the target; 0.976 measured
-# domains10 (docs/benchmarks.md): default fit 0.771, with learned examples and a balanced fit
-# 0.815; the benchmark target, 0.82, is not met. The floors sit just under what is reached.
-DOMAINS10_FLOOR = 0.76
-DOMAINS10_LEARNED_FLOOR = 0.80
+# domains10 (docs/benchmarks.md): default fit 0.815 (learned examples chosen by CV, balanced
+# weights); the plain nearest head weighed by count 0.771; the benchmark target, 0.82, is not
+# met. The floors sit just under what is reached.
+DOMAINS10_FLOOR = 0.80
+DOMAINS10_PLAIN_FLOOR = 0.76
 
 
 def clinc_spec(name: str) -> Path:
@@ -196,13 +197,15 @@ def test_clinc_domains10_fit_on_calibration_routes_test() -> None:
     tier.bind(routes)
     fit = tier.fit(calibration)  # calibration only
     assert fit.reject_gap is not None and fit.reject_k == 5
-    assert fit.head == "nearest", fit.cv_accuracy  # the linear head does not win CV here
+    # CV on calibration: the nearest head with the calibration queries as examples wins
+    assert fit.head == "nearest", fit.cv_accuracy
+    assert fit.learned_examples == sum(x.label is not None for x in calibration)
     report = evaluate(tier.judge_many(texts), test)
     assert report.overall_accuracy >= DOMAINS10_FLOOR, report.summary()
 
-    # the calibration queries as examples too (fitted leave-one-out), in/unknown weighed equally
-    learned = tier.fit(calibration, learn_examples=True, balanced=True)
-    assert learned.learned_examples == sum(x.label is not None for x in calibration)
+    # weighed by count, and the plain nearest head: the figures from before
+    plain = tier.fit(calibration, balanced=False, learn_examples=False, head="nearest")
+    assert plain.learned_examples == 0
     report = evaluate(tier.judge_many(texts), test)
-    assert report.overall_accuracy >= DOMAINS10_LEARNED_FLOOR, report.summary()
+    assert report.overall_accuracy >= DOMAINS10_PLAIN_FLOOR, report.summary()
     assert time.perf_counter() - started < 60  # about 6 s on 2 cores

@@ -114,15 +114,29 @@ def test_few_examples_keep_the_nearest_head() -> None:
     assert fit.head == "nearest" and fit.cv_accuracy == {} and fit.accept is None
 
 
-def test_auto_compares_both_heads_and_nearest_can_be_forced() -> None:
+def test_auto_compares_the_candidates_by_cross_validation() -> None:
     tier = Semantic(WordsEncoder(), cache=False)
     tier.bind(ROUTES)
     fit = tier.fit(labelled_set())
-    assert set(fit.cv_accuracy) == {"nearest", "linear"}
-    lead = fit.cv_accuracy["linear"] - fit.cv_accuracy["nearest"]
-    assert fit.head == ("linear" if lead >= 0.01 else "nearest")
-    forced = tier.fit(labelled_set(), head="nearest")
-    assert forced.head == "nearest" and forced.cv_accuracy == {}
+    assert set(fit.cv_accuracy) == {"nearest", "nearest+learned", "linear"}
+    cv = fit.cv_accuracy
+    qualified = ["nearest"] + [
+        n for n in ("nearest+learned", "linear") if cv[n] >= cv["nearest"] + 0.01
+    ]
+    winner = max(qualified, key=cv.__getitem__)
+    assert fit.head == ("linear" if winner == "linear" else "nearest")
+    assert (fit.learned_examples > 0) == (winner == "nearest+learned")
+
+
+def test_the_caller_can_decide_head_and_learned_examples() -> None:
+    tier = Semantic(WordsEncoder(), cache=False)
+    tier.bind(ROUTES)
+    forced = tier.fit(labelled_set(), head="nearest", learn_examples=False)
+    assert forced.head == "nearest" and forced.cv_accuracy == {} and forced.learned_examples == 0
+    nearest = tier.fit(labelled_set(), head="nearest")  # CV between the two nearest variants
+    assert set(nearest.cv_accuracy) == {"nearest", "nearest+learned"}
+    learned = tier.fit(labelled_set(), learn_examples=True)  # CV between it and the linear head
+    assert set(learned.cv_accuracy) == {"nearest+learned", "linear"}
 
 
 def test_linear_head_routes_and_answers_unknown() -> None:

@@ -24,11 +24,12 @@ utterances and says why it abstains. The "linear" head (`baton.routing.linear`) 
 regression over the vectors, trained on the utterances and the labelled fitting examples, with
 an unknown class for the known unknowns; it is confident when its most probable class is
 probable enough (a threshold fitted on out-of-fold probabilities). With `head="auto"` (the
-default) `fit` cross-validates both on its labelled examples, holding unknown ones out by topic
-(`baton.routing.folds`), and keeps the linear head only when it is clearly better. On CLINC150
-it wins where the labelled examples include neighbouring intents (intents16: 0.942 on test,
-Chinese probes of intents16-zhex 0.976) and loses where the unknown traffic is of new topics
-(domains10), where CV keeps the nearest head.
+default) `fit` cross-validates the candidates on its labelled examples, holding unknown ones
+out by topic (`baton.routing.folds`): the plain nearest head, the nearest head with the
+labelled in-scope queries learned as examples, and the linear head; the plain head stays
+unless another is clearly better. On CLINC150 the linear head wins where the labelled examples
+include neighbouring intents (intents16: 0.941 on test, Chinese probes of intents16-zhex
+0.976), and learned examples win on domains10 (0.815), whose unknown traffic is of new topics.
 
 Thresholds always come from data. `fit` searches the margin, the reject gap and a global
 threshold that maximise accuracy on labelled examples (correct routes for in-scope ones,
@@ -99,10 +100,11 @@ class FitReport:
 
 
 HEADS = ("auto", "nearest", "linear")
-LINEAR_LEAD = 0.01
-"""How much higher the linear head's cross-validated accuracy must be for `head="auto"` to
-pick it: the nearest head is the simpler, explainable one, and on CLINC150 domains10 a CV lead
-of the linear head within noise came with a large loss on test (see docs/benchmarks.md)."""
+LEAD = 0.01
+"""How much higher a candidate's cross-validated accuracy must be than the plain nearest head's
+for `fit` to prefer it (learned examples, or the linear head): the plain head is the simplest
+and explainable one, and on CLINC150 domains10 a CV lead within noise came with a large loss
+on test (see docs/benchmarks.md)."""
 CV_FOLDS, CV_REPEATS = 5, 2
 
 
@@ -479,29 +481,34 @@ class Semantic:
         labelled: Sequence[Labelled],
         *,
         reject_examples: bool = True,
-        balanced: bool = False,
-        learn_examples: bool = False,
+        balanced: bool = True,
+        learn_examples: bool | None = None,
         floor_loss: float = 0.01,
         head: str | None = None,
     ) -> FitReport:
-        """Fit thresholds, margin, reject gap and floor on labelled in-scope and unknown examples.
+        """Fit thresholds, margin, reject gap and floor on labelled in-scope and unknown examples,
+        and choose who decides.
 
         Maximises accuracy over `labelled`: an in-scope example counts when routed to its
-        label, an unknown one (`label=None`) when not routed. `reject_examples`: keep the
+        label, an unknown one (`label=None`) when not routed. `balanced` (default): the
+        in-scope and unknown halves weigh the same whatever their counts, since a labelled
+        set's mix is rarely the traffic's (False: weigh by count). `reject_examples`: keep the
         unknown examples' vectors and also require a query to beat its `reject_k` nearest of
-        them by a gap (the search keeps this off when it does not help). `balanced`: weigh the
-        in-scope and unknown halves equally instead of by count (when the examples' mix is not
-        the traffic's). `learn_examples`: the in-scope examples also become examples of their
-        routes from now on (until routes change); each is scored without itself here, so the
-        thresholds see what a new query would. It raises cross-validated accuracy, but the
-        thresholds then follow the fitting examples' language: queries in a language they lack
-        are routed less often (see docs/benchmarks.md). `floor_loss`: the share of in-scope
-        examples allowed under the floor (0 turns the floor off). `head`: overrides the tier's
-        `head` for this fit. With "auto", both heads are cross-validated on `labelled` (5 folds,
-        unknown examples held out by topic, 2 repeats; needs 10 in-scope and 10 unknown
-        examples, else the nearest head decides) and the linear head decides only when its
-        accuracy is at least `LINEAR_LEAD` higher. The nearest head's thresholds are fitted
-        either way: they give the floor and what `scores` and the provisional view show.
+        them by a gap (the search keeps this off when it does not help). `learn_examples`:
+        True makes the in-scope examples examples of their routes from now on (until routes
+        change), each scored without itself here so the thresholds see what a new query would;
+        the thresholds then follow the fitting examples' language, so queries in a language
+        they lack are routed less often (see docs/benchmarks.md). None (default): decided by
+        cross-validation. `floor_loss`: the share of in-scope examples allowed under the floor
+        (0 turns the floor off). `head`: overrides the tier's `head` for this fit.
+
+        The choice: the candidates (the plain nearest head; with learned examples unless
+        `learn_examples` is given; the linear head unless `head="nearest"`) are
+        cross-validated on `labelled` (5 folds, unknown examples held out by topic, 2 repeats;
+        needs 10 in-scope and 10 unknown examples, else the plain nearest head decides). A
+        candidate must beat the plain nearest head by `LEAD` to be considered; the most
+        accurate of those wins. `head="linear"` forces the linear head. The nearest head's
+        thresholds are fitted either way: they give the floor and the verdicts' scores.
         """
         import numpy as np
 
@@ -525,19 +532,44 @@ class Semantic:
         else:
             weight = np.ones(len(gold))
 
-        options = {"learn_examples": learn_examples, "reject_examples": reject_examples}
-        nearest = self._fit_nearest(bound, vectors, gold, weight, **options)
         chosen = head or self.head
         if chosen not in HEADS:
             raise ValueError(f"head must be one of {HEADS}, not {chosen!r}")
+        # the nearest head's variants to compare: with and without the in-scope fitting
+        # examples learned as route examples, unless the caller decided
+        learn = [False, True] if learn_examples is None and chosen != "linear" else [False]
+        if learn_examples is not None:
+            learn = [learn_examples]
+        candidates = {
+            ("nearest+learned" if one else "nearest"): {
+                "learn_examples": one,
+                "reject_examples": reject_examples,
+            }
+            for one in learn
+        }
+        with_linear = chosen != "nearest"
         cv: dict[str, float] = {}
+        oof = None
+        if len(candidates) > 1 or with_linear:
+            cv, oof = self._cross_validate(bound, vectors, gold, weight, candidates, with_linear)
+        # the simplest candidate (first) stays unless another beats it by LEAD in CV; among
+        # those that do, the most accurate wins
+        simplest = next(iter(candidates))
+        qualified = [simplest] + [
+            name
+            for name in [*candidates, "linear"][1:]
+            if cv.get(name, -1.0) >= cv.get(simplest, 0.0) + LEAD
+        ]
+        winner = max(qualified, key=lambda name: cv.get(name, 0.0))
+        if chosen == "linear":
+            winner = "linear"
+        best = winner if winner in candidates else simplest
+        nearest = self._fit_nearest(bound, vectors, gold, weight, **candidates[best])
         accept: float | None = None
         linear: LinearHead | None = None
-        if chosen != "nearest":
-            cv, oof = self._cross_validate(bound, vectors, gold, weight, options, chosen)
-            if chosen == "linear" or cv.get("linear", -1.0) >= cv.get("nearest", 0.0) + LINEAR_LEAD:
-                linear = self._fit_linear(bound, vectors, gold)
-                accept = _accept_threshold(oof, gold, weight, len(bound.names))
+        if winner == "linear":
+            linear = self._fit_linear(bound, vectors, gold)
+            accept = _accept_threshold(oof, gold, weight, len(bound.names))
         rule, matrix, near = nearest.rule, nearest.matrix, nearest.near
         self._index = nearest.index
         self._linear = linear
@@ -667,12 +699,13 @@ class Semantic:
         vectors: Any,
         gold: Any,
         weight: Any,
-        options: dict[str, bool],
-        chosen: str,
+        candidates: dict[str, dict[str, bool]],
+        with_linear: bool,
     ) -> tuple[dict[str, float], Any]:
-        """Topic-grouped CV of both heads on the labelled vectors.
+        """Topic-grouped CV of the nearest head's `candidates` (name -> `_fit_nearest` options)
+        and, `with_linear`, of the linear head, on the labelled vectors.
 
-        Returns each head's mean held-out accuracy (empty when the examples are too few to
+        Returns each one's mean held-out accuracy (empty when the examples are too few to
         compare: under 10 in-scope or 10 unknown) and the linear head's out-of-fold
         probabilities from the first repeat (None when not computed).
         """
@@ -683,19 +716,22 @@ class Semantic:
         if n_unknown < 10 or n_in < 10 or len(bound.names) < 2:
             return {}, None
         routes = len(bound.names)
-        scores: dict[str, list[float]] = {"nearest": [], "linear": []}
-        oof = np.zeros((len(gold), routes + 1))
+        scores: dict[str, list[float]] = {name: [] for name in candidates}
+        oof = np.zeros((len(gold), routes + 1)) if with_linear else None
         for repeat in range(CV_REPEATS):
             for held in topic_folds(vectors, is_unknown, CV_FOLDS, repeat):
                 train = np.setdiff1d(np.arange(len(gold)), held)
                 if len(held) == 0 or not (gold[train] >= 0).any():
                     continue
                 w = weight[held]
-                near_fit = self._fit_nearest(
-                    bound, vectors[train], gold[train], weight[train], **options
-                )
-                pred = self._predict_nearest(near_fit, vectors[held])
-                scores["nearest"].append(_weighted_accuracy(pred, gold[held], w))
+                for name, options in candidates.items():
+                    fitted = self._fit_nearest(
+                        bound, vectors[train], gold[train], weight[train], **options
+                    )
+                    pred = self._predict_nearest(fitted, vectors[held])
+                    scores[name].append(_weighted_accuracy(pred, gold[held], w))
+                if oof is None:
+                    continue
                 head = self._fit_linear(bound, vectors[train], gold[train])
                 proba = head.proba(vectors[held])
                 if not head.unknown:  # this fold's training part had no unknown example
@@ -703,9 +739,8 @@ class Semantic:
                 if repeat == 0:
                     oof[held] = proba
                 top = proba.argmax(axis=1)
-                scores["linear"].append(
-                    _weighted_accuracy(np.where(top >= routes, -1, top), gold[held], w)
-                )
+                pred = np.where(top >= routes, -1, top)
+                scores.setdefault("linear", []).append(_weighted_accuracy(pred, gold[held], w))
         return {k: float(np.mean(v)) for k, v in scores.items() if v}, oof
 
 
