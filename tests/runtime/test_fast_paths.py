@@ -234,3 +234,56 @@ async def test_the_memory_store_prunes_its_locks_lazily() -> None:
     assert await store.claim_lock("one-more", 30)  # this claim prunes the expired ones
     assert len(store._locks) == 10_002
     assert not await store.claim_lock("live-5", 30)
+
+
+KERNEL = {
+    "trace_id": "0" * 32,
+    "session_id": "s1",
+    "user_id": None,
+    "source": "triage",
+    "target": "billing",
+    "path": ["triage"],
+    "history_ref": "h1",
+    "hop": 1,
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {"reason": st.text(max_size=20), "objective": st.text(max_size=20)},
+        optional={
+            "state": st.dictionaries(st.sampled_from(["order_id", "email"]), st.text(max_size=8)),
+            "completed_steps": st.lists(st.text(max_size=8), max_size=3),
+            "priority": st.sampled_from(["low", "normal", "high", "urgent", "asap"]),
+            "reply_to_user": st.none() | st.text(max_size=8),
+            "extra_key": st.integers(),
+        },
+    )
+)
+def test_a_payload_validated_once_equals_the_two_step_way(args: dict[str, Any]) -> None:
+    from pydantic import ValidationError
+
+    from baton.core.payload import HandoffArgs, HandoffPayload
+    from baton.runtime.runner import _payload
+
+    try:
+        expected = HandoffPayload(**HandoffArgs.model_validate(args).model_dump(), **KERNEL)
+    except ValidationError as exc:
+        with pytest.raises(ValidationError) as got:
+            _payload(dict(args), **KERNEL)
+        assert str(got.value) == str(exc)
+        return
+    payload = _payload(dict(args), **KERNEL)
+    assert payload.model_dump(exclude={"created_at"}) == expected.model_dump(exclude={"created_at"})
+    assert payload.model_fields_set == expected.model_fields_set
+
+
+def test_payloads_never_share_their_default_containers() -> None:
+    from baton.runtime.runner import _payload
+
+    first = _payload({"reason": "r", "objective": "o"}, **KERNEL)
+    first.state["order_id"] = "ORD-1"
+    first.completed_steps.append("looked up")
+    second = _payload({"reason": "r", "objective": "o"}, **KERNEL)
+    assert second.state == {} and second.completed_steps == []

@@ -937,7 +937,13 @@ class _Escalation:
 
 
 _ARG_FIELDS = frozenset(HandoffArgs.model_fields)
-_OPTIONAL_ARGS = [(n, f) for n, f in HandoffArgs.model_fields.items() if not f.is_required()]
+_ARG_DEFAULTS = {
+    n: f.get_default(call_default_factory=True)
+    for n, f in HandoffArgs.model_fields.items()
+    if not f.is_required()
+}
+"""`HandoffArgs`'s defaults, taken once: `get_default` per call cost more than the validation
+saved. Sharing the empty containers is safe, since validation builds new ones."""
 
 
 def _payload(args: dict[str, Any], **kernel: Any) -> HandoffPayload:
@@ -950,10 +956,7 @@ def _payload(args: dict[str, Any], **kernel: Any) -> HandoffPayload:
     read as they always did.
     """
     if args.keys() <= _ARG_FIELDS:
-        # every argument field given, from `HandoffArgs`'s own defaults (fresh containers)
-        fields = {n: f.get_default(call_default_factory=True) for n, f in _OPTIONAL_ARGS}
-        fields.update(args)
-        fields.update(kernel)
+        fields = {**_ARG_DEFAULTS, **args, **kernel}  # every argument field given
         try:
             return HandoffPayload.model_validate(fields)
         except ValidationError:
