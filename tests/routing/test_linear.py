@@ -168,3 +168,10 @@ def test_bad_head_settings_are_refused() -> None:
     tier.bind(ROUTES)
     with pytest.raises(ValueError, match="head must be one of"):
         tier.fit(labelled_set(), head="forest")
+
+
+def test_a_forced_linear_head_without_enough_examples_acts_above_one_half() -> None:
+    tier = Semantic(WordsEncoder(), cache=False, head="linear")
+    tier.bind(ROUTES)
+    fit = tier.fit([Labelled("refund order", "billing"), Labelled("weather", None)])
+    assert fit.head == "linear" and fit.cv_accuracy == {} and fit.accept == 0.5

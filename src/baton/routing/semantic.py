@@ -105,6 +105,8 @@ LEAD = 0.01
 for `fit` to prefer it (learned examples, or the linear head): the plain head is the simplest
 and explainable one, and on CLINC150 domains10 a CV lead within noise came with a large loss
 on test (see docs/benchmarks.md)."""
+NO_CV_ACCEPT = 0.5
+"""The linear head's probability threshold when the examples are too few to fit one."""
 CV_FOLDS, CV_REPEATS = 5, 2
 
 
@@ -757,8 +759,8 @@ def _accept_threshold(oof: Any, gold: Any, weight: Any, routes: int) -> float:
     right and loses when the example is unknown; `best_cut` finds the threshold that gains most.
     A route answered wrongly for an in-scope example is a loss either way, so it is not counted.
     """
-    if oof is None:
-        return 0.0
+    if oof is None:  # too few examples to cross-validate: act when more likely right than not
+        return NO_CV_ACCEPT
     top = oof.argmax(axis=1)
     routed = top < routes
     if not routed.any():
