@@ -175,3 +175,15 @@ def test_a_forced_linear_head_without_enough_examples_acts_above_one_half() -> N
     tier.bind(ROUTES)
     fit = tier.fit([Labelled("refund order", "billing"), Labelled("weather", None)])
     assert fit.head == "linear" and fit.cv_accuracy == {} and fit.accept == 0.5
+
+
+def test_choose_keeps_the_simplest_unless_another_clearly_wins() -> None:
+    from baton.routing.selection import choose
+
+    names = ["nearest", "nearest+learned", "linear"]
+    assert choose({}, names) == "nearest"  # nothing compared
+    assert choose({"nearest": 0.85, "nearest+learned": 0.855, "linear": 0.859}, names) == "nearest"
+    assert choose({"nearest": 0.85, "nearest+learned": 0.87, "linear": 0.865}, names) == (
+        "nearest+learned"
+    )
+    assert choose({"nearest": 0.85, "nearest+learned": 0.87, "linear": 0.88}, names) == "linear"

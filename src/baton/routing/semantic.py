@@ -53,9 +53,9 @@ from typing import TYPE_CHECKING, Any
 
 from baton.routing.base import UNKNOWN, Labelled, Route, TierVerdict
 from baton.routing.encoders import CachedEncoder, Encoder, default_encoder
-from baton.routing.folds import topic_folds
 from baton.routing.linear import LinearHead, fit_linear
-from baton.routing.rule import Rule, best_cut, fit_rule
+from baton.routing.rule import Rule, fit_rule
+from baton.routing.selection import FitPredict, accept_threshold, choose, cross_validate
 
 if TYPE_CHECKING:
     import os
@@ -100,14 +100,6 @@ class FitReport:
 
 
 HEADS = ("auto", "nearest", "linear")
-LEAD = 0.01
-"""How much higher a candidate's cross-validated accuracy must be than the plain nearest head's
-for `fit` to prefer it (learned examples, or the linear head): the plain head is the simplest
-and explainable one, and on CLINC150 domains10 a CV lead within noise came with a large loss
-on test (see docs/benchmarks.md)."""
-NO_CV_ACCEPT = 0.5
-"""The linear head's probability threshold when the examples are too few to fit one."""
-CV_FOLDS, CV_REPEATS = 5, 2
 
 
 @dataclass
@@ -508,7 +500,7 @@ class Semantic:
         `learn_examples` is given; the linear head unless `head="nearest"`) are
         cross-validated on `labelled` (5 folds, unknown examples held out by topic, 2 repeats;
         needs 10 in-scope and 10 unknown examples, else the plain nearest head decides). A
-        candidate must beat the plain nearest head by `LEAD` to be considered; the most
+        candidate must beat the plain nearest head by `selection.LEAD` to be considered; the most
         accurate of those wins. `head="linear"` forces the linear head. The nearest head's
         thresholds are fitted either way: they give the floor and the verdicts' scores.
         """
@@ -549,29 +541,37 @@ class Semantic:
             }
             for one in learn
         }
-        with_linear = chosen != "nearest"
         cv: dict[str, float] = {}
         oof = None
-        if len(candidates) > 1 or with_linear:
-            cv, oof = self._cross_validate(bound, vectors, gold, weight, candidates, with_linear)
-        # the simplest candidate (first) stays unless another beats it by LEAD in CV; among
-        # those that do, the most accurate wins
-        simplest = next(iter(candidates))
-        qualified = [simplest] + [
-            name
-            for name in [*candidates, "linear"][1:]
-            if cv.get(name, -1.0) >= cv.get(simplest, 0.0) + LEAD
-        ]
-        winner = max(qualified, key=lambda name: cv.get(name, 0.0))
-        if chosen == "linear":
-            winner = "linear"
-        best = winner if winner in candidates else simplest
+        if len(candidates) > 1 or chosen != "nearest":
+
+            def nearest_on(options: dict[str, bool]) -> FitPredict:
+                def fit(train: Any) -> Any:
+                    part = (vectors[train], gold[train], weight[train])
+                    fitted = self._fit_nearest(bound, *part, **options)
+                    return lambda queries: self._predict_nearest(fitted, queries)
+
+                return fit
+
+            cv, oof = cross_validate(
+                vectors,
+                gold,
+                weight,
+                len(bound.names),
+                {name: nearest_on(options) for name, options in candidates.items()},
+                None
+                if chosen == "nearest"
+                else lambda train: self._fit_linear(bound, vectors[train], gold[train]),
+            )
+        names = [*candidates, "linear"] if chosen == "auto" else list(candidates)
+        winner = "linear" if chosen == "linear" else choose(cv, names)
+        best = winner if winner in candidates else next(iter(candidates))
         nearest = self._fit_nearest(bound, vectors, gold, weight, **candidates[best])
         accept: float | None = None
         linear: LinearHead | None = None
         if winner == "linear":
             linear = self._fit_linear(bound, vectors, gold)
-            accept = _accept_threshold(oof, gold, weight, len(bound.names))
+            accept = accept_threshold(oof, gold, weight, len(bound.names))
         rule, matrix, near = nearest.rule, nearest.matrix, nearest.near
         self._index = nearest.index
         self._linear = linear
@@ -694,77 +694,3 @@ class Semantic:
         if classes < 2:
             raise ValueError("the linear head needs two routes, or unknown examples")
         return fit_linear(x, y, classes, c=self.linear_c, unknown=unknown)
-
-    def _cross_validate(
-        self,
-        bound: _Index,
-        vectors: Any,
-        gold: Any,
-        weight: Any,
-        candidates: dict[str, dict[str, bool]],
-        with_linear: bool,
-    ) -> tuple[dict[str, float], Any]:
-        """Topic-grouped CV of the nearest head's `candidates` (name -> `_fit_nearest` options)
-        and, `with_linear`, of the linear head, on the labelled vectors.
-
-        Returns each one's mean held-out accuracy (empty when the examples are too few to
-        compare: under 10 in-scope or 10 unknown) and the linear head's out-of-fold
-        probabilities from the first repeat (None when not computed).
-        """
-        import numpy as np
-
-        is_unknown = gold < 0
-        n_unknown, n_in = int(is_unknown.sum()), int((~is_unknown).sum())
-        if n_unknown < 10 or n_in < 10 or len(bound.names) < 2:
-            return {}, None
-        routes = len(bound.names)
-        scores: dict[str, list[float]] = {name: [] for name in candidates}
-        oof = np.zeros((len(gold), routes + 1)) if with_linear else None
-        for repeat in range(CV_REPEATS):
-            for held in topic_folds(vectors, is_unknown, CV_FOLDS, repeat):
-                train = np.setdiff1d(np.arange(len(gold)), held)
-                if len(held) == 0 or not (gold[train] >= 0).any():
-                    continue
-                w = weight[held]
-                for name, options in candidates.items():
-                    fitted = self._fit_nearest(
-                        bound, vectors[train], gold[train], weight[train], **options
-                    )
-                    pred = self._predict_nearest(fitted, vectors[held])
-                    scores[name].append(_weighted_accuracy(pred, gold[held], w))
-                if oof is None:
-                    continue
-                head = self._fit_linear(bound, vectors[train], gold[train])
-                proba = head.proba(vectors[held])
-                if not head.unknown:  # this fold's training part had no unknown example
-                    proba = np.concatenate([proba, np.zeros((len(held), 1))], axis=1)
-                if repeat == 0:
-                    oof[held] = proba
-                top = proba.argmax(axis=1)
-                pred = np.where(top >= routes, -1, top)
-                scores.setdefault("linear", []).append(_weighted_accuracy(pred, gold[held], w))
-        return {k: float(np.mean(v)) for k, v in scores.items() if v}, oof
-
-
-def _weighted_accuracy(pred: Any, gold: Any, weight: Any) -> float:
-    """Share of weight on examples answered right (-1: unknown)."""
-    total = float(weight.sum())
-    return float((weight * (pred == gold)).sum()) / total if total > 0 else 0.0
-
-
-def _accept_threshold(oof: Any, gold: Any, weight: Any, routes: int) -> float:
-    """The linear head's probability threshold, from out-of-fold probabilities.
-
-    Among examples whose most probable class is a route, accepting one gains when the route is
-    right and loses when the example is unknown; `best_cut` finds the threshold that gains most.
-    A route answered wrongly for an in-scope example is a loss either way, so it is not counted.
-    """
-    if oof is None:  # too few examples to cross-validate: act when more likely right than not
-        return NO_CV_ACCEPT
-    top = oof.argmax(axis=1)
-    routed = top < routes
-    if not routed.any():
-        return 0.0
-    gain = weight * ((top == gold).astype(float) - (gold < 0).astype(float))
-    cut, _ = best_cut(oof.max(axis=1)[routed], gain[routed])
-    return float(min(max(cut, 0.0), 1.0))
