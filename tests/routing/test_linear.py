@@ -187,3 +187,10 @@ def test_choose_keeps_the_simplest_unless_another_clearly_wins() -> None:
         "nearest+learned"
     )
     assert choose({"nearest": 0.85, "nearest+learned": 0.87, "linear": 0.88}, names) == "linear"
+
+
+def test_a_linear_head_with_one_class_says_what_it_needs() -> None:
+    tier = Semantic(WordsEncoder(), cache=False, head="linear")
+    tier.bind([ROUTES[0]])
+    with pytest.raises(ValueError, match="two routes, or unknown examples"):
+        tier.fit([Labelled("refund order", "billing")])
