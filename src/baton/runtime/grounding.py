@@ -18,10 +18,16 @@ _ID_KEY = re.compile(r"(?:^|_)(?:id|ids|no|number|code|sku)$", re.IGNORECASE)
 _ID_SHAPE = re.compile(r"^(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_.:#/-]{3,63}$")
 
 
+def _id_string(key: str, value: str) -> str | None:
+    """`value`, stripped, when it reads as an id under `key`; else None."""
+    v = value.strip()
+    return v if v and (_ID_KEY.search(key) or _ID_SHAPE.match(v)) and len(v) <= 64 else None
+
+
 def _id_values(key: str, value: Any) -> Iterator[str]:
     if isinstance(value, str):
-        v = value.strip()
-        if v and (_ID_KEY.search(key) or _ID_SHAPE.match(v)) and len(v) <= 64:
+        v = _id_string(key, value)
+        if v:
             yield v
     elif isinstance(value, int) and not isinstance(value, bool) and _ID_KEY.search(key):
         yield str(value)
@@ -39,10 +45,9 @@ def ungrounded(args: Mapping[str, Any], shown: str) -> list[tuple[str, str]]:
     """(key, value) pairs of id-like arguments that do not occur in `shown` (casefolded)."""
     bad: list[tuple[str, str]] = []
     for key, value in args.items():
-        if type(value) is str:  # the usual case: `_id_values`'s check, without a generator
-            v = value.strip()
-            is_id = v and (_ID_KEY.search(key) or _ID_SHAPE.match(v)) and len(v) <= 64
-            if is_id and v.casefold() not in shown:
+        if type(value) is str:  # the usual case, without `_id_values`'s generator
+            v = _id_string(key, value)
+            if v and v.casefold() not in shown:
                 bad.append((key, v))
             continue
         for v in _id_values(key, value):
