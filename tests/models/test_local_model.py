@@ -86,3 +86,14 @@ async def test_local_model_hands_off_and_calls_the_tool_in_chinese(team: Team) -
     assert result.status == "completed", result.error
     assert result.path == ["triage", "tech_support"]
     assert CALLS == [("restart_server", {"server_id": "srv-bj-001"})]
+
+
+async def test_a_prompt_over_the_context_window_fails_with_a_clear_error() -> None:
+    require_local_model()
+    small = LocalModel(n_ctx=256)  # a window the instructions alone overflow
+    agent = Agent(name="solo", instructions="Answer briefly. " + "Be precise and polite. " * 80)
+    result = await Team([agent], entry="solo", model=small).run("hello")
+    assert result.status == "failed"
+    assert "context window of 256 tokens" in (result.error or "")
+    assert "LocalModel(n_ctx=...)" in (result.error or "")
+    assert "provider's URL" not in (result.error or "")

@@ -6,6 +6,7 @@ import importlib.metadata as md
 import json
 
 import pytest
+from pydantic import BaseModel
 
 from baton.agents import Agent
 from baton.core.errors import ModelNotAvailable
@@ -89,6 +90,39 @@ def test_grammar_schema_has_one_closed_branch_per_tool_plus_final() -> None:
     assert handoff_args["required"] == ["reason", "objective"]
     assert branches[2]["required"] == ["final"]
     json.dumps(schema)  # serialisable for LlamaGrammar.from_json_schema
+
+
+class Flight(BaseModel):
+    flight_number: str
+    date: str
+
+
+class Node(BaseModel):
+    name: str
+    children: list[Node] = []
+
+
+def test_nested_and_recursive_argument_models_build_a_grammar() -> None:
+    """Each tool's `$defs` move to the root, where llama.cpp resolves refs."""
+
+    @tool
+    def update_flights(reservation_id: str, flights: list[Flight]) -> dict:
+        """Change the flights of a reservation."""
+        return {}
+
+    @tool
+    def book(flight: Flight, tree: Node) -> dict:
+        """Book a flight."""
+        return {}
+
+    schema = tool_call_schema([update_flights.spec, book.spec])
+    assert set(schema["$defs"]) == {"update_flights__Flight", "book__Flight", "book__Node"}
+    text = json.dumps(schema)
+    assert '"#/$defs/Flight"' not in text and '"#/$defs/book__Node"' in text
+    for branch in schema["oneOf"]:
+        assert "$defs" not in branch["properties"].get("arguments", {})
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama.cpp is not installed")
+    assert llama_cpp.LlamaGrammar.from_json_schema(text, verbose=False) is not None
 
 
 def test_final_answer_starts_in_the_users_script() -> None:

@@ -73,7 +73,7 @@ class LlamaEngine:
         self,
         path: Path,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int = 8192,
         n_threads: int | None = None,
         cache_bytes: int = 3 << 29,
         min_free_gb: float = 0.0,

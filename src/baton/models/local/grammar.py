@@ -37,6 +37,35 @@ def _closed(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _hoist_defs(schema: dict[str, Any], prefix: str, into: dict[str, Any]) -> dict[str, Any]:
+    """`schema` without its `$defs`: each moves into `into` as `prefix + name`, refs rewritten.
+
+    Pydantic puts a tool's nested models under the tool schema's own `$defs`, but llama.cpp's
+    grammar builder resolves `#/$defs/...` against the root document, where one `oneOf` branch
+    per tool has no `$defs` of its own: every tool with a nested model argument broke the
+    grammar. Hoisting keeps recursive models working too (a ref stays a ref).
+    """
+    out = dict(schema)
+    defs = out.pop("$defs", None) or {}
+    names = {name: f"{prefix}{name}" for name in defs}
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                target = ref[len("#/$defs/") :]
+                if target in names:
+                    node = {**node, "$ref": f"#/$defs/{names[target]}"}
+            return {k: rewrite(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [rewrite(v) for v in node]
+        return node
+
+    for name, body in defs.items():
+        into[names[name]] = rewrite(body)
+    return {k: rewrite(v) for k, v in out.items()}
+
+
 def handoff_arguments(schema: dict[str, Any]) -> dict[str, Any]:
     """The lean hand-off arguments a small model writes: reason, objective and state slots."""
     props = schema.get("properties", {})
@@ -75,11 +104,12 @@ def tool_call_schema(
     between calling a tool and answering is made before it applies, so it never biases that.
     """
     branches: list[dict[str, Any]] = []
+    defs: dict[str, Any] = {}
     for spec in tools:
         if spec.name.startswith("transfer_to_"):
             args = handoff_arguments(spec.parameters)
         else:
-            args = _closed(spec.parameters)
+            args = _hoist_defs(_closed(spec.parameters), f"{spec.name}__", defs)
             args.setdefault("type", "object")
             args.setdefault("properties", {})
         branches.append(
@@ -102,7 +132,7 @@ def tool_call_schema(
                 "additionalProperties": False,
             }
         )
-    return {"oneOf": branches}
+    return {"oneOf": branches, "$defs": defs} if defs else {"oneOf": branches}
 
 
 def schema_key(schema: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from baton.core.errors import ModelError
 from baton.core.messages import Message, ToolSpec, Usage
 from baton.models.base import ModelRequest, ModelResponse
 from baton.models.local.engine import MIN_FREE_MEMORY_GB, LlamaEngine, shared_engine
@@ -87,6 +88,12 @@ def catalogue(tools: Sequence[ToolSpec]) -> str:
     return "\n".join(lines)
 
 
+DEFAULT_CONTEXT = 8192
+"""Context window in tokens. 4,096 overflowed in τ²-bench airline tasks, where an agent's turn
+collects several tool results; the KV cache for 8,192 tokens of the 1.5B model is ~230 MB, and
+every embedded model was trained on at least this length."""
+
+
 class LocalModel:
     """The embedded model (`model="local"` or `"local:<name>"`), schema-constrained decoding.
 
@@ -98,7 +105,7 @@ class LocalModel:
         self,
         name: str = DEFAULT_MODEL,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int = DEFAULT_CONTEXT,
         n_threads: int | None = None,
         max_tokens: int = 256,
     ) -> None:
@@ -162,7 +169,17 @@ class LocalModel:
         elif request.response_format is not None:
             schema = request.response_format
             grammar = engine.grammar(schema_key(schema), json.dumps(schema))
-        out = await engine.complete(messages, grammar, self.max_tokens)
+        try:
+            out = await engine.complete(messages, grammar, self.max_tokens)
+        except ValueError as exc:
+            if "context window" not in str(exc):
+                raise
+            raise ModelError(
+                f"the prompt for agent {request.agent!r} does not fit {self.name}'s context "
+                f"window of {self.n_ctx} tokens ({exc}); give the agent a leaner context "
+                "(context='structured' or 'recent(n)'), fewer or shorter tool results, or a "
+                "larger window: LocalModel(n_ctx=...)"
+            ) from exc
         return ModelResponse(
             text=out.text,
             usage=Usage(input_tokens=out.prompt_tokens, output_tokens=out.completion_tokens),
