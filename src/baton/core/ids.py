@@ -36,10 +36,7 @@ def _random_hex16() -> str:
 
 def new_id(prefix: str = "") -> str:
     """A random, URL-safe, sortable-enough id: `prefix` + 16 hex chars of entropy."""
-    try:
-        return prefix + _POOL.popleft()
-    except IndexError:
-        return prefix + _refill()
+    return prefix + _random_hex16()
 
 
 def id_factory(prefix: str) -> Callable[[], str]:

@@ -531,9 +531,10 @@ class Semantic:
             raise ValueError(f"head must be one of {HEADS}, not {chosen!r}")
         # the nearest head's variants to compare: with and without the in-scope fitting
         # examples learned as route examples, unless the caller decided
-        learn = [False, True] if learn_examples is None and chosen != "linear" else [False]
         if learn_examples is not None:
             learn = [learn_examples]
+        else:
+            learn = [False] if chosen == "linear" else [False, True]
         candidates = {
             ("nearest+learned" if one else "nearest"): {
                 "learn_examples": one,
