@@ -3,7 +3,7 @@
 from typing import TYPE_CHECKING, Any
 
 from baton.agents import Agent
-from baton.backends import MemoryStore, SessionRecord, SQLiteStore, Store, open_store
+from baton.backends import MemoryStore, SessionRecord, Store, open_store
 from baton.core import (
     BatonError,
     ConfigError,
@@ -21,7 +21,6 @@ from baton.core import (
 )
 from baton.core.policies import ContextPolicy, recent
 from baton.models import Model, ModelRequest, ModelResponse, ScriptedModel
-from baton.models.local import LocalModel
 from baton.observe import ConsoleSink, EventSink, JSONLSink
 from baton.runtime import Guards, RunResult
 from baton.runtime.redact import Redactor
@@ -29,6 +28,8 @@ from baton.tools import Tool, tool
 from baton.topologies import Team
 
 if TYPE_CHECKING:
+    from baton.backends.sqlite import SQLiteStore
+    from baton.models.local import LocalModel
     from baton.models.openai_compat import OpenAICompatible
     from baton.observe import MetricsSink, OTelSink
 
@@ -78,7 +79,17 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Lazy exports: `openai`, opentelemetry and prometheus_client load only on first use."""
+    """Lazy exports: `openai`, opentelemetry and prometheus_client load only on first use, and
+    so do the embedded model's and the SQLite store's modules, which a program using neither
+    never runs."""
+    if name == "LocalModel":
+        from baton.models.local import LocalModel
+
+        return LocalModel
+    if name == "SQLiteStore":
+        from baton.backends.sqlite import SQLiteStore
+
+        return SQLiteStore
     if name == "OpenAICompatible":
         from baton.models.openai_compat import OpenAICompatible
 

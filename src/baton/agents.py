@@ -17,7 +17,10 @@ _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,47}$")
 class Agent(BaseModel):
     """One specialist: what it owns, what it refuses, its tools and whom it may hand off to."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, extra="forbid")
+    # defer_build: pydantic builds the validator on first use, not during `import baton`
+    model_config = ConfigDict(
+        frozen=True, arbitrary_types_allowed=True, extra="forbid", defer_build=True
+    )
 
     name: str = Field(description="Unique name in the team; used in `transfer_to_<name>`.")
     instructions: str = Field(default="", description="System prompt of the agent.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from hypothesis import given
@@ -240,3 +241,13 @@ def test_earlier_extractors_win_overlaps() -> None:
     assert found("13800138000@163.com") == [("email", "13800138000@163.com")]
     phones_first = [DEFAULT_EXTRACTORS[3], DEFAULT_EXTRACTORS[0]]
     assert [e.kind for e in extract("13800138000@163.com", phones_first)] == ["phone"]
+
+
+def test_default_patterns_compile_on_first_use_and_a_callers_at_construction() -> None:
+    fresh = dataclasses.replace(ORDER_IDS)  # built after import: compiled at once
+    assert fresh._compiled is not None
+    for extractor in DEFAULT_EXTRACTORS:
+        assert isinstance(extractor, RegexExtractor)
+        assert extractor._compile()  # every default pattern is a valid regular expression
+    with pytest.raises(re.error):
+        RegexExtractor(name="bad", slot="bad", patterns=(r"(unclosed",))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from baton.backends.base import HumanTicket, SessionRecord, Store
 from baton.backends.memory import MemoryStore
-from baton.backends.sqlite import SQLiteStore
 from baton.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from baton.backends.sqlite import SQLiteStore
 
 
 def open_store(spec: Any) -> Store:
@@ -30,3 +32,12 @@ def open_store(spec: Any) -> Store:
 
 
 __all__ = ["HumanTicket", "MemoryStore", "SQLiteStore", "SessionRecord", "Store", "open_store"]
+
+
+def __getattr__(name: str) -> Any:
+    """`SQLiteStore` (with sqlite3 and the audit trail) loads on first use."""
+    if name == "SQLiteStore":
+        from baton.backends.sqlite import SQLiteStore
+
+        return SQLiteStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -172,6 +172,8 @@ class GuardTripped(EventBase):
 class EscalationCard(BaseModel):
     """What a human or fallback agent needs to take over."""
 
+    model_config = ConfigDict(defer_build=True)  # built on first use, not at `import baton`
+
     session_id: str
     trace_id: str
     user_id: str | None = None

@@ -16,7 +16,8 @@ Priority = Literal["low", "normal", "high", "urgent"]
 class HandoffArgs(BaseModel):
     """The arguments a model writes when it calls a `transfer_to_<agent>` tool."""
 
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: pydantic builds the validator on first use, not during `import baton`
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     reason: str = Field(min_length=1, description="Why the baton passes to this agent.")
     objective: str = Field(min_length=1, description="What the receiver must achieve for the user.")
@@ -44,7 +45,7 @@ class HandoffArgs(BaseModel):
 class HandoffPayload(HandoffArgs):
     """A validated hand-off: the model's arguments plus the fields the kernel fills in."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     trace_id: str = Field(description="Trace id of the run (also the OpenTelemetry trace id).")
     session_id: str = Field(description="Session the run belongs to.")

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 class Guards(BaseModel):
     """Loop breakers and timeouts. A trip ends the run as `escalated`, never as an exception."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: pydantic builds the validator on first use, not during `import baton`
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     max_hops: int = Field(default=5, ge=0, description="Hand-offs allowed in one run.")
     max_visits: int = Field(default=2, ge=1, description="Times one agent may appear in a path.")
