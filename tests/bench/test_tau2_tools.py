@@ -34,7 +34,7 @@ from baton.bench.tau2 import (
 )
 from baton.bench.tau2.airline import CERTIFICATE_IDS, NOW, AirlineTools
 from baton.bench.tau2.data import db_hash, resolve_data_dir
-from baton.bench.tau2.live import STOP, scenario_text
+from baton.bench.tau2.live import LIVE_GUARDS, STOP, scenario_text
 from baton.bench.tau2.oracle import apply_actions, gold_outcome
 from baton.bench.tau2.replay import corrupt_value, plan_turns
 from baton.bench.tau2.retail import RetailTools
@@ -43,6 +43,7 @@ from baton.bench.tau2.toolkit import TRANSFER, WRITE, ActionRefused
 from baton.cli.app import app
 from baton.models.base import ModelRequest
 from baton.models.scripted import ScriptedModel, Step
+from baton.runtime.guards import Guards
 
 
 @pytest.fixture
@@ -614,6 +615,27 @@ def test_live_mode_grades_a_model_against_the_oracle(tmp_path: Path) -> None:
     assert (nothing.db_match, nothing.reward, nothing.turns) == (True, True, 0)
     assert (missed.db_match, missed.reward) == (False, False)  # the user left; nothing was done
     assert "Cancel order #W1." in scenario_text(domain.task("cancel").user_scenario)
+
+
+def test_live_runs_give_a_slow_local_model_time_and_name_a_timeout(tmp_path: Path) -> None:
+    # a CPU model reading a τ² agent's ~4,000-token prompt can take minutes: the live harness's
+    # model limit is far above the kernel default, and a timeout that still happens is reported
+    # as a problem of the run, not scored silently as the model's escalation
+    assert LIVE_GUARDS.model_timeout_s >= 15 * Guards().model_timeout_s
+    assert LIVE_GUARDS.model_copy(update={"model_timeout_s": 1.0}) == Guards(model_timeout_s=1.0)
+    domain = domain_from(tmp_path, "retail", retail_db(), LIVE_TASKS)
+
+    def slow_desk(request: ModelRequest) -> Step:
+        step = live_brain(request)
+        return step if request.agent == "user" else ScriptedModel.slow(step, 1.0)
+
+    task = domain.task("cancel")
+    quick = Guards(model_timeout_s=0.05)
+    result = asyncio.run(run_live(domain, task, ScriptedModel(slow_desk), guards=quick))
+    assert result.status == "escalated" and not result.reward
+    assert any(p.startswith("model_timeout:") for p in result.problems), result.problems
+    patient = asyncio.run(run_live(domain, task, ScriptedModel(live_brain)))
+    assert patient.reward and not patient.problems
 
 
 def test_run_bench_on_a_model_reports_pass_1(tmp_path: Path) -> None:

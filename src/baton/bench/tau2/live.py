@@ -19,6 +19,7 @@ from baton.bench.tau2.data import Domain, Task, db_hash
 from baton.bench.tau2.grading import DomainSummary, TaskResult, grade
 from baton.bench.tau2.teams import build_team
 from baton.bench.tau2.toolkit import WRITE
+from baton.core.events import GuardTripped
 from baton.core.messages import Message
 from baton.models.base import Model, ModelRequest
 from baton.runtime.guards import Guards
@@ -29,6 +30,12 @@ STOP = "###STOP###"
 
 GREETING = "Hi! How can I help you today?"
 """The agent's opening line, as in τ²."""
+
+LIVE_GUARDS = Guards(model_timeout_s=1800.0)
+"""The team's guards in live runs: the defaults with a model timeout of 30 minutes. A τ² agent
+reads ~4,000 tokens of policy and tool schemas; the embedded model on a slow 2-core CPU needed
+over two minutes for that first read (the default limit), so runs ended escalated on a timeout
+before the model chose anything. This harness measures what the model does, not how fast."""
 
 USER_PROMPT = """You are playing a customer who contacts a customer service desk by chat. You \
 are the customer, never the agent.
@@ -90,9 +97,13 @@ async def run_live(
     max_turns: int = 30,
     guards: Guards | None = None,
 ) -> TaskResult:
-    """One task on `model`: a conversation with the simulated user, graded by the oracle."""
+    """One task on `model`: a conversation with the simulated user, graded by the oracle.
+
+    `guards`: the team's guards (default `LIVE_GUARDS`). A run that ends on a model timeout is
+    listed among the result's problems, so that it does not read as the model's choice.
+    """
     t0 = time.perf_counter()
-    bench = build_team(domain, model, guards=guards, store=MemoryStore())
+    bench = build_team(domain, model, guards=guards or LIVE_GUARDS, store=MemoryStore())
     writes = {n for n, k in bench.tools.KINDS.items() if k == WRITE}
     user = SimulatedUser(model, task)
     session = f"tau2-live-{domain.name}-{task.id}"
@@ -113,6 +124,12 @@ async def run_live(
             text = await user.reply(result.output or "")
     except Exception as exc:  # the user model failing ends this task, not the benchmark
         problems.append(f"simulated user failed: {type(exc).__name__}: {exc}")
+    problems += [
+        e.detail
+        for r in results
+        for e in r.events
+        if isinstance(e, GuardTripped) and e.guard == "model_timeout"
+    ]
     return grade(
         domain,
         task,
