@@ -47,8 +47,10 @@ Rules:
 - Write only your next message to the agent: short and natural, in the first person.
 - Give the details of your situation only as they are needed; never invent other details.
 - Follow your instructions above when the agent asks you to confirm or choose something.
-- When your goal is met, or the agent cannot meet it, or you are transferred to a human \
-agent, write {stop} and nothing else."""
+- When the agent asks you a question, answer it from your situation; if it is not there, say \
+you do not know. A question is never the end of the conversation.
+- Only when your goal is met, or the agent says it cannot meet it, or you are transferred to \
+a human agent, write {stop} and nothing else."""
 
 
 def scenario_text(user_scenario: Mapping[str, Any]) -> str:
