@@ -57,7 +57,7 @@ _SCALAR = (str, int, float, bool)
 log = logging.getLogger("baton")
 
 
-@dataclass
+@dataclass(slots=True)
 class TurnOutcome:
     """How an agent's turn ended."""
 
@@ -67,7 +67,7 @@ class TurnOutcome:
     reason: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class _ParsedCall:
     call: ToolCall
     args: dict[str, Any] | None
@@ -85,10 +85,13 @@ class _Run:
     trace_id: str = field(default_factory=new_trace_id)
     run_id: str = field(default_factory=id_factory("run_"))
     events: list[Event] = field(default_factory=list)
-    new_messages: list[Message] = field(default_factory=list)
     history: list[Message] = field(default_factory=list)
+    """The session's recent messages, then this run's (from index `fresh` on)."""
+    fresh: int = 0
     path: list[str] = field(default_factory=list)
-    handoffs: list[HandoffPayload] = field(default_factory=list)
+    handoffs: list[HandoffPayload] | None = None
+    """Accepted hand-offs (None until the first: at thousands of runs in flight, every
+    object a run keeps across its model calls is one more for the garbage collector)."""
     usage: dict[str, Usage] = field(default_factory=dict)
     last_reply: str | None = None
     sink_failed: bool = False
@@ -98,11 +101,12 @@ class _Run:
     """Model tokens of the current turn."""
     turn_tools: int = 0
     """Tool calls executed in the current turn (hand-offs not counted)."""
-    handoff_usage: list[HandoffUsage] = field(default_factory=list)
+    handoff_usage: list[HandoffUsage] | None = None
+    """Tokens per hand-off (None until the first receiver's turn ends)."""
 
     @property
     def hop(self) -> int:
-        return len(self.handoffs)
+        return len(self.handoffs) if self.handoffs is not None else 0
 
     def emit(self, event: Event, redacted: bool = False) -> None:
         """Record `event` and send it to the sinks, redacted first unless `redacted` says its
@@ -125,7 +129,7 @@ class _Run:
             "session_id": self.session.session_id,
             "run_id": self.run_id,
             "agent": agent,
-            "hop": len(self.handoffs),  # `hop`, inlined: every event asks
+            "hop": len(self.handoffs) if self.handoffs is not None else 0,  # `hop`, inlined
         }
 
     def set_state(
@@ -147,7 +151,6 @@ class _Run:
         )
 
     def record(self, msg: Message) -> Message:
-        self.new_messages.append(msg)
         self.history.append(msg)
         return msg
 
@@ -168,6 +171,7 @@ class Runner:
         t0 = time.perf_counter()
         if session.holder is not None:
             r.history = await cfg.store.get_messages(session.session_id, limit=200)
+            r.fresh = len(r.history)
             r.last_reply = next(
                 (m.content for m in reversed(r.history) if m.role == "assistant" and m.content),
                 None,
@@ -215,17 +219,17 @@ class Runner:
                 usage=dict(r.usage),
                 latency_ms=(time.perf_counter() - t0) * 1000,
                 error=error,
-                handoff_usage=list(r.handoff_usage),
+                handoff_usage=list(r.handoff_usage or ()),
             )
         )
-        await cfg.store.commit_run(session, r.new_messages, r.events)
+        await cfg.store.commit_run(session, r.history[r.fresh :], r.events)
         return RunResult(
             status=status,
             output=output,
             path=r.path,
-            handoffs=r.handoffs,
+            handoffs=r.handoffs if r.handoffs is not None else [],
             usage=r.usage,
-            usage_by_handoff=r.handoff_usage,
+            usage_by_handoff=r.handoff_usage if r.handoff_usage is not None else [],
             trace_id=r.trace_id,
             session_id=session.session_id,
             run_id=r.run_id,
@@ -295,6 +299,8 @@ class Runner:
         r.turn_tools = 0
         outcome = await self._turn_loop(r, plan, incoming, view)
         if incoming is not None and policy is not None and incoming.trace_id == r.trace_id:
+            if r.handoff_usage is None:
+                r.handoff_usage = []
             r.handoff_usage.append(
                 HandoffUsage(
                     hop=incoming.hop,
@@ -320,12 +326,19 @@ class Runner:
     async def _turn_loop(
         self, r: _Run, plan: AgentPlan, incoming: HandoffPayload | None, view: list[Message]
     ) -> TurnOutcome:
-        agent = plan.agent
+        agent, cfg = plan.agent, self.cfg
         specs = plan.specs_for(incoming is not None)
         scratch: list[Message] = []
         for _ in range(agent.max_iterations):
             request = ModelRequest(agent=agent.name, messages=[*view, *scratch], tools=specs)
-            response = await self._call_model(r, plan, request)
+            # `_call_model`, inlined: one coroutine less per run in flight
+            t = time.perf_counter()
+            answer: ModelResponse | Exception
+            try:
+                answer = await timed(plan.model.generate(request), cfg.guards.model_timeout_s)
+            except Exception as exc:
+                answer = exc
+            response = self._answered(r, plan, request, answer, t)
             if isinstance(response, TurnOutcome):
                 return response
             text, calls = self._parse(response, plan)
@@ -365,18 +378,33 @@ class Runner:
     async def _call_model(
         self, r: _Run, plan: AgentPlan, request: ModelRequest
     ) -> ModelResponse | TurnOutcome:
-        name = plan.agent.name
         t = time.perf_counter()
         try:
             response = await timed(plan.model.generate(request), self.cfg.guards.model_timeout_s)
-        except (TimeoutError, ModelTimeout):
+        except Exception as exc:
+            return self._answered(r, plan, request, exc, t)
+        return self._answered(r, plan, request, response, t)
+
+    def _answered(
+        self,
+        r: _Run,
+        plan: AgentPlan,
+        request: ModelRequest,
+        response: ModelResponse | Exception,
+        t: float,
+    ) -> ModelResponse | TurnOutcome:
+        """A model call's response, checked and recorded, or how the turn ends (a timeout, a
+        provider failure, an invalid response). `t`: when the call started."""
+        name = plan.agent.name
+        if isinstance(response, (TimeoutError, ModelTimeout)):
             detail = (
                 f"model_timeout: {plan.model.name} did not answer {name} within "
                 f"{self.cfg.guards.model_timeout_s}s"
             )
             r.emit(GuardTripped(**r.base(name), guard="model_timeout", detail=detail))
             return TurnOutcome("trip", reason=detail)
-        except Exception as exc:  # provider failure: end the run cleanly, keep state intact
+        if isinstance(response, Exception):  # provider failure: end the run cleanly
+            exc = response
             msg = f"model {plan.model.name!r} failed for agent {name}: {type(exc).__name__}: {exc}"
             if not isinstance(exc, ModelError):
                 msg += " (check the provider's URL, key and model name)"
@@ -788,6 +816,8 @@ class Runner:
         raw_state = payload.state
         if cfg.redactor is not None:
             payload = cfg.redactor.redact_value(payload)
+        if r.handoffs is None:
+            r.handoffs = []
         r.handoffs.append(payload)
         r.path.append(target)
         sent = Handoff(**r.base(source), payload=payload)
@@ -927,7 +957,7 @@ class Runner:
         return _Escalation(card, cfg.escalation_message, cfg.entry, None)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Escalation:
     card: EscalationCard
     output: str
