@@ -276,7 +276,10 @@ class Runner:
         since: str | None,
         reason: str,
     ) -> TurnOutcome:
-        agent = plan.agent
+        """One agent's turn: model calls and tool calls until it answers, hands off, or a guard
+        ends it. (One coroutine, not a turn and a loop: at thousands of runs in flight every
+        suspended frame is one more object for the garbage collector to scan.)"""
+        agent, cfg = plan.agent, self.cfg
         policy = self._policy(incoming, agent.name) if incoming is not None else None
         system = Message(
             role="system",
@@ -297,21 +300,57 @@ class Runner:
         )
         r.turn_usage = used = Usage()
         r.turn_tools = 0
-        outcome = await self._turn_loop(r, plan, incoming, view)
-        if incoming is not None and policy is not None and incoming.trace_id == r.trace_id:
-            if r.handoff_usage is None:
-                r.handoff_usage = []
-            r.handoff_usage.append(
-                HandoffUsage(
-                    hop=incoming.hop,
-                    source=incoming.source,
-                    target=agent.name,
-                    policy=str(policy),
-                    context_tokens=size,
-                    usage=used,
+        try:
+            specs = plan.specs_for(incoming is not None)
+            scratch: list[Message] = []
+            for _ in range(agent.max_iterations):
+                request = ModelRequest(agent=agent.name, messages=[*view, *scratch], tools=specs)
+                # `_call_model`, inlined: one coroutine less per run in flight
+                t = time.perf_counter()
+                answer: ModelResponse | Exception
+                try:
+                    answer = await timed(plan.model.generate(request), cfg.guards.model_timeout_s)
+                except Exception as exc:
+                    answer = exc
+                response = self._answered(r, plan, request, answer, t)
+                if isinstance(response, TurnOutcome):
+                    return response
+                text, calls = self._parse(response, plan)
+                if any(c.error for c in calls):
+                    retry = await self._reask(r, plan, request, response, calls)
+                    if isinstance(retry, TurnOutcome):
+                        return retry
+                    text, calls = retry
+                if not calls:
+                    reply = text or ""
+                    r.record(
+                        Message(role="assistant", content=reply, agent=agent.name, run_id=r.run_id)
+                    )
+                    r.last_reply = reply
+                    return TurnOutcome("answer", text=reply)
+                scratch.append(
+                    r.record(
+                        Message(
+                            role="assistant",
+                            content=text,
+                            agent=agent.name,
+                            tool_calls=[c.call for c in calls],
+                            run_id=r.run_id,
+                        )
+                    )
                 )
+                outcome = await self._run_calls(r, plan, calls, scratch, view, incoming)
+                if outcome is not None:
+                    return outcome
+            detail = (
+                f"max_iterations: {agent.name} made {agent.max_iterations} model calls "
+                "without answering"
             )
-        return outcome
+            r.emit(GuardTripped(**r.base(agent.name), guard="max_iterations", detail=detail))
+            return TurnOutcome("trip", reason=detail)
+        finally:
+            if incoming is not None and policy is not None and incoming.trace_id == r.trace_id:
+                _handoff_usage(r, incoming, agent.name, str(policy), size, used)
 
     def _policy(self, incoming: HandoffPayload, receiver: str) -> ContextPolicy:
         """The source's per-target choice, else the receiver's own policy."""
@@ -322,58 +361,6 @@ class Runner:
                 return chosen
         plan = self.cfg.plans.get(receiver)
         return plan.agent.context if plan is not None else STRUCTURED
-
-    async def _turn_loop(
-        self, r: _Run, plan: AgentPlan, incoming: HandoffPayload | None, view: list[Message]
-    ) -> TurnOutcome:
-        agent, cfg = plan.agent, self.cfg
-        specs = plan.specs_for(incoming is not None)
-        scratch: list[Message] = []
-        for _ in range(agent.max_iterations):
-            request = ModelRequest(agent=agent.name, messages=[*view, *scratch], tools=specs)
-            # `_call_model`, inlined: one coroutine less per run in flight
-            t = time.perf_counter()
-            answer: ModelResponse | Exception
-            try:
-                answer = await timed(plan.model.generate(request), cfg.guards.model_timeout_s)
-            except Exception as exc:
-                answer = exc
-            response = self._answered(r, plan, request, answer, t)
-            if isinstance(response, TurnOutcome):
-                return response
-            text, calls = self._parse(response, plan)
-            if any(c.error for c in calls):
-                retry = await self._reask(r, plan, request, response, calls)
-                if isinstance(retry, TurnOutcome):
-                    return retry
-                text, calls = retry
-            if not calls:
-                reply = text or ""
-                r.record(
-                    Message(role="assistant", content=reply, agent=agent.name, run_id=r.run_id)
-                )
-                r.last_reply = reply
-                return TurnOutcome("answer", text=reply)
-            scratch.append(
-                r.record(
-                    Message(
-                        role="assistant",
-                        content=text,
-                        agent=agent.name,
-                        tool_calls=[c.call for c in calls],
-                        run_id=r.run_id,
-                    )
-                )
-            )
-            outcome = await self._run_calls(r, plan, calls, scratch, view, incoming)
-            if outcome is not None:
-                return outcome
-        detail = (
-            f"max_iterations: {agent.name} made {agent.max_iterations} model calls "
-            "without answering"
-        )
-        r.emit(GuardTripped(**r.base(agent.name), guard="max_iterations", detail=detail))
-        return TurnOutcome("trip", reason=detail)
 
     async def _call_model(
         self, r: _Run, plan: AgentPlan, request: ModelRequest
@@ -964,6 +951,24 @@ class _Escalation:
     holder: str | None
     """Who holds the baton afterwards (None: the next message is routed afresh)."""
     incoming: HandoffPayload | None
+
+
+def _handoff_usage(
+    r: _Run, incoming: HandoffPayload, target: str, policy: str, size: int, used: Usage
+) -> None:
+    """Record what the receiver's turn after a hand-off cost."""
+    if r.handoff_usage is None:
+        r.handoff_usage = []
+    r.handoff_usage.append(
+        HandoffUsage(
+            hop=incoming.hop,
+            source=incoming.source,
+            target=target,
+            policy=policy,
+            context_tokens=size,
+            usage=used,
+        )
+    )
 
 
 _ARG_FIELDS = frozenset(HandoffArgs.model_fields)
