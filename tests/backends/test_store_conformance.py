@@ -56,7 +56,7 @@ def make_events(session_id: str, trace_id: str, run_id: str) -> list[Event]:
             model="scripted",
             usage=Usage(input_tokens=12, output_tokens=4),
             latency_ms=1.5,
-            tool_calls=["transfer_to_billing"],
+            tool_calls=("transfer_to_billing",),
         ),
         Handoff(**base, agent="triage", payload=make_payload(session_id, trace_id)),
         ToolCalled(

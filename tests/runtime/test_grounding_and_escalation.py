@@ -118,8 +118,8 @@ async def test_text_mode_tool_calls_are_named_in_the_model_called_event() -> Non
     result = await _solo(model).run("where is ORD-1?")
     assert result.output == "It shipped."
     calls = of_type(result.events, "model_called")
-    assert calls[0].tool_calls == ["lookup"]
-    assert calls[1].tool_calls == [] and calls[1].text == "It shipped."
+    assert calls[0].tool_calls == ("lookup",)
+    assert calls[1].tool_calls == () and calls[1].text == "It shipped."
 
 
 class _Broken:

@@ -438,7 +438,7 @@ def _events(text: str, secret_args: dict[str, Any]) -> list[Any]:
     )
     return [
         RunStarted(**base, message=text),
-        RouteDecided(**base, target="billing", tier="rules", verdicts=["rules: billing"]),
+        RouteDecided(**base, target="billing", tier="rules", verdicts=("rules: billing",)),
         AgentStarted(**base, reason=text),
         ModelCalled(
             **base, model="m", usage=Usage(input_tokens=3), latency_ms=1.0, text=text, error=text

@@ -59,9 +59,9 @@ class RouteDecided(EventBase):
     tier: str
     """session, entry, rules, semantic, llm or fallback."""
     score: float | None = None
-    candidates: list[str] = field(default_factory=list)
+    candidates: tuple[str, ...] = ()
     latency_ms: float = 0.0
-    verdicts: list[str] = field(default_factory=list)
+    verdicts: tuple[str, ...] = ()
     """Each tier's verdict in order, e.g. `semantic: billing 0.83` (router teams only)."""
 
 
@@ -100,7 +100,7 @@ class ModelCalled(EventBase):
     model: str
     usage: Usage
     latency_ms: float
-    tool_calls: list[str] = field(default_factory=list)
+    tool_calls: tuple[str, ...] = ()
     """Names of tools requested."""
     text: str | None = None
     reask: bool = False

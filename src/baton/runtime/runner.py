@@ -193,6 +193,7 @@ class Runner:
             outcome = await self._turn(r, cfg.plans[holder], incoming, since, reason)
         while outcome.kind == "handoff" and outcome.payload is not None:
             holder, incoming, since = outcome.payload.target, outcome.payload, user_msg.id
+            del outcome  # not kept alive through the next turn (one object less per run)
             outcome = await self._turn(r, cfg.plans[holder], incoming, since, incoming.reason)
         if outcome.kind == "answer":
             output = outcome.text
@@ -258,9 +259,9 @@ class Runner:
                 target=decision.target,
                 tier=decision.tier,
                 score=decision.score,
-                candidates=decision.candidates,
+                candidates=tuple(decision.candidates),
                 latency_ms=decision.latency_ms,
-                verdicts=[v.summary() for v in decision.verdicts],
+                verdicts=tuple([v.summary() for v in decision.verdicts]),
             )
         )
         if decision.target in cfg.plans:
@@ -437,7 +438,8 @@ class Runner:
                 model=plan.model.name,
                 usage=response.usage,
                 latency_ms=(time.perf_counter() - t) * 1000,
-                tool_calls=[c.name for c in response.tool_calls],
+                # a tuple of names: not tracked by the garbage collector once it has seen it
+                tool_calls=tuple([c.name for c in response.tool_calls]),
                 text=response.text,
                 reask=request.reask,
             )
@@ -841,9 +843,9 @@ class Runner:
                     target=target or cfg.fallback,
                     tier=f"reroute:{decision.tier}",
                     score=decision.score,
-                    candidates=decision.candidates,
+                    candidates=tuple(decision.candidates),
                     latency_ms=decision.latency_ms,
-                    verdicts=[v.summary() for v in decision.verdicts] + [f"re-route: {why}"],
+                    verdicts=(*[v.summary() for v in decision.verdicts], f"re-route: {why}"),
                 )
             )
         if target is None:
