@@ -1,9 +1,10 @@
-"""The `Store` protocol: sessions, transcripts, events, locks and the human queue."""
+"""The store: small capability protocols (sessions and transcripts, checkpoints, leases, the
+human queue) that every backend implements, each tested by one conformance suite."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from baton.core.events import EscalationCard, Event
 from baton.core.ids import now
@@ -27,15 +28,62 @@ class SessionRecord:
     """Accumulated business slots (order_id, server_id, ...)."""
     created_at: float = field(default_factory=now)
     updated_at: float = field(default_factory=now)
+    version: int = 0
+    """Commits so far. `commit_run` is compare-and-set on it: a record read at version n
+    commits only while the store still holds version n (then both become n + 1)."""
+
+
+TicketStatus = Literal["open", "claimed", "answered", "closed"]
 
 
 @dataclass
 class HumanTicket:
-    """An escalation waiting in the human queue."""
+    """An escalation in the human queue: open -> claimed -> answered/closed."""
 
     id: int
     card: EscalationCard
-    status: str = "open"
+    status: TicketStatus = "open"
+    claimed_by: str | None = None
+    """Who claimed it (set by `claim_human`)."""
+    answer: str | None = None
+    """The person's reply to the user, once answered."""
+    note: str = ""
+    """Why it was closed, or anything the person added."""
+    updated_at: float = field(default_factory=now)
+
+
+CheckpointStatus = Literal["running", "awaiting_approval"]
+
+
+@dataclass
+class Checkpoint:
+    """The saved state of one unfinished run: the latest one per session.
+
+    The kernel gives `state`, an object with `to_json() -> str`; a store in process memory may
+    keep that object as it is (the kernel never changes a state it has checkpointed), a
+    persistent store keeps `state.to_json()` and returns it as `data`. `meta` is a small JSON
+    dict (agent, approval card) that listings read without decoding the state.
+    """
+
+    session_id: str
+    run_id: str
+    seq: int
+    """Increases with every save of the run; a save with a seq not above the stored one of the
+    same run is stale and raises `ConflictError`."""
+    status: CheckpointStatus = "running"
+    state: Any = None
+    data: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    updated_at: float = field(default_factory=now)
+
+    def state_json(self) -> str:
+        """The state as JSON text, whichever form the store returned."""
+        if self.data is not None:
+            return self.data
+        if self.state is None:
+            raise ValueError("checkpoint has neither state nor data")
+        text: str = self.state.to_json()
+        return text
 
 
 @runtime_checkable
@@ -43,6 +91,9 @@ class Store(Protocol):
     """Persistence the kernel needs. Implementations: memory, SQLite (more in later releases)."""
 
     url: str
+    shared: bool
+    """True when other processes reach the same data (SQLite file, PostgreSQL, Redis): runs
+    then hold a lease per session; False for process memory, where a lock per team is enough."""
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or None if it does not exist."""
@@ -51,7 +102,12 @@ class Store(Protocol):
     async def commit_run(
         self, session: SessionRecord, messages: list[Message], events: list[Event]
     ) -> None:
-        """Atomically save the session and append the run's messages and events."""
+        """Atomically save the session, append the run's messages and events, and delete the
+        session's checkpoint (the run is finished).
+
+        Compare-and-set: raises `ConflictError` (nothing written) unless the stored version
+        equals `session.version` (0 for a session not stored yet); on success
+        `session.version` is incremented in place."""
         ...
 
     async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
@@ -78,6 +134,43 @@ class Store(Protocol):
 
     async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
         """Tickets in the human queue, oldest first."""
+        ...
+
+    async def get_human(self, ticket_id: int) -> HumanTicket | None:
+        """One ticket, or None."""
+        ...
+
+    async def update_human(self, ticket: HumanTicket, expect: TicketStatus) -> None:
+        """Save `ticket` (status, claimed_by, answer, note) if its stored status is still
+        `expect`; else raise `ConflictError` and write nothing."""
+        ...
+
+    # ---- checkpoints: unfinished runs
+    async def put_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Save the latest checkpoint of a session's unfinished run (replacing the previous
+        one). A stale save (same run, seq not above the stored seq) raises `ConflictError`."""
+        ...
+
+    async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
+        """The session's checkpoint, or None when no run of it is unfinished."""
+        ...
+
+    async def list_checkpoints(self, status: CheckpointStatus | None = None) -> list[Checkpoint]:
+        """Checkpoints of unfinished runs, oldest first (with state or data)."""
+        ...
+
+    async def delete_checkpoint(self, session_id: str, run_id: str) -> None:
+        """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
+        ...
+
+    # ---- leases: one runner per session across processes
+    async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
+        """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
+        False while another owner's lease is live."""
+        ...
+
+    async def release_lease(self, key: str, owner: str) -> None:
+        """Give `key` up if `owner` holds it."""
         ...
 
     async def close(self) -> None:

@@ -41,3 +41,20 @@ class StoreError(BatonError):
 
 class ModelNotAvailable(BatonError):
     """A model name cannot be resolved to an installed provider."""
+
+
+class ConflictError(StoreError):
+    """Another writer changed the record first (compare-and-set failed, or a lease is held).
+
+    Nothing was written. Read the record again and retry from its fresh state, or give up.
+    """
+
+    def __init__(self, message: str, *, key: str = "") -> None:
+        super().__init__(message)
+        self.key = key
+        """The session id (or other record key) the conflict is about."""
+
+
+class ApprovalError(BatonError):
+    """An approval decision was refused: unknown or already decided approval, a role that may
+    not approve, the same person signing twice, or a run that is not waiting for it."""

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from baton.core.approval import ApprovalCard
 from baton.core.data import Data
 from baton.core.ids import id_factory, now
 from baton.core.messages import Usage
@@ -225,6 +226,56 @@ class RunFinished(EventBase):
     """Tokens per hand-off (the receiver's turn)."""
 
 
+@dataclass(slots=True, kw_only=True)
+class ToolRefused(EventBase):
+    """A tool call was refused before it ran: the agent lacks a scope the tool needs."""
+
+    type: Literal["tool_refused"] = "tool_refused"
+    tool: str
+    call_id: str
+    reason: str
+    missing_scopes: tuple[str, ...] = ()
+
+
+@dataclass(slots=True, kw_only=True)
+class ApprovalRequested(EventBase):
+    """A tool call or hand-off needs a person's sign-off; the run pauses."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    card: ApprovalCard
+
+
+@dataclass(slots=True, kw_only=True)
+class ApprovalDecided(EventBase):
+    """A person approved or rejected a waiting call (or it timed out)."""
+
+    type: Literal["approval_decided"] = "approval_decided"
+    approval_id: str
+    decision: Literal["approved", "rejected", "pending", "expired"]
+    """`pending`: one of two sign-offs given."""
+    by: str | None = None
+    role: str | None = None
+    reason: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class RunResumed(EventBase):
+    """A paused or interrupted run continued from its last checkpoint."""
+
+    type: Literal["run_resumed"] = "run_resumed"
+    checkpoint: int
+    """Sequence number of the checkpoint it continued from."""
+    reason: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class TextDelta(EventBase):
+    """A piece of a streaming model's reply (only for `team.stream`; never stored)."""
+
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+
+
 Event = Annotated[
     RunStarted
     | RouteDecided
@@ -236,7 +287,12 @@ Event = Annotated[
     | HandoffRefused
     | GuardTripped
     | Escalated
-    | RunFinished,
+    | RunFinished
+    | ToolRefused
+    | ApprovalRequested
+    | ApprovalDecided
+    | RunResumed
+    | TextDelta,
     Field(discriminator="type"),
 ]
 """Any Baton event; discriminated by its `type` field."""

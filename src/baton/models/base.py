@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -46,6 +47,17 @@ class Model(Protocol):
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Produce the next step for the agent."""
+        ...
+
+
+@runtime_checkable
+class StreamingModel(Model, Protocol):
+    """A model that can also stream its reply as it is generated."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        """Yield text deltas (`str`) as they are generated, then exactly one `ModelResponse`:
+        the whole reply, the same `generate` would have returned (text, tool calls, usage).
+        Tool-call arguments are not streamed as deltas."""
         ...
 
 
