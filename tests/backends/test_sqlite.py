@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -11,10 +14,10 @@ import pytest
 
 from baton import Agent, ScriptedModel, Team
 from baton.backends import SQLiteStore, open_store
-from baton.backends.base import SessionRecord
-from baton.backends.sqlite import SCHEMA_VERSION
-from baton.core.errors import ConfigError, StoreError
-from baton.core.events import RunStarted
+from baton.backends.base import Checkpoint, SessionRecord
+from baton.backends.sqlite import _MIGRATIONS, SCHEMA_VERSION
+from baton.core.errors import ConfigError, ConflictError, StoreError
+from baton.core.events import EscalationCard, RunStarted
 from baton.core.messages import Message
 
 
@@ -39,7 +42,15 @@ async def test_wal_mode_and_schema_version(db: Path) -> None:
             tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master")}
         finally:
             raw.close()
-        assert {"sessions", "messages", "events", "human_queue", "locks"} <= tables
+        assert {
+            "sessions",
+            "messages",
+            "events",
+            "human_queue",
+            "locks",
+            "checkpoints",
+            "leases",
+        } <= tables
         assert store.url == url(db)
         assert store.path == str(db)
     finally:
@@ -137,7 +148,8 @@ async def test_created_at_is_kept_from_the_first_commit(db: Path) -> None:
     store = SQLiteStore(url(db))
     try:
         await store.commit_run(SessionRecord("s_1", created_at=1.0, updated_at=1.0), [], [])
-        await store.commit_run(SessionRecord("s_1", created_at=5.0, updated_at=6.0), [], [])
+        again = SessionRecord("s_1", created_at=5.0, updated_at=6.0, version=1)
+        await store.commit_run(again, [], [])
         got = await store.get_session("s_1")
         assert got is not None and (got.created_at, got.updated_at) == (1.0, 6.0)
     finally:
@@ -304,3 +316,287 @@ async def test_closed_store_raises_store_error(db: Path) -> None:
     await store.close()  # harmless
     with pytest.raises(StoreError, match="closed"):
         await store.get_session("s_1")
+
+
+# ---------------------------------------------------------------- resumable runs
+
+
+def test_file_store_is_shared_and_memory_database_is_not(db: Path) -> None:
+    assert SQLiteStore.shared is True
+    store, private = SQLiteStore(url(db)), SQLiteStore("sqlite:///:memory:")
+    try:
+        assert store.shared is True
+        assert private.shared is False
+    finally:
+        asyncio.run(store.close())
+        asyncio.run(private.close())
+
+
+class JsonState:
+    """A run state: the SQLite store keeps `to_json()` and never this object."""
+
+    def to_json(self) -> str:
+        return json.dumps({"step": 7, "note": "发票"}, ensure_ascii=False)
+
+
+async def test_checkpoint_is_stored_as_json(db: Path) -> None:
+    store = SQLiteStore(url(db))
+    try:
+        cp = Checkpoint("s_1", "run_1", 1, state=JsonState(), meta={"agent": "billing"})
+        await store.put_checkpoint(cp)
+        raw = sqlite3.connect(db)
+        try:
+            data, meta = raw.execute("SELECT data, meta FROM checkpoints").fetchone()
+        finally:
+            raw.close()
+        assert json.loads(data) == {"step": 7, "note": "发票"}
+        assert json.loads(meta) == {"agent": "billing"}
+        got = await store.get_checkpoint("s_1")
+        assert got is not None and got.state is None and got.data == data
+        # a checkpoint read back (data, no state) saves again as it is
+        got.seq = 2
+        await store.put_checkpoint(got)
+        again = await store.get_checkpoint("s_1")
+        assert again is not None and (again.seq, again.data) == (2, data)
+    finally:
+        await store.close()
+
+
+async def test_checkpoint_that_cannot_be_saved_raises_store_error(db: Path) -> None:
+    store = SQLiteStore(url(db))
+    try:
+        with pytest.raises(StoreError, match="neither state nor data"):
+            await store.put_checkpoint(Checkpoint("s_1", "run_1", 1))
+        with pytest.raises(StoreError, match="meta cannot be saved as JSON"):
+            await store.put_checkpoint(
+                Checkpoint("s_1", "run_1", 1, data="{}", meta={"when": object()})
+            )
+        assert await store.get_checkpoint("s_1") is None
+        await store.put_checkpoint(Checkpoint("s_1", "run_1", 1, data="{}"))
+        raw = sqlite3.connect(db)
+        with raw:
+            raw.execute("UPDATE checkpoints SET meta = '[1, 2]'")
+        raw.close()
+        with pytest.raises(StoreError, match="table 'checkpoints'"):
+            await store.get_checkpoint("s_1")
+    finally:
+        await store.close()
+
+
+async def test_two_connections_see_each_other_s_checkpoints_leases_and_tickets(db: Path) -> None:
+    a, b = SQLiteStore(url(db)), SQLiteStore(url(db))
+    try:
+        await a.put_checkpoint(Checkpoint("s_1", "run_1", 3, data='{"x": 1}'))
+        with pytest.raises(ConflictError):
+            await b.put_checkpoint(Checkpoint("s_1", "run_1", 3, data='{"x": 2}'))
+        assert await a.acquire_lease("s_1", "proc-a", 30)
+        assert not await b.acquire_lease("s_1", "proc-b", 30)
+        ticket_id = await a.push_human(
+            EscalationCard(session_id="s_1", trace_id="tr_1", path=["triage"], reasons=["x"])
+        )
+        ticket = await b.get_human(ticket_id)
+        assert ticket is not None
+        ticket.status, ticket.claimed_by = "claimed", "bob"
+        await b.update_human(ticket, expect="open")
+        got = await a.get_human(ticket_id)
+        assert got is not None and (got.status, got.claimed_by) == ("claimed", "bob")
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_expired_leases_are_pruned(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("baton.backends.sqlite._PRUNE_EVERY", 3)
+    store = SQLiteStore(url(db))
+    try:
+        assert await store.acquire_lease("old", "a", 0.0)
+        assert await store.acquire_lease("live", "a", 30)
+        assert await store.acquire_lease("third", "a", 30)  # third acquisition prunes "old"
+        raw = sqlite3.connect(db)
+        try:
+            keys = {r[0] for r in raw.execute("SELECT key FROM leases")}
+        finally:
+            raw.close()
+        assert keys == {"live", "third"}
+    finally:
+        await store.close()
+
+
+def test_version_2_file_migrates_and_keeps_its_data(db: Path) -> None:
+    raw = sqlite3.connect(db)
+    with raw:
+        for version in (1, 2):  # the released steps, as a version-2 Baton ran them
+            for step in _MIGRATIONS[version]:
+                if isinstance(step, str):
+                    raw.execute(step)
+                else:
+                    step(raw)
+        raw.execute("PRAGMA user_version = 2")
+        raw.execute(
+            "INSERT INTO sessions (id, user_id, holder, holder_since, incoming, state, "
+            "created_at, updated_at) VALUES ('s_old', 'u1', 'billing', 'msg_1', NULL, "
+            """'{"order_id": "ORD-1"}', 10.0, 20.0)"""
+        )
+        msg = Message(role="user", content="旧消息", run_id="run_0")
+        raw.execute(
+            "INSERT INTO messages (id, session_id, run_id, role, agent, data, ts) "
+            "VALUES (?, 's_old', 'run_0', 'user', NULL, ?, ?)",
+            (msg.id, msg.model_dump_json(), msg.ts),
+        )
+        card = EscalationCard(session_id="s_old", trace_id="tr_0", path=["a"], reasons=["r"])
+        raw.execute(
+            "INSERT INTO human_queue (session_id, trace_id, card, status, created_at) "
+            "VALUES ('s_old', 'tr_0', ?, 'open', 30.0)",
+            (card.model_dump_json(),),
+        )
+    raw.close()
+
+    async def reopen() -> None:
+        store = SQLiteStore(url(db))
+        try:
+            got = await store.get_session("s_old")
+            assert got is not None
+            assert (got.holder, got.state, got.version) == ("billing", {"order_id": "ORD-1"}, 0)
+            assert (got.created_at, got.updated_at) == (10.0, 20.0)
+            assert await store.get_messages("s_old") == [msg]
+            [ticket] = await store.list_human()
+            assert (ticket.card, ticket.claimed_by, ticket.answer) == (card, None, None)
+            assert (ticket.note, ticket.updated_at) == ("", 30.0)
+            # the old session commits from version 0, and the new tables work
+            await store.put_checkpoint(Checkpoint("s_old", "run_1", 1, data="{}"))
+            await store.commit_run(got, [], [])
+            assert got.version == 1
+            assert await store.get_checkpoint("s_old") is None
+            assert await store.acquire_lease("s_old", "me", 30)
+        finally:
+            await store.close()
+
+    asyncio.run(reopen())
+    raw = sqlite3.connect(db)
+    try:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    finally:
+        raw.close()
+    asyncio.run(reopen_again(db))
+
+
+async def reopen_again(db: Path) -> None:
+    """A migrated file opens again without migrating twice."""
+    store = SQLiteStore(url(db))
+    try:
+        got = await store.get_session("s_old")
+        assert got is not None and got.version == 1
+    finally:
+        await store.close()
+
+
+# A process that reads one session (or does nothing first), says "ready", waits for "go" on
+# stdin, then commits a run (or acquires a lease) and says how it went.
+_RACER = """
+import asyncio, sys
+from baton.backends.base import SessionRecord
+from baton.backends.sqlite import SQLiteStore
+from baton.core.errors import ConflictError
+from baton.core.messages import Message
+
+async def main(url, mode, name):
+    store = SQLiteStore(url, busy_timeout_s=30)
+    try:
+        rec = await store.get_session("s_race") or SessionRecord("s_race")
+        print("ready", rec.version, flush=True)
+        sys.stdin.readline()
+        if mode == "lease":
+            won = await store.acquire_lease("s_race", name, 30)
+            print("won" if won else "lost", flush=True)
+            return
+        rec.holder = name
+        msgs = [Message(role="user", content=name + " asks"),
+                Message(role="assistant", content=name + " answers", agent=name)]
+        try:
+            await store.commit_run(rec, msgs, [])
+        except ConflictError as exc:
+            print("conflict", exc.key, flush=True)
+        else:
+            print("committed", rec.version, flush=True)
+    finally:
+        await store.close()
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+def race(db: Path, mode: str, names: list[str]) -> dict[str, str]:
+    """Run one racer process per name on `db`; release them together once all have read."""
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, "-c", _RACER, url(db), mode, name],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in names
+    }
+    try:
+        for proc in procs.values():
+            assert proc.stdout is not None and proc.stdin is not None
+            line = proc.stdout.readline()
+            assert line.startswith("ready"), line + proc.communicate(timeout=60)[1]
+        for proc in procs.values():
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        out: dict[str, str] = {}
+        for name, proc in procs.items():
+            stdout, stderr = proc.communicate(timeout=60)
+            assert proc.returncode == 0, stderr
+            out[name] = stdout.strip()
+        return out
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new-session", "stored-session"])
+def test_two_processes_committing_one_version_one_wins(db: Path, existing: bool) -> None:
+    before: list[Message] = []
+    if existing:
+        before = [Message(role="user", content="earlier")]
+
+        async def seed() -> None:
+            store = SQLiteStore(url(db))
+            try:
+                await store.commit_run(SessionRecord("s_race", holder="triage"), before, [])
+            finally:
+                await store.close()
+
+        asyncio.run(seed())
+    else:
+        asyncio.run(SQLiteStore(url(db)).close())  # create the file before the race
+    read = 1 if existing else 0
+    out = race(db, "commit", ["alpha", "beta"])
+    assert sorted(out.values()) == [f"committed {read + 1}", "conflict s_race"], out
+    [winner] = [name for name, result in out.items() if result.startswith("committed")]
+
+    async def check() -> None:
+        store = SQLiteStore(url(db))
+        try:
+            got = await store.get_session("s_race")
+            assert got is not None and (got.holder, got.version) == (winner, read + 1)
+            contents = [m.content for m in await store.get_messages("s_race")]
+            assert contents == [m.content for m in before] + [
+                f"{winner} asks",
+                f"{winner} answers",
+            ]
+        finally:
+            await store.close()
+
+    asyncio.run(check())
+
+
+def test_two_processes_racing_for_one_lease_one_wins(db: Path) -> None:
+    asyncio.run(SQLiteStore(url(db)).close())
+    out = race(db, "lease", ["alpha", "beta"])
+    assert sorted(out.values()) == ["lost", "won"], out

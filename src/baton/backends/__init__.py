@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from baton.backends.base import HumanTicket, SessionRecord, Store
+from baton.backends.base import Checkpoint, HumanTicket, SessionRecord, Store
 from baton.backends.memory import MemoryStore
 from baton.core.errors import ConfigError
 
@@ -31,7 +31,15 @@ def open_store(spec: Any) -> Store:
     raise ConfigError(f"store must be a URL or a Store object, got {type(spec).__name__}")
 
 
-__all__ = ["HumanTicket", "MemoryStore", "SQLiteStore", "SessionRecord", "Store", "open_store"]
+__all__ = [
+    "Checkpoint",
+    "HumanTicket",
+    "MemoryStore",
+    "SQLiteStore",
+    "SessionRecord",
+    "Store",
+    "open_store",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -4,10 +4,26 @@ from __future__ import annotations
 
 import copy
 import time
+from collections import OrderedDict
 from typing import Any
 
-from baton.backends.base import HumanTicket, SessionRecord
+from baton.backends._conflicts import (
+    check_ticket,
+    stale_checkpoint,
+    ticket_conflict,
+    unknown_ticket,
+    version_conflict,
+)
+from baton.backends.base import (
+    Checkpoint,
+    CheckpointStatus,
+    HumanTicket,
+    SessionRecord,
+    TicketStatus,
+)
+from baton.core.errors import ConfigError
 from baton.core.events import EscalationCard, Event
+from baton.core.ids import now
 from baton.core.messages import Message
 
 
@@ -27,36 +43,152 @@ def _snapshot(rec: SessionRecord) -> SessionRecord:
     return out
 
 
+def _batch_seq(batch: tuple[int, list[Event]]) -> int:
+    """Sort key of an event batch: its number in commit order."""
+    return batch[0]
+
+
 _MIN_PRUNE = 10_000
-"""Expired hand-off locks are dropped once the table holds more than this many."""
+"""Expired hand-off locks and leases are dropped once their table holds more than this many."""
+
+_TRIM_MARGIN = 8
+"""When unfinished runs alone keep the store over `max_sessions`, it is looked through again
+only after growing by a further `max_sessions // _TRIM_MARGIN` sessions."""
 
 
 class MemoryStore:
-    """A dict-backed store; state is copied in and out so callers never alias it."""
+    """A dict-backed store; session state is copied in and out so callers never alias it.
+
+    Bounded, so that a long-running process does not grow without end: it keeps at most
+    `max_sessions` sessions (default 10,000; None for no bound). A commit that takes the store
+    over the bound evicts the least recently committed sessions together with their
+    transcripts and events. With `max_age_s`, a commit also evicts sessions whose `updated_at`
+    is older than that many seconds, looking from the least recently committed one on and
+    stopping at the first that is young enough.
+
+    A session with a checkpoint (a run that is unfinished, or paused for approval) is never
+    evicted; it is moved behind the others and looked at again when its turn comes round.
+    While such sessions alone hold the store over its bound, it may exceed `max_sessions` by
+    them plus an eighth of `max_sessions`. The session being committed is never evicted by
+    its own commit. Sessions are kept in commit order, so a commit looks only at the oldest
+    few and costs the same however many are stored. Use a persistent store (SQLite) to keep
+    everything.
+
+    Checkpoints are kept by reference, neither copied nor serialised (the kernel never changes
+    a state it has checkpointed). Not shared between processes: `shared` is False.
+    """
 
     url = "memory://"
+    shared = False
 
-    def __init__(self) -> None:
-        self._sessions: dict[str, SessionRecord] = {}
+    def __init__(self, max_sessions: int | None = 10_000, max_age_s: float | None = None) -> None:
+        if max_sessions is not None and max_sessions < 1:
+            raise ConfigError(
+                f"MemoryStore(max_sessions={max_sessions}): keep at least 1 session, or pass "
+                "None for no bound"
+            )
+        if max_age_s is not None and max_age_s <= 0:
+            raise ConfigError(
+                f"MemoryStore(max_age_s={max_age_s}): give a positive number of seconds, or "
+                "None to keep sessions however old"
+            )
+        self.max_sessions = max_sessions
+        """Most sessions kept; the least recently committed are evicted first (None: all)."""
+        self.max_age_s = max_age_s
+        """Sessions whose `updated_at` is older than this are evicted on commit (None: never)."""
+        self._sessions: OrderedDict[str, SessionRecord] = OrderedDict()  # in commit order
+        self._trim_at = max_sessions
         self._messages: dict[str, list[Message]] = {}
-        self._events: list[Event] = []
+        self._events: dict[str, list[tuple[int, list[Event]]]] = {}
+        """Per session id, the batches of its events, each with its number in commit order."""
+        self._batches = 0
+        self._checkpoints: dict[str, Checkpoint] = {}
         self._locks: dict[str, float] = {}
         self._prune_at = _MIN_PRUNE
+        self._leases: dict[str, tuple[str, float]] = {}
+        self._lease_prune_at = _MIN_PRUNE
         self._human: list[HumanTicket] = []
 
+    # ------------------------------------------------------------------ sessions
     async def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session, or None if it does not exist."""
         rec = self._sessions.get(session_id)
         return None if rec is None else _snapshot(rec)
 
     async def commit_run(
         self, session: SessionRecord, messages: list[Message], events: list[Event]
     ) -> None:
-        self._sessions[session.session_id] = _snapshot(session)
+        """Save the session (compare-and-set on its version), append the run's messages and
+        events, and drop the session's checkpoint; then evict what the bounds say."""
+        sid = session.session_id
+        sessions = self._sessions
+        stored = sessions.get(sid)
+        version = 0 if stored is None else stored.version
+        if version != session.version:
+            raise version_conflict(sid, session.version, version)
+        snap = _snapshot(session)
+        snap.version = version + 1
+        sessions[sid] = snap
+        sessions.move_to_end(sid)
         if messages:
-            self._messages.setdefault(session.session_id, []).extend(messages)
-        self._events.extend(events)
+            self._messages.setdefault(sid, []).extend(messages)
+        if events:
+            self._add_events(sid, events)
+        self._checkpoints.pop(sid, None)
+        session.version = version + 1
+        limit = self._trim_at
+        if (limit is not None and len(sessions) > limit) or (
+            self.max_age_s is not None
+            and next(iter(sessions.values())).updated_at < time.time() - self.max_age_s
+        ):
+            self._trim(sid)
+
+    def _add_events(self, sid: str, events: list[Event]) -> None:
+        """File the events of one commit under their session ids, numbered in commit order."""
+        self._batches += 1
+        if all(e.session_id == sid for e in events):
+            self._events.setdefault(sid, []).append((self._batches, list(events)))
+            return
+        # Events of other sessions (unusual): one batch per stretch of one session's events,
+        # so the numbers keep the commit's order across sessions.
+        start = 0
+        for i in range(1, len(events) + 1):
+            if i == len(events) or events[i].session_id != events[start].session_id:
+                batch = events[start:i]
+                self._events.setdefault(batch[0].session_id, []).append((self._batches, batch))
+                self._batches += 1
+                start = i
+
+    def _trim(self, keep: str) -> None:
+        """Evict the oldest sessions while over `max_sessions` or older than `max_age_s`;
+        never `keep` (the session just committed) nor one with a checkpoint."""
+        sessions = self._sessions
+        limit = self.max_sessions
+        cutoff = None if self.max_age_s is None else time.time() - self.max_age_s
+        for _ in range(len(sessions)):  # each session is looked at once at most
+            sid, rec = next(iter(sessions.items()))
+            over = limit is not None and len(sessions) > limit
+            old = cutoff is not None and rec.updated_at < cutoff
+            if sid == keep or not (over or old):
+                break
+            if sid in self._checkpoints:
+                sessions.move_to_end(sid)  # an unfinished run: kept, looked at again last
+            else:
+                self._evict(sid)
+        if limit is not None:
+            # Over the bound now means unfinished runs hold it there; looking through them all
+            # at every commit would cost O(n) each, so wait until the store grows by a margin.
+            over_by = len(sessions) - limit
+            self._trim_at = limit if over_by <= 0 else len(sessions) + max(1, limit // _TRIM_MARGIN)
+
+    def _evict(self, sid: str) -> None:
+        """Forget a session with its transcript and events."""
+        del self._sessions[sid]
+        self._messages.pop(sid, None)
+        self._events.pop(sid, None)
 
     async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
+        """The session's transcript, oldest first (the last `limit` messages if given)."""
         msgs = self._messages.get(session_id, [])
         if limit is None:
             return list(msgs)
@@ -65,18 +197,23 @@ class MemoryStore:
     async def get_events(
         self, session_id: str | None = None, trace_id: str | None = None
     ) -> list[Event]:
+        """Stored events of a session and/or trace, in order (all of them without a filter)."""
+        if session_id is not None:
+            batches: list[tuple[int, list[Event]]] = self._events.get(session_id, [])
+        else:
+            batches = sorted((b for bs in self._events.values() for b in bs), key=_batch_seq)
         return [
-            e
-            for e in self._events
-            if (session_id is None or e.session_id == session_id)
-            and (trace_id is None or e.trace_id == trace_id)
+            e for _, batch in batches for e in batch if trace_id is None or e.trace_id == trace_id
         ]
 
     async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
+        """Most recently updated sessions first."""
         recs = sorted(self._sessions.values(), key=lambda r: r.updated_at, reverse=True)
         return [_snapshot(r) for r in recs[:limit]]
 
+    # ------------------------------------------------------------------ locks and leases
     async def claim_lock(self, key: str, window_s: float) -> bool:
+        """Claim `key` for `window_s` seconds; False if a live claim already exists."""
         t = time.monotonic()
         expires = self._locks.get(key)
         if expires is not None and expires > t:
@@ -89,13 +226,88 @@ class MemoryStore:
             self._prune_at = max(_MIN_PRUNE, 2 * len(self._locks))
         return True
 
+    async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
+        """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
+        False while another owner's lease is live."""
+        t = time.monotonic()
+        held = self._leases.get(key)
+        if held is not None and held[0] != owner and held[1] > t:
+            return False
+        self._leases[key] = (owner, t + ttl_s)
+        if len(self._leases) > self._lease_prune_at:  # leases never released expire here
+            self._leases = {k: v for k, v in self._leases.items() if v[1] > t}
+            self._lease_prune_at = max(_MIN_PRUNE, 2 * len(self._leases))
+        return True
+
+    async def release_lease(self, key: str, owner: str) -> None:
+        """Give `key` up if `owner` holds it."""
+        held = self._leases.get(key)
+        if held is not None and held[0] == owner:
+            del self._leases[key]
+
+    # ------------------------------------------------------------------ checkpoints
+    async def put_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Keep `checkpoint` (by reference) as the session's latest; a stale save of the same
+        run (seq not above the stored one) raises `ConflictError`."""
+        old = self._checkpoints.get(checkpoint.session_id)
+        if old is not None and old.run_id == checkpoint.run_id and checkpoint.seq <= old.seq:
+            raise stale_checkpoint(checkpoint, old.seq)
+        self._checkpoints[checkpoint.session_id] = checkpoint
+
+    async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
+        """The session's checkpoint (the object that was saved), or None."""
+        return self._checkpoints.get(session_id)
+
+    async def list_checkpoints(self, status: CheckpointStatus | None = None) -> list[Checkpoint]:
+        """Checkpoints of unfinished runs, least recently saved first."""
+        found = [c for c in self._checkpoints.values() if status is None or c.status == status]
+        found.sort(key=lambda c: c.updated_at)
+        return found
+
+    async def delete_checkpoint(self, session_id: str, run_id: str) -> None:
+        """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
+        cp = self._checkpoints.get(session_id)
+        if cp is not None and cp.run_id == run_id:
+            del self._checkpoints[session_id]
+
+    # ------------------------------------------------------------------ human queue
     async def push_human(self, card: EscalationCard) -> int:
+        """Put an escalation card in the human queue; returns its ticket id."""
         ticket = HumanTicket(id=len(self._human) + 1, card=card)
         self._human.append(ticket)
         return ticket.id
 
     async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
-        return [t for t in self._human if status is None or t.status == status]
+        """Tickets in the human queue, oldest first (copies: change them with update_human)."""
+        return [copy.copy(t) for t in self._human if status is None or t.status == status]
+
+    async def get_human(self, ticket_id: int) -> HumanTicket | None:
+        """One ticket (a copy), or None."""
+        stored = self._ticket(ticket_id)
+        return None if stored is None else copy.copy(stored)
+
+    async def update_human(self, ticket: HumanTicket, expect: TicketStatus) -> None:
+        """Save the ticket's status, claimed_by, answer and note if its stored status is still
+        `expect` (else `ConflictError`); stamps `updated_at`, on `ticket` too."""
+        check_ticket(ticket)
+        stored = self._ticket(ticket.id)
+        if stored is None:
+            raise unknown_ticket(ticket.id)
+        if stored.status != expect:
+            raise ticket_conflict(ticket, expect, stored.status)
+        ticket.updated_at = now()
+        stored.status, stored.claimed_by = ticket.status, ticket.claimed_by
+        stored.answer, stored.note, stored.updated_at = (
+            ticket.answer,
+            ticket.note,
+            ticket.updated_at,
+        )
+
+    def _ticket(self, ticket_id: int) -> HumanTicket | None:
+        if isinstance(ticket_id, int) and 0 < ticket_id <= len(self._human):
+            return self._human[ticket_id - 1]
+        return None
 
     async def close(self) -> None:
+        """Nothing to release."""
         return None

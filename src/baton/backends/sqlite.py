@@ -1,9 +1,11 @@
-"""`SQLiteStore`: sessions, transcripts, events, locks and the human queue in one SQLite file.
+"""`SQLiteStore`: sessions, transcripts, events, checkpoints, locks, leases and the human queue
+in one SQLite file.
 
 Open it with a URL: `sqlite:///relative/path.db` (relative to the working directory),
 `sqlite:////absolute/path.db`, or `sqlite:///:memory:` (a private in-memory database).
 Several processes may share one file: WAL lets readers run while one writer commits, the
-busy timeout makes writers wait for each other, and lock claims are single atomic statements.
+busy timeout makes writers wait for each other, commits compare and set the session's version
+under the write lock, and lock, lease and checkpoint writes are single atomic statements.
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from baton.backends._conflicts import (
+    check_ticket,
+    stale_checkpoint,
+    ticket_conflict,
+    unknown_ticket,
+    version_conflict,
+)
 from baton.backends.audit import (
     GENESIS,
     AuditRecord,
@@ -29,19 +38,25 @@ from baton.backends.audit import (
     record_body,
     verify,
 )
-from baton.backends.base import HumanTicket, SessionRecord
+from baton.backends.base import (
+    Checkpoint,
+    CheckpointStatus,
+    HumanTicket,
+    SessionRecord,
+    TicketStatus,
+)
 from baton.core.errors import ConfigError, StoreError
 from baton.core.events import EscalationCard, Event, event_from_json
 from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the table layout, kept in `PRAGMA user_version`."""
 
 _MEMORY = ":memory:"
 _PREFIX = "sqlite:///"
 _PRUNE_EVERY = 256
-"""Expired lock keys are deleted once every this many claims."""
+"""Expired lock (and lease) keys are deleted once every this many claims (acquisitions)."""
 
 _AUDIT_PAGE = 1000
 """Audit records read per query while verifying."""
@@ -135,7 +150,39 @@ _MIGRATIONS: dict[int, tuple[Migration, ...]] = {
         BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END""",
         lambda conn: _backfill_audit(conn),  # defined below
     ),
+    3: (
+        # Resumable runs: versioned sessions (compare-and-set commits), the checkpoint of each
+        # unfinished run, leases (one runner per session), and answers in the human queue.
+        "ALTER TABLE sessions ADD COLUMN version INTEGER NOT NULL DEFAULT 0",
+        """CREATE TABLE IF NOT EXISTS checkpoints (
+            session_id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            data TEXT NOT NULL,
+            meta TEXT NOT NULL,
+            updated_at REAL NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS checkpoints_status ON checkpoints (status, updated_at)",
+        """CREATE TABLE IF NOT EXISTS leases (
+            key TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            expires_at REAL NOT NULL
+        )""",
+        "CREATE INDEX IF NOT EXISTS leases_expiry ON leases (expires_at)",
+        "ALTER TABLE human_queue ADD COLUMN claimed_by TEXT",
+        "ALTER TABLE human_queue ADD COLUMN answer TEXT",
+        "ALTER TABLE human_queue ADD COLUMN note TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE human_queue ADD COLUMN updated_at REAL NOT NULL DEFAULT 0",
+        "UPDATE human_queue SET updated_at = created_at",
+    ),
 }
+
+_SESSION_COLUMNS = (
+    "id, user_id, holder, holder_since, incoming, state, created_at, updated_at, version"
+)
+_CHECKPOINT_COLUMNS = "session_id, run_id, seq, status, data, meta, updated_at"
+_TICKET_COLUMNS = "id, card, status, claimed_by, answer, note, updated_at"
 
 
 def _audit_tip(conn: sqlite3.Connection) -> tuple[int, str]:
@@ -204,7 +251,13 @@ def parse_sqlite_url(url: str) -> str:
 
 
 class SQLiteStore:
-    """A `Store` in a SQLite file (WAL mode); several processes may share the file."""
+    """A `Store` in a SQLite file (WAL mode); several processes may share the file.
+
+    `shared` is True: runs in other processes may reach the same sessions, so they hold a
+    lease per session (a private `sqlite:///:memory:` database is not shared, and says so).
+    """
+
+    shared = True
 
     def __init__(self, url: str, *, busy_timeout_s: float = 5.0) -> None:
         self.url = url
@@ -212,8 +265,11 @@ class SQLiteStore:
         """Absolute path of the database file, or ':memory:'."""
         self.busy_timeout_s = busy_timeout_s
         """How long a write waits for another connection's write lock before failing."""
+        self.shared = self.path != _MEMORY
+        """Whether other processes reach this data: True for a file, False for ':memory:'."""
         self._mutex = threading.Lock()
         self._claims = 0
+        self._leases = 0
         if self.path != _MEMORY:
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -337,14 +393,13 @@ class SQLiteStore:
         """The session, or None if it does not exist."""
         rows = self._query(
             "get_session",
-            "SELECT id, user_id, holder, holder_since, incoming, state, created_at, updated_at "
-            "FROM sessions WHERE id = ?",
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?",
             (session_id,),
         )
         return self._session(rows[0]) if rows else None
 
     def _session(self, row: tuple[Any, ...]) -> SessionRecord:
-        sid, user_id, holder, since, incoming, state, created, updated = row
+        sid, user_id, holder, since, incoming, state, created, updated, version = row
         try:
             payload = None if incoming is None else HandoffPayload.model_validate_json(incoming)
             data = json.loads(state)
@@ -361,13 +416,19 @@ class SQLiteStore:
             state=data,
             created_at=created,
             updated_at=updated,
+            version=version,
         )
 
     async def commit_run(
         self, session: SessionRecord, messages: list[Message], events: list[Event]
     ) -> None:
-        """Save the session and append the run's messages and events in one transaction.
+        """Save the session, append the run's messages and events, and delete the session's
+        checkpoint, in one transaction.
 
+        Compare-and-set: raises `ConflictError` (nothing written) unless the stored version
+        equals `session.version` (0 for a session not stored yet); on success
+        `session.version` is incremented in place. The version is read and written under the
+        write lock, so two processes committing from the same version cannot both succeed.
         The first commit of a session sets its `created_at`; later ones keep it.
         """
         sid = session.session_id
@@ -379,6 +440,7 @@ class SQLiteStore:
                 "strings, numbers, booleans, None, lists and dicts with string keys"
             ) from exc
         incoming = None if session.incoming is None else session.incoming.model_dump_json()
+        read = session.version
         session_row = (
             sid,
             session.user_id,
@@ -388,6 +450,7 @@ class SQLiteStore:
             state,
             session.created_at,
             session.updated_at,
+            read + 1,
         )
         message_rows = [
             (m.id, sid, m.run_id, m.role, m.agent, m.model_dump_json(), m.ts) for m in messages
@@ -403,15 +466,19 @@ class SQLiteStore:
         with self._mutex, self._errors("commit_run"):
             conn = self._db()
             with self._transaction(conn):
+                row = conn.execute("SELECT version FROM sessions WHERE id = ?", (sid,)).fetchone()
+                stored = 0 if row is None else int(row[0])
+                if stored != read:
+                    raise version_conflict(sid, read, stored)  # rolls the transaction back
                 conn.execute(
-                    "INSERT INTO sessions (id, user_id, holder, holder_since, incoming, state, "
-                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, "
                     "holder = excluded.holder, holder_since = excluded.holder_since, "
                     "incoming = excluded.incoming, state = excluded.state, "
-                    "updated_at = excluded.updated_at",
+                    "updated_at = excluded.updated_at, version = excluded.version",
                     session_row,
                 )
+                conn.execute("DELETE FROM checkpoints WHERE session_id = ?", (sid,))
                 conn.executemany(
                     "INSERT INTO messages (id, session_id, run_id, role, agent, data, ts) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -424,6 +491,7 @@ class SQLiteStore:
                 )
                 if unsealed:
                     _insert_audit(conn, link(unsealed, *_audit_tip(conn)))
+        session.version = read + 1
 
     async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
         """The session's transcript, oldest first (the last `limit` messages if given)."""
@@ -524,8 +592,7 @@ class SQLiteStore:
         """Most recently updated sessions first."""
         rows = self._query(
             "list_sessions",
-            "SELECT id, user_id, holder, holder_since, incoming, state, created_at, updated_at "
-            "FROM sessions ORDER BY updated_at DESC, rowid LIMIT ?",
+            f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, rowid LIMIT ?",
             (max(limit, 0),),
         )
         return [self._session(r) for r in rows]
@@ -552,13 +619,135 @@ class SQLiteStore:
                 conn.execute("DELETE FROM locks WHERE expires_at <= ?", (t,))
         return claimed
 
+    async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
+        """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
+        False while another owner's lease is live.
+
+        One statement, hence atomic across processes; expiry uses wall-clock time because
+        other processes sharing the file must agree on it.
+        """
+        t = time.time()
+        with self._mutex, self._errors("acquire_lease"):
+            conn = self._db()
+            cur = conn.execute(
+                "INSERT INTO leases (key, owner, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, "
+                "expires_at = excluded.expires_at "
+                "WHERE leases.expires_at <= ? OR leases.owner = excluded.owner",
+                (key, owner, t + ttl_s, t),
+            )
+            acquired = cur.rowcount == 1
+            self._leases += 1
+            if self._leases % _PRUNE_EVERY == 0:
+                conn.execute("DELETE FROM leases WHERE expires_at <= ?", (t,))
+        return acquired
+
+    async def release_lease(self, key: str, owner: str) -> None:
+        """Give `key` up if `owner` holds it."""
+        self._query("release_lease", "DELETE FROM leases WHERE key = ? AND owner = ?", (key, owner))
+
+    # ------------------------------------------------------------------ checkpoints
+    async def put_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Save the session's latest checkpoint: its state as JSON (`state_json()`) and `meta`.
+
+        A stale save (same run, seq not above the stored one) raises `ConflictError`; a save
+        of another run replaces the stored one. One statement, hence atomic across processes.
+        """
+        cp = checkpoint
+        row = (cp.session_id, cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp))
+        with self._mutex, self._errors("put_checkpoint"):
+            cur = self._db().execute(
+                f"INSERT INTO checkpoints ({_CHECKPOINT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET run_id = excluded.run_id, "
+                "seq = excluded.seq, status = excluded.status, data = excluded.data, "
+                "meta = excluded.meta, updated_at = excluded.updated_at "
+                "WHERE checkpoints.run_id <> excluded.run_id OR checkpoints.seq < excluded.seq",
+                row,
+            )
+            saved = cur.rowcount == 1
+        if not saved:
+            stored = self._query(
+                "put_checkpoint",
+                "SELECT seq FROM checkpoints WHERE session_id = ? AND run_id = ?",
+                (cp.session_id, cp.run_id),
+            )
+            raise stale_checkpoint(cp, int(stored[0][0]) if stored else None)
+
+    def _checkpoint_texts(self, cp: Checkpoint) -> tuple[str, str, float]:
+        """(data, meta, updated_at) columns of a checkpoint row."""
+        where = f"checkpoint of session {cp.session_id!r} (run {cp.run_id!r}, seq {cp.seq})"
+        try:
+            data = cp.state_json()
+        except ValueError as exc:
+            raise StoreError(f"{where} cannot be saved: {exc}; give it a state") from exc
+        try:
+            meta = json.dumps(cp.meta, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"{where}: meta cannot be saved as JSON ({exc}); keep meta values to strings, "
+                "numbers, booleans, None, lists and dicts with string keys"
+            ) from exc
+        return data, meta, cp.updated_at
+
+    async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
+        """The session's checkpoint (state as JSON in `data`), or None."""
+        rows = self._query(
+            "get_checkpoint",
+            f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE session_id = ?",
+            (session_id,),
+        )
+        return self._checkpoint(rows[0]) if rows else None
+
+    async def list_checkpoints(self, status: CheckpointStatus | None = None) -> list[Checkpoint]:
+        """Checkpoints of unfinished runs (state as JSON in `data`), least recently saved
+        first."""
+        sql = f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints"
+        params: tuple[str, ...] = ()
+        if status is not None:
+            sql, params = f"{sql} WHERE status = ?", (status,)
+        rows = self._query("list_checkpoints", f"{sql} ORDER BY updated_at, session_id", params)
+        return [self._checkpoint(r) for r in rows]
+
+    def _checkpoint(self, row: tuple[Any, ...]) -> Checkpoint:
+        sid, run_id, seq, status, data, meta, updated = row
+        try:
+            info = json.loads(meta)
+            if not isinstance(info, dict):
+                raise ValueError(f"meta is a {type(info).__name__}, not an object")
+        except ValueError as exc:
+            raise self._corrupt("checkpoints", sid, exc) from exc
+        return Checkpoint(
+            session_id=sid,
+            run_id=run_id,
+            seq=seq,
+            status=status,
+            data=data,
+            meta=info,
+            updated_at=updated,
+        )
+
+    async def delete_checkpoint(self, session_id: str, run_id: str) -> None:
+        """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
+        self._query(
+            "delete_checkpoint",
+            "DELETE FROM checkpoints WHERE session_id = ? AND run_id = ?",
+            (session_id, run_id),
+        )
+
+    # ------------------------------------------------------------------ human queue
     async def push_human(self, card: EscalationCard) -> int:
         """Put an escalation card in the human queue; returns its ticket id."""
         with self._mutex, self._errors("push_human"):
             cur = self._db().execute(
-                "INSERT INTO human_queue (session_id, trace_id, card, created_at) "
-                "VALUES (?, ?, ?, ?)",
-                (card.session_id, card.trace_id, card.model_dump_json(), card.created_at),
+                "INSERT INTO human_queue (session_id, trace_id, card, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (
+                    card.session_id,
+                    card.trace_id,
+                    card.model_dump_json(),
+                    card.created_at,
+                    time.time(),
+                ),
             )
             ticket = cur.lastrowid
         if ticket is None:  # pragma: no cover - sqlite3 always sets it after an INSERT
@@ -567,23 +756,69 @@ class SQLiteStore:
 
     async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
         """Tickets in the human queue, oldest first."""
-        if status is None:
-            rows = self._query("list_human", "SELECT id, card, status FROM human_queue ORDER BY id")
-        else:
-            rows = self._query(
-                "list_human",
-                "SELECT id, card, status FROM human_queue WHERE status = ? ORDER BY id",
-                (status,),
+        sql = f"SELECT {_TICKET_COLUMNS} FROM human_queue"
+        params: tuple[str, ...] = ()
+        if status is not None:
+            sql, params = f"{sql} WHERE status = ?", (status,)
+        rows = self._query("list_human", f"{sql} ORDER BY id", params)
+        return [self._ticket(r) for r in rows]
+
+    async def get_human(self, ticket_id: int) -> HumanTicket | None:
+        """One ticket, or None."""
+        rows = self._query(
+            "get_human", f"SELECT {_TICKET_COLUMNS} FROM human_queue WHERE id = ?", (ticket_id,)
+        )
+        return self._ticket(rows[0]) if rows else None
+
+    def _ticket(self, row: tuple[Any, ...]) -> HumanTicket:
+        ticket, card, status, claimed_by, answer, note, updated = row
+        try:
+            parsed = EscalationCard.model_validate_json(card)
+        except ValidationError as exc:
+            raise self._corrupt("human_queue", ticket, exc) from exc
+        return HumanTicket(
+            id=ticket,
+            card=parsed,
+            status=status,
+            claimed_by=claimed_by,
+            answer=answer,
+            note=note,
+            updated_at=updated,
+        )
+
+    async def update_human(self, ticket: HumanTicket, expect: TicketStatus) -> None:
+        """Save the ticket's status, claimed_by, answer and note if its stored status is still
+        `expect` (else `ConflictError`); stamps `updated_at`, on `ticket` too.
+
+        One statement, hence atomic across processes: two people claiming one ticket cannot
+        both succeed.
+        """
+        check_ticket(ticket)
+        t = time.time()
+        with self._mutex, self._errors("update_human"):
+            cur = self._db().execute(
+                "UPDATE human_queue SET status = ?, claimed_by = ?, answer = ?, note = ?, "
+                "updated_at = ? WHERE id = ? AND status = ?",
+                (
+                    ticket.status,
+                    ticket.claimed_by,
+                    ticket.answer,
+                    ticket.note,
+                    t,
+                    ticket.id,
+                    expect,
+                ),
             )
-        out: list[HumanTicket] = []
-        for ticket, card, st in rows:
-            try:
-                out.append(
-                    HumanTicket(id=ticket, card=EscalationCard.model_validate_json(card), status=st)
-                )
-            except ValidationError as exc:
-                raise self._corrupt("human_queue", ticket, exc) from exc
-        return out
+            saved = cur.rowcount == 1
+        if saved:
+            ticket.updated_at = t
+            return
+        rows = self._query(
+            "update_human", "SELECT status FROM human_queue WHERE id = ?", (ticket.id,)
+        )
+        if not rows:
+            raise unknown_ticket(ticket.id)
+        raise ticket_conflict(ticket, expect, rows[0][0])
 
     async def close(self) -> None:
         """Close the connection; later calls raise `StoreError`. Closing twice is harmless."""

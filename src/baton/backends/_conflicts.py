@@ -1,0 +1,57 @@
+"""The errors every backend raises for the same refusals, worded once so they read alike."""
+
+from __future__ import annotations
+
+from baton.backends.base import Checkpoint, HumanTicket
+from baton.core.errors import ConflictError, StoreError
+
+TICKET_STATUSES = ("open", "claimed", "answered", "closed")
+"""Every `TicketStatus`, for checking a ticket before it is saved."""
+
+
+def version_conflict(session_id: str, read: int, stored: int) -> ConflictError:
+    """`commit_run` found another version of the session than the one the run read."""
+    return ConflictError(
+        f"session {session_id!r} was committed by another run meanwhile: this run read version "
+        f"{read} but the store holds version {stored}; nothing was written. Read the session "
+        "again (get_session) and retry the run from its fresh state",
+        key=session_id,
+    )
+
+
+def stale_checkpoint(cp: Checkpoint, stored_seq: int | None) -> ConflictError:
+    """`put_checkpoint` got a save of the same run that is not newer than the stored one."""
+    held = "a newer one" if stored_seq is None else f"seq {stored_seq}"
+    return ConflictError(
+        f"stale checkpoint for session {cp.session_id!r}: run {cp.run_id!r} saved seq {cp.seq} "
+        f"but the store already holds {held} of that run; nothing was written. Another "
+        "process is probably running the same run: read the checkpoint again (get_checkpoint) "
+        "and continue from it, or stop this copy of the run",
+        key=cp.session_id,
+    )
+
+
+def check_ticket(ticket: HumanTicket) -> None:
+    """Refuse a ticket whose status is not one of `TICKET_STATUSES`."""
+    if ticket.status not in TICKET_STATUSES:
+        raise StoreError(
+            f"ticket {ticket.id} has status {ticket.status!r}; use one of "
+            f"{', '.join(TICKET_STATUSES)}"
+        )
+
+
+def ticket_conflict(ticket: HumanTicket, expect: str, stored: str) -> ConflictError:
+    """`update_human` found the ticket in another status than the caller expected."""
+    return ConflictError(
+        f"ticket {ticket.id} is {stored!r}, not {expect!r}: someone else changed it first; "
+        "nothing was written. Read it again (get_human) and decide from its fresh status",
+        key=str(ticket.id),
+    )
+
+
+def unknown_ticket(ticket_id: int) -> StoreError:
+    """`update_human` got a ticket id the queue does not hold."""
+    return StoreError(
+        f"there is no ticket {ticket_id} in the human queue; check the id against "
+        "list_human(status=None)"
+    )
