@@ -147,6 +147,7 @@ billing = Agent(
     examples=["where is my invoice", "我要退款", "check the bill for my order"],
     instructions="You are a senior billing specialist. Be precise and formal.",
     tools=[query_invoice],
+    scopes=["billing:read"],
     handoffs=["tech_support"],
 )
 tech_support = Agent(
@@ -156,6 +157,7 @@ tech_support = Agent(
     examples=["my server is down", "请重启服务器 srv-bj-001"],
     instructions="You are a senior cloud operations engineer. Be brief and decisive.",
     tools=[restart_server],
+    scopes=["ops:write"],
     handoffs=["billing"],
 )
 

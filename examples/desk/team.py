@@ -44,6 +44,7 @@ def build_agents(db: DeskDB) -> list[Agent]:
         "order whose return is open (an rma is among the known facts): when after_sales hands "
         "you one, call issue_refund for that order_id at once; never send it back. " + BRIEF,
         tools=[t["query_invoice"], t["issue_refund"]],
+        scopes=["billing:read", "billing:write"],
         handoffs=["after_sales", "human"],
     )
     tech_support = Agent(
@@ -55,6 +56,7 @@ def build_agents(db: DeskDB) -> list[Agent]:
         instructions="You are a cloud operations engineer. Restart a server when the user asks "
         "for it or it is in ALARM. " + BRIEF,
         tools=[t["check_server"], t["restart_server"]],
+        scopes=["ops:read", "ops:write"],
         handoffs=["human"],
     )
     orders = Agent(
@@ -65,6 +67,7 @@ def build_agents(db: DeskDB) -> list[Agent]:
         examples=["where is my order", "我的订单到哪了"],
         instructions="You track orders with get_order_status. " + BRIEF,
         tools=[t["get_order_status"]],
+        scopes=["orders:read"],
         handoffs=["after_sales", "human"],
     )
     after_sales = Agent(
@@ -78,6 +81,7 @@ def build_agents(db: DeskDB) -> list[Agent]:
         "wants their money back, then hand off to billing with objective 'issue the refund' "
         "and the order_id and rma in `state`. " + BRIEF,
         tools=[t["create_return"]],
+        scopes=["aftersales:write"],
         handoffs=["billing", "human"],
     )
     return [triage, billing, tech_support, orders, after_sales]

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from baton.approvals import ApprovalPolicy, approval_policy
 from baton.core.policies import ContextPolicy, parse_policy
 from baton.tools import Tool
 
@@ -54,6 +55,16 @@ class Agent(BaseModel):
         default=True,
         description="Offer `fetch_history` when it received the baton by hand-off.",
     )
+    scopes: Sequence[str] = Field(
+        default=(),
+        description="Permission scopes it holds (`billing:read`, `billing:*`, `*`); a call to a "
+        "tool needing a scope it lacks is refused (least privilege: none by default).",
+    )
+    approve_handoffs: dict[str, ApprovalPolicy] = Field(
+        default_factory=dict,
+        description="Hand-offs that wait for a person's approval, per target: True, a function "
+        "(payload fields, state) -> bool, or an ApprovalPolicy.",
+    )
 
     @field_validator("name")
     @classmethod
@@ -82,6 +93,27 @@ class Agent(BaseModel):
         if dupes:
             raise ValueError(f"duplicate tool names {sorted(dupes)}: give each tool its own name")
         return tuple(out)
+
+    @field_validator("scopes", mode="before")
+    @classmethod
+    def _scopes(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            raise ValueError("scopes takes a list of scope names, e.g. ['billing:read']")
+        return tuple(v or ())
+
+    @field_validator("approve_handoffs", mode="before")
+    @classmethod
+    def _approve_handoffs(cls, v: Any) -> Any:
+        out: dict[str, ApprovalPolicy] = {}
+        for target, policy in dict(v or {}).items():
+            found = approval_policy(policy)
+            if found is not None:
+                out[str(target)] = found
+        return out
+
+    def missing_scopes(self, tool: Tool) -> tuple[str, ...]:
+        """The scopes `tool` needs that this agent does not hold."""
+        return tuple(s for s in tool.scopes if not _grants(self.scopes, s))
 
     @field_validator("examples", "handoffs", mode="before")
     @classmethod
@@ -113,3 +145,11 @@ class Agent(BaseModel):
             if t.name == name:
                 return t
         return None
+
+
+def _grants(held: Sequence[str], needed: str) -> bool:
+    """True when a held scope covers `needed`: equal, `*`, or a `prefix:*` wildcard."""
+    for h in held:
+        if h == needed or h == "*" or (h.endswith(":*") and needed.startswith(h[:-1])):
+            return True
+    return False

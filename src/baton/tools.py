@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from baton.approvals import ApprovalPolicy, PolicyLike, approval_policy
 from baton.core.data import Data
 from baton.core.errors import ConfigError
 from baton.core.jsontext import encoder
@@ -20,6 +22,34 @@ DEFAULT_MAX_RESULT_CHARS = 1500
 """Tool results longer than this are truncated with a visible marker (seed 001 §4.5)."""
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool may know about the call it serves. Declare a parameter annotated
+    `ToolContext` to receive it (it is not shown to the model), or call `tool_context()`."""
+
+    idempotency_key: str
+    """`<run_id>:<turn>:<step>`: the same on every attempt of this call, including a re-run
+    after a crash. Use it to make a side effect exactly-once (e.g. as the payment provider's
+    idempotency key, or the primary key of the row the tool writes)."""
+    run_id: str
+    session_id: str
+    agent: str
+    call_id: str
+    user_id: str | None = None
+    state: Mapping[str, Any] = field(default_factory=dict)
+    """The session's slots when the call started (a copy)."""
+
+
+_CONTEXT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
+    "baton_tool_context", default=None
+)
+
+
+def tool_context() -> ToolContext | None:
+    """The context of the tool call being served, or None outside a tool call."""
+    return _CONTEXT.get()
 
 
 @dataclass(frozen=True)
@@ -106,9 +136,13 @@ class Tool:
         *,
         name: str | None = None,
         description: str | None = None,
-        scopes: list[str] | tuple[str, ...] = (),
+        scopes: Sequence[str] = (),
         timeout_s: float | None = None,
-        requires_approval: bool = False,
+        requires_approval: PolicyLike = False,
+        approver_roles: Sequence[str] = (),
+        dual: bool = False,
+        approval_timeout_s: float | None = None,
+        records: Sequence[str] | None = None,
         max_result_chars: int | None = None,
     ) -> None:
         self.fn = fn
@@ -124,11 +158,20 @@ class Tool:
         """Permission scopes the tool needs (e.g. `billing:read`)."""
         self.timeout_s = timeout_s
         """Per-tool timeout in seconds; the smaller of this and `Guards.tool_timeout_s` wins."""
-        self.requires_approval = requires_approval
-        """A person must approve each call before it runs."""
+        self.approval: ApprovalPolicy | None = approval_policy(
+            requires_approval, roles=approver_roles, dual=dual, timeout_s=approval_timeout_s
+        )
+        """When a call waits for a person's sign-off (None: never)."""
+        if isinstance(scopes, str) or (records is not None and isinstance(records, str)):
+            raise ConfigError(f"tool {self.name!r}: scopes and records take a list of names")
+        self.records: tuple[str, ...] | None = None if records is None else tuple(records)
+        """Arguments a successful call writes to the session's known facts; None: the
+        id-like ones (`order_id`, `ORD-1`), never plain options such as `limit`."""
         self.max_result_chars = max_result_chars
         """Truncate longer results; None uses the team default (1,500)."""
         self.is_async = inspect.iscoroutinefunction(fn)
+        self.context_param: str | None = None
+        """The parameter that receives the `ToolContext`, if the function declares one."""
         self.args_model = self._build_args_model(fn, arg_help)
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
@@ -149,6 +192,9 @@ class Tool:
             ) from exc
         fields: dict[str, Any] = {}
         for pname, param in inspect.signature(fn).parameters.items():
+            if hints.get(pname) is ToolContext:
+                self.context_param = pname  # injected by the kernel, not shown to the model
+                continue
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise ConfigError(
                     f"tool {self.name!r}: *args/**kwargs cannot be described to a model; "
@@ -168,7 +214,14 @@ class Tool:
         # answers by raising AttributeError from two `__getattr__`s, on every tool call
         return dict(iter(self.args_model.model_validate(args)))
 
-    async def invoke(self, args: dict[str, Any], default_limit: int) -> ToolOutcome:
+    @property
+    def requires_approval(self) -> bool:
+        """True when some calls wait for approval."""
+        return self.approval is not None
+
+    async def invoke(
+        self, args: dict[str, Any], default_limit: int, context: ToolContext | None = None
+    ) -> ToolOutcome:
         """Validate, run and render. Never raises: failures become error outcomes."""
         limit = self.max_result_chars if self.max_result_chars is not None else default_limit
         try:
@@ -179,14 +232,23 @@ class Tool:
                 for e in exc.errors()
             )
             return ToolOutcome(ok=False, content=error_content(msg), error=msg)
+        if self.context_param is not None:
+            if context is None:
+                msg = f"{self.name} needs a ToolContext and was called without one"
+                return ToolOutcome(ok=False, content=error_content(msg), error=msg)
+            clean[self.context_param] = context
+        token = _CONTEXT.set(context) if context is not None else None
         try:
             if self.is_async:
                 value = await self.fn(**clean)
-            else:
+            else:  # to_thread copies the context, so tool_context() works there too
                 value = await asyncio.to_thread(self.fn, **clean)
         except Exception as exc:
             msg = f"{type(exc).__name__}: {exc}"
             return ToolOutcome(ok=False, content=error_content(msg), error=msg)
+        finally:
+            if token is not None:
+                _CONTEXT.reset(token)
         text, truncated, n = render_result(value, limit)
         return ToolOutcome(ok=True, content=text, truncated=truncated, raw_chars=n, value=value)
 
@@ -207,9 +269,13 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    scopes: list[str] | tuple[str, ...] = (),
+    scopes: Sequence[str] = (),
     timeout_s: float | None = None,
-    requires_approval: bool = False,
+    requires_approval: PolicyLike = False,
+    approver_roles: Sequence[str] = (),
+    dual: bool = False,
+    approval_timeout_s: float | None = None,
+    records: Sequence[str] | None = None,
     max_result_chars: int | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
@@ -220,12 +286,24 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    scopes: list[str] | tuple[str, ...] = (),
+    scopes: Sequence[str] = (),
     timeout_s: float | None = None,
-    requires_approval: bool = False,
+    requires_approval: PolicyLike = False,
+    approver_roles: Sequence[str] = (),
+    dual: bool = False,
+    approval_timeout_s: float | None = None,
+    records: Sequence[str] | None = None,
     max_result_chars: int | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Make a tool from a function: `@tool` or `@tool(scopes=[...], timeout_s=5)`."""
+    """Make a tool from a function: `@tool` or `@tool(scopes=[...], timeout_s=5)`.
+
+    `scopes`: permissions an agent must hold (`Agent(scopes=...)`) to call it.
+    `requires_approval`: True, a function `(args, state) -> bool`, or an `ApprovalPolicy`;
+    the run then pauses until `team.approve`/`team.reject` (`approver_roles`, `dual` and
+    `approval_timeout_s` refine a True or a function).
+    `records`: arguments a successful call writes to the session's known facts (default: the
+    id-like ones).
+    """
 
     def wrap(f: Callable[..., Any]) -> Tool:
         return Tool(
@@ -235,6 +313,10 @@ def tool(
             scopes=scopes,
             timeout_s=timeout_s,
             requires_approval=requires_approval,
+            approver_roles=approver_roles,
+            dual=dual,
+            approval_timeout_s=approval_timeout_s,
+            records=records,
             max_result_chars=max_result_chars,
         )
 

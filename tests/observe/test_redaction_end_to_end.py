@@ -53,7 +53,6 @@ async def test_secrets_stay_out_of_events_traces_logs_and_the_audit(
         result = await team.run(
             f"my password is {PASSWORD}, pay order ORD-9 with card {CARD}", session_id="S"
         )
-        logging.getLogger("baton").info("user said: password: %s", PASSWORD)
     await team.aclose()
 
     assert result.status == "completed"
@@ -81,3 +80,25 @@ async def test_secrets_stay_out_of_events_traces_logs_and_the_audit(
     assert PASSWORD not in (payload.reply_to_user or "")
     receiver = model.requests[1].messages[0].content or ""
     assert "[REDACTED:card_number]" in receiver and CARD in receiver.split("Known facts:")[-1]
+
+
+async def test_log_redaction_is_per_team(caplog: pytest.LogCaptureFixture) -> None:
+    """A team's redactor rewrites the logs of its own runs only: not another team's (here one
+    built with redact=False), not the program's logs outside any run."""
+
+    def team(redact: bool) -> Team:
+        model = S([S.call("charge", card_number=CARD, amount=1.0), S.say("Done.")])
+        return Team([Agent(name="a", tools=[charge])], entry="a", model=model, redact=redact)
+
+    with caplog.at_level(logging.INFO):
+        await team(True).run(f"pay with {CARD}", session_id="A")
+        redacted = [r.getMessage() for r in caplog.records]
+        caplog.clear()
+        await team(False).run(f"pay with {CARD}", session_id="B")
+        plain = [r.getMessage() for r in caplog.records]
+        caplog.clear()
+        logging.getLogger("baton").info("outside any run: %s", CARD)
+        outside = [r.getMessage() for r in caplog.records]
+    assert any("[REDACTED" in m for m in redacted) and not any(CARD in m for m in redacted)
+    assert any(CARD in m for m in plain)
+    assert outside == [f"outside any run: {CARD}"]

@@ -59,6 +59,7 @@ def desk(calls: Calls) -> Callable[..., Team]:
             instructions="You are billing.",
             description="Invoices.",
             tools=[query_invoice],
+            scopes=["billing:read"],
             handoffs=["triage", "tech"],
             **billing_kwargs,
         )
@@ -66,6 +67,7 @@ def desk(calls: Calls) -> Callable[..., Team]:
             name="tech",
             instructions="You are tech support.",
             tools=[restart_server],
+            scopes=["ops:write"],
             handoffs=["billing"],
         )
         return Team([triage, billing, tech], entry="triage", model=model, **team_kwargs)

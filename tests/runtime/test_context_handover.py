@@ -215,7 +215,7 @@ REFUSALS = {
 async def test_two_refusals_reroute_through_the_router() -> None:
     model = S(dict(REFUSALS))
     team = refusing_desk(model, router=True)
-    team._config.router.route = _route_to("accounts", team._config.router.route)  # type: ignore
+    team.policy.router.route = _route_to("accounts", team.policy.router.route)  # type: ignore
     result = await team.run("I cannot log in", session_id="S")
     assert result.status == "completed"
     assert result.path == ["triage", "billing", "triage", "tech", "accounts"]

@@ -265,7 +265,7 @@ def test_a_payload_validated_once_equals_the_two_step_way(args: dict[str, Any]) 
     from pydantic import ValidationError
 
     from baton.core.payload import HandoffArgs, HandoffPayload
-    from baton.runtime.runner import _payload
+    from baton.runtime.handoffs import _payload
 
     try:
         expected = HandoffPayload(**HandoffArgs.model_validate(args).model_dump(), **KERNEL)
@@ -280,7 +280,7 @@ def test_a_payload_validated_once_equals_the_two_step_way(args: dict[str, Any]) 
 
 
 def test_payloads_never_share_their_default_containers() -> None:
-    from baton.runtime.runner import _payload
+    from baton.runtime.handoffs import _payload
 
     first = _payload({"reason": "r", "objective": "o"}, **KERNEL)
     first.state["order_id"] = "ORD-1"

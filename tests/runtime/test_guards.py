@@ -348,32 +348,58 @@ def _lock_script() -> ScriptedModel:
     )
 
 
-async def test_duplicate_handoff_inside_the_window_is_dropped() -> None:
+async def test_the_same_handoff_answering_a_new_message_is_accepted() -> None:
+    """The lock is keyed by run: an identical hand-off for a NEW user message is real work."""
     model = _lock_script()
     team = _lock_desk(model, window=30)
 
     first = await team.run("invoice for ORD-1", session_id="S")
     assert first.status == "completed"
     assert first.path == ["triage", "billing", "triage"]
-    n = len(model.requests)
 
     second = await team.run("invoice for ORD-1 again", session_id="S")
 
     assert second.status == "completed"
-    assert second.output == "Billing is already on it."
-    assert second.path == ["triage"]
-    assert of_type(second.events, "handoff") == []
-    (trip,) = of_type(second.events, "guard_tripped")
+    assert second.path == ["triage", "billing"]
+    assert second.output == "Billing here."
+    assert of_type(second.events, "guard_tripped") == []
+
+
+async def test_duplicate_handoff_in_one_run_is_dropped() -> None:
+    p = {
+        "reason": "invoice question",
+        "objective": "Send the invoice",
+        "state": {"order_id": "ORD-1"},
+    }
+    model = S(
+        {
+            "triage": [
+                handoff("billing", **p),
+                handoff("billing", **p),  # the very same hand-off again, in the same run
+                S.say("Billing is already on it."),
+            ],
+            "billing": [handoff("triage", objective="finish the chat")],
+        }
+    )
+    triage = Agent(name="triage", handoffs=["billing"])
+    billing = Agent(name="billing", handoffs=["triage"])
+    guards = Guards(lock_window_s=30, ping_pong=False, max_visits=3, reroute_after_refusals=0)
+    team = Team([triage, billing], entry="triage", model=model, guards=guards)
+
+    result = await team.run("invoice for ORD-1", session_id="S")
+
+    assert result.status == "completed"
+    assert result.output == "Billing is already on it."
+    assert result.path == ["triage", "billing", "triage"]
+    (trip,) = of_type(result.events, "guard_tripped")
     assert trip.guard == "duplicate_handoff"
     # the model is told, and receives the existing state instead of a second transfer
-    after = model.requests[n + 1].messages[-1]
+    after = model.requests[-1].messages[-1]
     assert after.role == "tool" and after.name == "transfer_to_billing"
     got = content(after)
     assert got["ok"] is False
     assert "duplicate_handoff" in got["error"]
     assert "ORD-1" in got["error"]
-    session = await team.session("S")
-    assert session is not None and session.holder == "triage"
 
 
 async def test_the_same_handoff_outside_the_window_is_accepted() -> None:

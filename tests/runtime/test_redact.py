@@ -14,8 +14,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from baton.core.approval import ApprovalCard
 from baton.core.events import (
     AgentStarted,
+    ApprovalDecided,
+    ApprovalRequested,
     Escalated,
     EscalationCard,
     Event,
@@ -25,9 +28,12 @@ from baton.core.events import (
     ModelCalled,
     RouteDecided,
     RunFinished,
+    RunResumed,
     RunStarted,
     StateUpdated,
+    TextDelta,
     ToolCalled,
+    ToolRefused,
 )
 from baton.core.messages import Usage
 from baton.core.payload import HandoffPayload
@@ -436,6 +442,19 @@ def _events(text: str, secret_args: dict[str, Any]) -> list[Any]:
         last_user_message=text,
         last_reply=text,
     )
+    approval = ApprovalCard(
+        id="apr_1",
+        session_id="s1",
+        run_id="r1",
+        trace_id="t" * 32,
+        agent="billing",
+        kind="tool",
+        tool="pay",
+        call_id="c1",
+        arguments={**secret_args, "memo": text},
+        reason=text,
+        state={**secret_args, "note": text},
+    )
     return [
         RunStarted(**base, message=text),
         RouteDecided(**base, target="billing", tier="rules", verdicts=("rules: billing",)),
@@ -457,6 +476,11 @@ def _events(text: str, secret_args: dict[str, Any]) -> list[Any]:
         GuardTripped(**base, guard="ungrounded_id", detail=text),
         Escalated(**base, to="human", card=card),
         RunFinished(**base, status="completed", output=text, error=text),
+        ToolRefused(**base, tool="pay", call_id="c1", reason=text, missing_scopes=("pay:x",)),
+        ApprovalRequested(**base, card=approval),
+        ApprovalDecided(**base, approval_id="apr_1", decision="rejected", by="alice", reason=text),
+        RunResumed(**base, checkpoint=3, reason=text),
+        TextDelta(**base, text=text),
     ]
 
 

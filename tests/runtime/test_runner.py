@@ -152,7 +152,10 @@ async def test_unknown_tool_gets_an_error_naming_available_tools_and_run_continu
     got = content(msg)
     assert got["ok"] is False
     assert "unknown tool 'delete_everything'" in got["error"]
-    assert "available tools: query_invoice, transfer_to_tech, transfer_to_triage" in got["error"]
+    assert (
+        "available tools: fetch_history, query_invoice, transfer_to_tech, transfer_to_triage"
+        in got["error"]
+    )
     (ev,) = of_type(result.events, "tool_called")
     assert (ev.tool, ev.ok, ev.agent) == ("delete_everything", False, "billing")
     # the model saw the error as the answer to its call
@@ -218,23 +221,38 @@ async def test_invalid_tool_arguments_become_an_error_result() -> None:
     assert "invalid arguments for count" in content(msg)["error"]
 
 
-async def test_sync_tool_runs_and_scalar_arguments_become_state() -> None:
+async def test_sync_tool_runs_and_only_id_like_arguments_become_state() -> None:
     @tool
-    def add(a: int, b: int, note: str = "") -> int:
+    def add(a: int, b: int, order_id: str = "", limit: int = 5, verbose: bool = False) -> int:
         """Add two numbers."""
         return a + b
 
-    model = S([S.call("add", a=2, b=3, note=""), S.say("5")])
+    model = S([S.call("add", a=2, b=3, order_id="ORD-7", limit=9, verbose=True), S.say("5")])
     team = Team([Agent(name="solo", tools=[add])], entry="solo", model=model)
 
-    result = await team.run("2+3", session_id="S1")
+    result = await team.run("2+3 for ORD-7", session_id="S1")
 
     (msg,) = await tool_messages(team, "S1")
     assert msg.content == "5"
     (ev,) = of_type(result.events, "tool_called")
-    assert ev.ok is True and ev.arguments == {"a": 2, "b": 3, "note": ""}
-    # scalar arguments of a successful call are recorded; empty strings are not
-    assert result.state == {"a": 2, "b": 3}
+    assert ev.ok is True and ev.arguments["a"] == 2
+    # options such as `limit` and `verbose` are not facts: only id-like arguments are kept
+    assert result.state == {"order_id": "ORD-7"}
+
+
+async def test_a_tool_names_the_arguments_it_records() -> None:
+    @tool(records=("city", "a"))
+    def add(a: int, b: int, city: str = "") -> int:
+        """Add two numbers."""
+        return a + b
+
+    model = S([S.call("add", a=2, b=3, city=""), S.say("5")])
+    team = Team([Agent(name="solo", tools=[add])], entry="solo", model=model)
+
+    result = await team.run("2+3", session_id="S1")
+
+    # the declared slots; empty strings are not recorded
+    assert result.state == {"a": 2}
 
 
 async def test_non_string_results_are_json_serialised_and_strings_kept_verbatim() -> None:
@@ -747,7 +765,7 @@ async def test_sessions_are_isolated(desk: Any) -> None:
 async def test_accepts_whitelist_hides_other_state_keys_from_the_system_prompt(
     desk: Any,
 ) -> None:
-    @tool
+    @tool(records=("customer_tier",))
     async def profile(customer_tier: str) -> str:
         """Look up the customer's profile."""
         return "ok"

@@ -58,3 +58,12 @@ class ConflictError(StoreError):
 class ApprovalError(BatonError):
     """An approval decision was refused: unknown or already decided approval, a role that may
     not approve, the same person signing twice, or a run that is not waiting for it."""
+
+
+class NoRunToResume(BatonError):
+    """`team.resume` named a session that has no unfinished run."""
+
+
+class TicketError(BatonError):
+    """A human-queue ticket cannot take that step (unknown id, claimed by someone else, or
+    already answered or closed)."""

@@ -54,3 +54,10 @@ def ungrounded(args: Mapping[str, Any], shown: str) -> list[tuple[str, str]]:
             if v.casefold() not in shown:
                 bad.append((key, v))
     return bad
+
+
+def id_like(key: str, value: Any) -> bool:
+    """True when `value` reads as an identifier under `key` (what a tool records by default)."""
+    if isinstance(value, str):
+        return _id_string(key, value) is not None
+    return isinstance(value, int) and not isinstance(value, bool) and bool(_ID_KEY.search(key))

@@ -15,7 +15,11 @@ class Guards(BaseModel):
 
     max_hops: int = Field(default=5, ge=0, description="Hand-offs allowed in one run.")
     max_visits: int = Field(default=2, ge=1, description="Times one agent may appear in a path.")
-    ping_pong: bool = Field(default=True, description="Trip on an A-B-A-B pattern.")
+    ping_pong: bool = Field(
+        default=True,
+        description="Trip when the baton goes round: the same hand-off (source -> target) "
+        "twice in one run, as in A-B-A-B or A-B-C-A-B.",
+    )
     lock_window_s: float = Field(
         default=30.0, ge=0, description="Identical hand-offs inside this window are dropped."
     )
@@ -53,9 +57,14 @@ def check_handoff(guards: Guards, path: Sequence[str], target: str, hop: int) ->
             f"max_visits: {target} already held the baton {visits} time(s) in this run "
             f"(max_visits={guards.max_visits})"
         )
-    if guards.ping_pong and is_ping_pong([*path, target]):
-        tail = " -> ".join([*path, target][-4:])
-        return f"ping_pong: the baton is bouncing ({tail})"
+    if guards.ping_pong:
+        full = [*path, target]
+        if is_ping_pong(full):
+            tail = " -> ".join(full[-4:])
+            return f"ping_pong: the baton is bouncing ({tail})"
+        loop = cycle(full)
+        if loop:
+            return f"cycle: the baton goes round ({' -> '.join(loop)})"
     return None
 
 
@@ -65,3 +74,15 @@ def is_ping_pong(path: Sequence[str]) -> bool:
         return False
     a, b, c, d = path[-4:]
     return a == c and b == d and a != b
+
+
+def cycle(path: Sequence[str]) -> list[str]:
+    """The repeated loop when the path's last hand-off (its last two agents) was already
+    made earlier in it, e.g. A-B-C-A-B -> [A, B, C, A, B]; else []. A-B-A-B is `is_ping_pong`."""
+    if len(path) < 3:
+        return []
+    edge = (path[-2], path[-1])
+    for i in range(len(path) - 2):
+        if (path[i], path[i + 1]) == edge:
+            return list(path[i:])
+    return []

@@ -1,14 +1,34 @@
-"""What the kernel needs to run a team: compiled agents and the run-wide settings."""
+"""What the kernel needs to run agents: compiled agents and the kernel's own settings.
+
+`compile_plans` turns `Agent`s into `AgentPlan`s once, when a topology is built: the model is
+resolved, every name the agent's model may call gets an entry in the agent's call table (a
+tool, a hand-off, a built-in such as `fetch_history`), and configuration mistakes raise
+`ConfigError` there, never mid-run.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from baton.agents import Agent
 from baton.backends.base import Store
+from baton.core.errors import ConfigError
 from baton.core.messages import ToolSpec
+from baton.handoff import (
+    FETCH_HISTORY,
+    TRANSFER_BACK,
+    fetch_history_spec,
+    handoff_spec,
+    handoff_target,
+    handoff_tool_name,
+    human_spec,
+    transfer_back_spec,
+)
 from baton.models.base import Model
+from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
 from baton.routing.router import Router
 from baton.runtime.guards import Guards
@@ -19,17 +39,30 @@ if TYPE_CHECKING:
     from baton.runtime.redact import Redactor
 
 HUMAN = "human"
-"""The `fallback` value that sends escalations to the store's human queue."""
+"""The `fallback` value (and hand-off target) that sends escalations to the human queue."""
 
 DEFAULT_ESCALATION_MESSAGE = (
     "I'm passing your request to a human colleague, together with everything we have so far, "
     "so you won't need to repeat yourself."
 )
 
+EntryKind = Literal["tool", "handoff", "back", "history"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallEntry:
+    """What a name in an agent's call table does: run `tool`, hand off to `target`, or a
+    built-in (`back`: return the baton to who handed it over; `history`: `fetch_history`)."""
+
+    kind: str
+    """tool, handoff, back, history, or a kind a topology registers with the runner."""
+    tool: Tool | None = None
+    target: str | None = None
+
 
 @dataclass(frozen=True)
 class AgentPlan:
-    """An agent compiled for the kernel: its model, tool table and the specs its model sees."""
+    """An agent compiled for the kernel: its model, call table and the specs its model sees."""
 
     agent: Agent
     model: Model
@@ -39,6 +72,10 @@ class AgentPlan:
     received_specs: list[ToolSpec] | None = None
     """Specs when the agent received the baton by hand-off (adds `transfer_back` and
     `fetch_history` where enabled); None means the same as `specs`."""
+    table: Mapping[str, CallEntry] = field(default_factory=dict)
+    """Name -> entry for every call the agent may make in any turn."""
+    received_table: Mapping[str, CallEntry] | None = None
+    """The table when it received the baton by hand-off; None means the same as `table`."""
 
     def specs_for(self, received: bool) -> list[ToolSpec]:
         """The tool specs the model sees this turn."""
@@ -46,30 +83,155 @@ class AgentPlan:
             return self.received_specs
         return self.specs
 
+    def table_for(self, received: bool) -> Mapping[str, CallEntry]:
+        """The call table of a turn (received by hand-off or not)."""
+        if received and self.received_table is not None:
+            return self.received_table
+        return self.table
+
+    def entry_for(self, name: str, received: bool) -> CallEntry | None:
+        """What a call named `name` does this turn. A `transfer_to_<x>` the agent was not
+        given still counts as a hand-off attempt, so `may_hand_to` refuses it by name."""
+        entry = self.table_for(received).get(name)
+        if entry is None:
+            target = handoff_target(name)
+            if target is not None:
+                return CallEntry("handoff", target=target)
+        return entry
+
+    def may_hand_to(self, target: str) -> bool:
+        """The one place that decides whether this agent may pass the baton to `target`."""
+        return target in self.handoff_targets
+
+    def without_handoffs(self) -> AgentPlan:
+        """The plan of a fallback agent's turn after an escalation: tools only."""
+        table = {n: e for n, e in self.table.items() if e.kind == "tool"}
+        # a hand-off attempt is refused by name (`may_hand_to`: no targets), not unknown
+        return AgentPlan(
+            agent=self.agent,
+            model=self.model,
+            tools=self.tools,
+            specs=[s for s in self.specs if s.name in self.tools],
+            handoff_targets=frozenset(),
+            table=table,
+        )
+
     @property
     def callable_names(self) -> set[str]:
         """Names of everything the agent may call (its tools and hand-offs)."""
         return {s.name for s in self.received_specs or self.specs}
 
 
-@dataclass
-class KernelConfig:
-    """Run-wide settings shared by every run of a team."""
+def compile_plans(
+    agents: Mapping[str, Agent], default_model: Model | str | None = None
+) -> dict[str, AgentPlan]:
+    """Compile every agent of a topology (raises `ConfigError` on the first mistake)."""
+    return {a.name: _compile(a, agents, default_model) for a in agents.values()}
 
-    plans: dict[str, AgentPlan]
-    entry: str | None
-    """The entry agent; None when a router picks the first holder."""
+
+def _compile(
+    agent: Agent, agents: Mapping[str, Agent], default_model: Model | str | None
+) -> AgentPlan:
+    _check(agent, agents)
+    model = resolve_model(agent.model if agent.model is not None else default_model)
+    specs = [t.spec for t in agent.tools]
+    specs += [human_spec() if t == HUMAN else handoff_spec(agents[t]) for t in agent.handoffs]
+    table: dict[str, CallEntry] = {t.name: CallEntry("tool", tool=t) for t in agent.tools}
+    for target in agent.handoffs:
+        table[handoff_tool_name(target)] = CallEntry("handoff", target=target)
+    extra: list[ToolSpec] = []
+    received = dict(table)
+    if agent.transfer_back:  # offered after a hand-off; refused with a reason otherwise
+        extra.append(transfer_back_spec())
+        table[TRANSFER_BACK] = received[TRANSFER_BACK] = CallEntry("back")
+    if agent.history_tool:
+        extra.append(fetch_history_spec())
+        received[FETCH_HISTORY] = CallEntry("history")
+    for t in agent.tools:
+        lacking = agent.missing_scopes(t)
+        if lacking:
+            logging.getLogger("baton").warning(
+                "agent %r lacks scopes %s that tool %r needs: every call will be refused "
+                "(grant them with Agent(scopes=[...]))",
+                agent.name,
+                list(lacking),
+                t.name,
+            )
+    return AgentPlan(
+        agent=agent,
+        model=model,
+        tools={t.name: t for t in agent.tools},
+        specs=specs,
+        handoff_targets=frozenset(agent.handoffs),
+        received_specs=[*specs, *extra] if extra else None,
+        table=table,
+        received_table=received if extra else None,
+    )
+
+
+def _check(agent: Agent, agents: Mapping[str, Agent]) -> None:
+    for target in agent.handoffs:
+        if target == HUMAN:
+            continue  # `transfer_to_human`: escalation to the human queue
+        if target not in agents:
+            raise ConfigError(
+                f"agent {agent.name!r} hands off to {target!r}, which is not in the team "
+                f"(agents: {', '.join(agents)})"
+            )
+        if target == agent.name:
+            raise ConfigError(f"agent {agent.name!r} lists itself in handoffs; remove it")
+    tool_names = {t.name for t in agent.tools}
+    for builtin in (TRANSFER_BACK, FETCH_HISTORY):
+        if builtin in tool_names:
+            raise ConfigError(
+                f"agent {agent.name!r} has a tool named {builtin!r}, which clashes with the "
+                "built-in tool of that name; rename the tool"
+            )
+    for target in agent.handoff_context:
+        if target not in agent.handoffs:
+            raise ConfigError(
+                f"agent {agent.name!r} sets handoff_context for {target!r}, which is not in "
+                f"its handoffs ({', '.join(agent.handoffs) or 'none'})"
+            )
+    for target in agent.approve_handoffs:
+        if target not in agent.handoffs:
+            raise ConfigError(
+                f"agent {agent.name!r} sets approve_handoffs for {target!r}, which is not in "
+                f"its handoffs ({', '.join(agent.handoffs) or 'none'})"
+            )
+    for target in agent.handoffs:
+        if handoff_tool_name(target) in tool_names:
+            raise ConfigError(
+                f"agent {agent.name!r} has a tool named {handoff_tool_name(target)!r}, "
+                "which clashes with the generated hand-off tool; rename the tool"
+            )
+
+
+@dataclass
+class KernelSettings:
+    """Settings every run of a topology shares (nothing topology-specific)."""
+
     store: Store
     guards: Guards = field(default_factory=Guards)
-    fallback: str = HUMAN
     sinks: list[EventSink] = field(default_factory=list)
     max_result_chars: int = 1500
-    escalation_message: str = DEFAULT_ESCALATION_MESSAGE
-    router: Router | None = None
-    """Picks the first holder of each new session (tiers, then fallback)."""
     summariser: Model | None = None
     """Writes `summary`-policy summaries; None uses the handing-over agent's model."""
     redactor: Redactor | None = None
     """Redacts sensitive keys and values in payloads and events; None turns redaction off."""
     extractors: list[Extractor] | None = None
     """Entity extractors of the entity guard (`Guards.entity_guard`); None: the defaults."""
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("baton"))
+    """Where the kernel logs (a topology's own logger, with its redaction filter)."""
+
+
+@dataclass
+class SwarmPolicy:
+    """The swarm's choices the kernel asks about: who takes a new request, who takes over
+    when a guard trips, and what the user is told when a person will answer."""
+
+    entry: str | None
+    """The entry agent; None when a router picks the first holder."""
+    router: Router | None = None
+    fallback: str = HUMAN
+    escalation_message: str = DEFAULT_ESCALATION_MESSAGE

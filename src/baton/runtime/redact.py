@@ -18,6 +18,7 @@ pattern themselves, so redacting twice gives the same result as redacting once.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import logging
 import re
@@ -641,24 +642,28 @@ class RedactingFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Redact `record` in place; always True."""
-        red = self.redactor
-        try:
-            message = record.getMessage()
-        except Exception:  # bad format arguments: logging reports them; redact them first
-            if isinstance(record.msg, str):
-                record.msg = red.redact_text(record.msg)
-            record.args = red.redact_value(record.args)
-        else:
-            redacted = red.redact_text(message)
-            if redacted is not message:
-                record.msg, record.args = redacted, None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = red.redact_text(record.exc_text)
-        if record.stack_info:
-            record.stack_info = red.redact_text(record.stack_info)
+        _redact_record(self.redactor, record)
         return True
+
+
+def _redact_record(red: Redactor, record: logging.LogRecord) -> None:
+    """Redact a log record's message, arguments and traceback in place."""
+    try:
+        message = record.getMessage()
+    except Exception:  # bad format arguments: logging reports them; redact them first
+        if isinstance(record.msg, str):
+            record.msg = red.redact_text(record.msg)
+        record.args = red.redact_value(record.args)
+    else:
+        redacted = red.redact_text(message)
+        if redacted is not message:
+            record.msg, record.args = redacted, None
+    if record.exc_info and not record.exc_text:
+        record.exc_text = logging.Formatter().formatException(record.exc_info)
+    if record.exc_text:
+        record.exc_text = red.redact_text(record.exc_text)
+    if record.stack_info:
+        record.stack_info = red.redact_text(record.stack_info)
 
 
 def install_log_redaction(redactor: Redactor) -> None:
@@ -677,3 +682,48 @@ def install_log_redaction(redactor: Redactor) -> None:
                 f.redactor = redactor
         else:
             logger.addFilter(RedactingFilter(redactor))
+
+
+_RUN_REDACTOR: contextvars.ContextVar[Redactor | None] = contextvars.ContextVar(
+    "baton_run_redactor", default=None
+)
+
+
+class RunLogFilter(logging.Filter):
+    """Redacts a record with the redactor of the team whose run made it (its tools, sinks,
+    models), and leaves every other record alone: each team's own redactor, no process-wide
+    rewriting of logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Redact `record` in place when a team's run made it; always True."""
+        red = _RUN_REDACTOR.get()
+        if red is not None:
+            _redact_record(red, record)
+        return True
+
+
+def run_log_redaction(redactor: Redactor | None) -> contextvars.Token[Redactor | None]:
+    """Make `redactor` redact the `baton.*` log records of the current run (its context:
+    coroutines and the threads sync tools run in); undo with `_RUN_REDACTOR.reset(token)`."""
+    if redactor is not None and not _RUN_FILTER_INSTALLED:
+        _install_run_filter()
+    return _RUN_REDACTOR.set(redactor)
+
+
+def end_run_log_redaction(token: contextvars.Token[Redactor | None]) -> None:
+    """Undo `run_log_redaction`."""
+    _RUN_REDACTOR.reset(token)
+
+
+_RUN_FILTER_INSTALLED: list[bool] = []
+
+
+def _install_run_filter() -> None:
+    """One `RunLogFilter` on `baton` and each `baton.*` logger (a filter on a logger only sees
+    that logger's own records); inert outside a run with redaction."""
+    names = ["baton", *(n for n in logging.Logger.manager.loggerDict if n.startswith("baton."))]
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RunLogFilter) for f in logger.filters):
+            logger.addFilter(RunLogFilter())
+    _RUN_FILTER_INSTALLED.append(True)

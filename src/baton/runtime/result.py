@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from baton.core.approval import ApprovalCard
 from baton.core.data import Data
 from baton.core.events import EscalationCard, Event, HandoffUsage
 from baton.core.messages import Usage
@@ -38,6 +39,8 @@ class RunResult(Data):
     """Every event of the run."""
     escalation: EscalationCard | None = None
     """Set when escalated."""
+    approval: ApprovalCard | None = None
+    """Set when awaiting_approval: what a person must decide (`team.approve`/`team.reject`)."""
     holder: str | None = None
     """Agent holding the baton after the run."""
     state: dict[str, Any] = field(default_factory=dict)

@@ -3,42 +3,37 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from baton.agents import Agent
 from baton.backends import open_store
-from baton.backends.base import SessionRecord, Store
-from baton.core.errors import ConfigError
+from baton.backends.base import Checkpoint, HumanTicket, SessionRecord, Store
+from baton.core.approval import ApprovalCard
+from baton.core.errors import ApprovalError, ConfigError, ConflictError, NoRunToResume
+from baton.core.events import Event
 from baton.core.ids import new_id
-from baton.handoff import (
-    FETCH_HISTORY,
-    TRANSFER_BACK,
-    fetch_history_spec,
-    handoff_spec,
-    handoff_tool_name,
-    human_spec,
-    transfer_back_spec,
-)
 from baton.models.base import Model
 from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
 from baton.routing.router import Router, routes_from_agents
 from baton.runtime.entities import Extractor
 from baton.runtime.guards import Guards
-from baton.runtime.plan import DEFAULT_ESCALATION_MESSAGE, HUMAN, AgentPlan, KernelConfig
-from baton.runtime.redact import Redactor, install_log_redaction
+from baton.runtime.plan import (
+    DEFAULT_ESCALATION_MESSAGE,
+    HUMAN,
+    KernelSettings,
+    SwarmPolicy,
+    compile_plans,
+)
+from baton.runtime.redact import Redactor, end_run_log_redaction, run_log_redaction
 from baton.runtime.result import RunResult
-from baton.runtime.runner import Runner, run_sync_guard
+from baton.runtime.resume import Resumer
+from baton.runtime.runner import Listener, Runner
+from baton.runtime.sync import run_sync_guard
+from baton.runtime.tickets import Tickets
 from baton.tools import DEFAULT_MAX_RESULT_CHARS
-
-
-def _redactor(redact: Redactor | bool) -> Redactor | None:
-    found = redact if isinstance(redact, Redactor) else (_default_redactor() if redact else None)
-    if found is not None:
-        install_log_redaction(found)
-    return found
-
 
 _DEFAULT: list[Redactor] = []
 
@@ -73,6 +68,7 @@ class Team:
         summariser: Model | str | None = None,
         redact: Redactor | bool = True,
         extractors: Sequence[Extractor] | None = None,
+        lease_s: float = 30.0,
     ) -> None:
         self.agents: dict[str, Agent] = {}
         for a in agents:
@@ -83,7 +79,44 @@ class Team:
             if a.name == HUMAN:
                 raise ConfigError(f"{HUMAN!r} is reserved for the human queue; rename the agent")
             self.agents[a.name] = a
-        router: Router | None = None
+        router = self._router(entry)
+        if fallback != HUMAN and fallback not in self.agents:
+            raise ConfigError(
+                f"fallback {fallback!r} is neither 'human' nor an agent of the team "
+                f"(agents: {', '.join(self.agents)})"
+            )
+        if lease_s <= 0:
+            raise ConfigError("lease_s must be positive (seconds a run holds its session)")
+        self.entry = entry
+        self.guards = guards or Guards()
+        self.fallback = fallback
+        self.store: Store = open_store(store)
+        self.default_model = model
+        self.sinks: list[EventSink] = list(sinks)
+        redactor = (
+            redact if isinstance(redact, Redactor) else (_default_redactor() if redact else None)
+        )
+        self._settings = KernelSettings(
+            store=self.store,
+            guards=self.guards,
+            sinks=self.sinks,
+            max_result_chars=max_result_chars,
+            summariser=resolve_model(summariser) if summariser is not None else None,
+            redactor=redactor,
+            extractors=list(extractors) if extractors is not None else None,
+        )
+        self.policy = SwarmPolicy(
+            entry=None if router is not None else str(entry),
+            router=router,
+            fallback=fallback,
+            escalation_message=escalation_message,
+        )
+        self._runner = Runner(self._settings, compile_plans(self.agents, model), self.policy)
+        self._resumer = Resumer(self._runner, lease_s)
+        self.tickets = Tickets(self.store)
+        """The human queue: list, claim, answer and close escalation tickets."""
+
+    def _router(self, entry: str | Router) -> Router | None:
         if isinstance(entry, Router):
             router = entry
             if router.fallback != HUMAN and router.fallback not in self.agents:
@@ -96,97 +129,25 @@ class Team:
             unknown = [r.name for r in router.routes if r.name not in self.agents]
             if unknown:
                 raise ConfigError(f"the router has routes {unknown} that are not team agents")
-        elif not isinstance(entry, str):
+            return router
+        if not isinstance(entry, str):
             raise ConfigError("entry must be an agent name or a Router")
-        elif entry not in self.agents:
+        if entry not in self.agents:
             raise ConfigError(
                 f"entry {entry!r} is not in the team (agents: {', '.join(self.agents)})"
             )
-        if fallback != HUMAN and fallback not in self.agents:
-            raise ConfigError(
-                f"fallback {fallback!r} is neither 'human' nor an agent of the team "
-                f"(agents: {', '.join(self.agents)})"
-            )
-        self.entry = entry
-        self.guards = guards or Guards()
-        self.fallback = fallback
-        self.store: Store = open_store(store)
-        self.default_model = model
-        self.sinks: list[EventSink] = list(sinks)
-        plans = {a.name: self._plan(a) for a in self.agents.values()}
-        self._config = KernelConfig(
-            plans=plans,
-            entry=None if router is not None else str(entry),
-            router=router,
-            store=self.store,
-            guards=self.guards,
-            fallback=fallback,
-            sinks=self.sinks,
-            max_result_chars=max_result_chars,
-            escalation_message=escalation_message,
-            summariser=resolve_model(summariser) if summariser is not None else None,
-            redactor=_redactor(redact),
-            extractors=list(extractors) if extractors is not None else None,
-        )
-        self._runner = Runner(self._config)
-        # per-session lock + number of runs using it, so one session never runs twice at once
-        self._session_locks: dict[str, asyncio.Lock] = {}
-        self._session_users: dict[str, int] = {}
-        """Runs waiting for or holding each session's lock (two dicts, not one of tuples: one
-        object less per run in flight for the garbage collector)."""
+        return None
 
-    def _plan(self, agent: Agent) -> AgentPlan:
-        for target in agent.handoffs:
-            if target == HUMAN:
-                continue  # `transfer_to_human`: escalation to the human queue
-            if target not in self.agents:
-                raise ConfigError(
-                    f"agent {agent.name!r} hands off to {target!r}, which is not in the team "
-                    f"(agents: {', '.join(self.agents)})"
-                )
-            if target == agent.name:
-                raise ConfigError(f"agent {agent.name!r} lists itself in handoffs; remove it")
-        tool_names = {t.name for t in agent.tools}
-        for builtin in (TRANSFER_BACK, FETCH_HISTORY):
-            if builtin in tool_names:
-                raise ConfigError(
-                    f"agent {agent.name!r} has a tool named {builtin!r}, which clashes with the "
-                    "built-in tool of that name; rename the tool"
-                )
-        for target in agent.handoff_context:
-            if target not in agent.handoffs:
-                raise ConfigError(
-                    f"agent {agent.name!r} sets handoff_context for {target!r}, which is not in "
-                    f"its handoffs ({', '.join(agent.handoffs) or 'none'})"
-                )
-        for target in agent.handoffs:
-            if handoff_tool_name(target) in tool_names:
-                raise ConfigError(
-                    f"agent {agent.name!r} has a tool named {handoff_tool_name(target)!r}, "
-                    "which clashes with the generated hand-off tool; rename the tool"
-                )
-        spec = agent.model if agent.model is not None else self.default_model
-        model = resolve_model(spec)
-        specs = [t.spec for t in agent.tools]
-        specs += [
-            human_spec() if t == HUMAN else handoff_spec(self.agents[t]) for t in agent.handoffs
-        ]
-        extra = [transfer_back_spec()] if agent.transfer_back else []
-        if agent.history_tool:
-            extra.append(fetch_history_spec())
-        return AgentPlan(
-            agent=agent,
-            model=model,
-            tools={t.name: t for t in agent.tools},
-            specs=specs,
-            handoff_targets=frozenset(agent.handoffs),
-            received_specs=[*specs, *extra] if extra else None,
-        )
+    @property
+    def _config(self) -> KernelSettings:
+        """The kernel settings (kept under their old name for callers that tune them)."""
+        return self._settings
 
     def use_store(self, store: Store | str) -> None:
         """Switch the team to another store (a URL or a Store object) for future runs."""
         self.store = open_store(store)
-        self._config.store = self.store
+        self._settings.store = self.store
+        self.tickets = Tickets(self.store)
 
     async def aclose(self) -> None:
         """Close the store's connections (a Team is also an async context manager)."""
@@ -207,28 +168,37 @@ class Team:
         if sink in self.sinks:
             self.sinks.remove(sink)
 
+    # ------------------------------------------------------------------ runs
     async def run(
         self, message: str, session_id: str | None = None, user_id: str | None = None
     ) -> RunResult:
-        """Run one user message; continue the session when `session_id` is known."""
+        """Run one user message; continue the session when `session_id` is known.
+
+        An unfinished run of the session (a crashed process) is resumed first. A session
+        whose run waits for approval raises `ApprovalError`: decide it first. Two processes
+        on one session take turns (a lease in the store); a commit that loses a race raises
+        `ConflictError` and writes nothing.
+        """
+        return await self._run(message, session_id, user_id, None)
+
+    async def _run(
+        self,
+        message: str,
+        session_id: str | None,
+        user_id: str | None,
+        listener: Listener | None,
+    ) -> RunResult:
         if not isinstance(message, str) or not message.strip():
             raise ValueError("message must be a non-empty string")
         sid = session_id or new_id("s_")
-        users = self._session_users
-        lock = self._session_locks.get(sid)
-        if lock is None:
-            lock = self._session_locks[sid] = asyncio.Lock()
-        users[sid] = users.get(sid, 0) + 1
+        token = run_log_redaction(self._settings.redactor)  # this run's logs, this team's rules
         try:
-            async with lock:
+            async with self._resumer.hold(sid):
+                await self._resumer.finish_crashed(sid)
                 session = await self.store.get_session(sid) or SessionRecord(sid, user_id=user_id)
-                return await self._runner.run(message, session, user_id)
+                return await self._runner.run(message, session, user_id, listener)
         finally:
-            left = users[sid] - 1
-            if left:
-                users[sid] = left
-            else:
-                del users[sid], self._session_locks[sid]
+            end_run_log_redaction(token)
 
     def run_sync(
         self, message: str, session_id: str | None = None, user_id: str | None = None
@@ -237,9 +207,93 @@ class Team:
         run_sync_guard()
         return asyncio.run(self.run(message, session_id=session_id, user_id=user_id))
 
+    async def stream(
+        self, message: str, session_id: str | None = None, user_id: str | None = None
+    ) -> AsyncIterator[Event | RunResult]:
+        """`run`, yielding each event as it happens (`text_delta` pieces of the reply from
+        models that stream), then the `RunResult` last. Stopping early cancels the run."""
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        task = asyncio.ensure_future(self._run(message, session_id, user_id, queue.put_nowait))
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+            yield await task
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def resume(self, session_id: str) -> RunResult:
+        """Continue the session's unfinished run from its last checkpoint (in any process).
+
+        A run waiting for approval stays waiting (its result says so) unless its approval
+        timed out, which escalates it. Raises `NoRunToResume` when nothing is unfinished."""
+        async with self._resumer.hold(session_id):
+            return await self._resumer.resume(session_id)
+
+    async def unfinished(self) -> list[Checkpoint]:
+        """Checkpoints of the runs that have not finished: crashed ones (`running`) and those
+        waiting for a person (`awaiting_approval`, with the card in `meta["approval"]`)."""
+        return await self.store.list_checkpoints()
+
+    async def approvals(self) -> list[ApprovalCard]:
+        """Every approval a run of this store waits for, oldest first."""
+        return [
+            ApprovalCard.model_validate(cp.meta["approval"])
+            for cp in await self.store.list_checkpoints("awaiting_approval")
+            if "approval" in cp.meta
+        ]
+
+    async def approve(
+        self, session_id: str, approval_id: str, *, by: str, role: str | None = None
+    ) -> RunResult:
+        """Sign off the call a run waits for and resume it exactly where it stopped. With
+        `dual` cards the first sign-off returns `awaiting_approval` again."""
+        async with self._resumer.hold(session_id):
+            return await self._resumer.decide(session_id, approval_id, True, by, role, "")
+
+    async def reject(
+        self,
+        session_id: str,
+        approval_id: str,
+        *,
+        by: str,
+        reason: str = "",
+        role: str | None = None,
+    ) -> RunResult:
+        """Refuse the call; the agent reads the rejection as the call's result and tells the
+        user. Nothing is executed."""
+        async with self._resumer.hold(session_id):
+            return await self._resumer.decide(session_id, approval_id, False, by, role, reason)
+
+    async def expire_approvals(self) -> list[RunResult]:
+        """Escalate every run whose approval waited longer than its timeout."""
+        out = []
+        for card in await self.approvals():
+            if card.expired():
+                with contextlib.suppress(NoRunToResume, ConflictError, ApprovalError):
+                    out.append(await self.resume(card.session_id))
+        return out
+
     async def session(self, session_id: str) -> SessionRecord | None:
         """The stored session (holder, state), or None."""
         return await self.store.get_session(session_id)
+
+    async def answer_ticket(
+        self, ticket_id: int, *, by: str, reply: str, hand_back_to: str | None = None
+    ) -> HumanTicket:
+        """A person answers a ticket: the reply goes into the user's session, and the baton
+        goes back to `hand_back_to` (an agent) or stays with the person (None)."""
+        if hand_back_to is not None and hand_back_to not in self.agents:
+            raise ConfigError(
+                f"hand_back_to {hand_back_to!r} is not an agent of the team "
+                f"(agents: {', '.join(self.agents)})"
+            )
+        ticket = await self.tickets.get(ticket_id)
+        async with self._resumer.hold(ticket.card.session_id):
+            return await self.tickets.answer(ticket, by, reply, hand_back_to or HUMAN)
 
     def describe(self) -> dict[str, Any]:
         """A plain-dict summary of the team (agents, hand-off graph, entry, fallback)."""

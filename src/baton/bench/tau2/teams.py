@@ -187,6 +187,10 @@ def build_team(
             not_for=role.not_for,
             instructions=instructions(role, domain),
             tools=[table[n] for n in (*role.tools, *SHARED_TOOLS) if n != TRANSFER],
+            # each role holds exactly the scopes of the tools it was given
+            scopes=sorted(
+                {s for n in (*role.tools, *SHARED_TOOLS) if n != TRANSFER for s in table[n].scopes}
+            ),
             handoffs=[*(n for n in names if n != role.name), "human"],
             max_iterations=12,
         )

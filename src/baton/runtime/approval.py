@@ -1,0 +1,156 @@
+"""Human approvals (seed 002 §4.3): a call that needs sign-off pauses the run; a decision
+resumes it exactly where it stopped.
+
+`request_approval` makes the `ApprovalCard` and pauses the turn; `decide` checks a person's
+decision against the card (role, the same person twice, timeout) and marks the waiting call:
+approved calls run, rejected ones are answered with the rejection so the agent tells the user.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from baton.approvals import ApprovalPolicy
+from baton.core.approval import Approval, ApprovalCard
+from baton.core.errors import ApprovalError
+from baton.core.events import ApprovalDecided, ApprovalRequested
+from baton.core.ids import new_id, now
+from baton.runtime.outcomes import Paused
+from baton.runtime.state import PendingCall, RunState, TurnState
+
+if TYPE_CHECKING:
+    from baton.runtime.runner import Runner
+
+Decision = Literal["approved", "rejected", "pending", "expired"]
+
+
+def request_approval(
+    k: Runner,
+    r: RunState,
+    t: TurnState,
+    pc: PendingCall,
+    policy: ApprovalPolicy,
+    kind: Literal["tool", "handoff"],
+    arguments: dict[str, Any],
+    *,
+    tool: str | None = None,
+    target: str | None = None,
+) -> Paused:
+    """Pause the run on `pc` with a new approval card."""
+    redactor = k.cfg.redactor
+    shown_args = redactor.redact_value(arguments) if redactor is not None else arguments
+    state = (
+        redactor.redact_value(dict(r.session.state)) if redactor is not None else r.session.state
+    )
+    what = f"tool {tool}" if kind == "tool" else f"hand-off to {target}"
+    card = ApprovalCard(
+        id=new_id("apr_"),
+        session_id=r.session.session_id,
+        run_id=r.run_id,
+        trace_id=r.trace_id,
+        agent=t.agent,
+        kind=kind,
+        tool=tool,
+        target=target,
+        call_id=pc.call.id,
+        arguments=dict(shown_args),
+        reason=policy.reason or f"{what} needs a person's approval",
+        state=dict(state),
+        timeout_s=policy.timeout_s,
+        required_roles=list(policy.roles),
+        dual=policy.dual,
+    )
+    r.approval = card
+    k.emit(r, ApprovalRequested(**r.base(t.agent), card=card), redacted=True)
+    return Paused(card)
+
+
+def waiting_call(r: RunState) -> PendingCall:
+    """The call the run's approval card is about."""
+    card, t = r.approval, r.turn
+    if card is None or t is None:
+        raise ApprovalError(f"session {r.session.session_id!r} is not waiting for an approval")
+    for pc in t.calls:
+        if pc.call.id == card.call_id and pc.content is None:
+            return pc
+    raise ApprovalError(
+        f"approval {card.id} names call {card.call_id}, which the paused turn does not hold; "
+        "the checkpoint is inconsistent: escalate the session by hand"
+    )
+
+
+def decide(
+    k: Runner,
+    r: RunState,
+    approval_id: str,
+    *,
+    approve: bool,
+    by: str,
+    role: str | None = None,
+    reason: str = "",
+    at: float | None = None,
+) -> Decision:
+    """Apply one person's decision to the run's waiting call.
+
+    Raises `ApprovalError` (and changes nothing) for an unknown approval id, a role the card
+    does not allow, or an approver who already signed. Returns `expired` when the card timed
+    out (the caller escalates), `pending` when a dual card still needs its second approver.
+    """
+    card = r.approval
+    if card is None or card.id != approval_id:
+        waiting = f"it waits for {card.id}" if card is not None else "it waits for none"
+        raise ApprovalError(
+            f"session {r.session.session_id!r} has no pending approval {approval_id!r} "
+            f"({waiting}); list them with `baton approvals list`"
+        )
+    if not isinstance(by, str) or not by.strip():
+        raise ApprovalError("say who decides: by='alice'")
+    pc = waiting_call(r)
+    agent = card.agent
+    if expire(k, r, at):
+        return "expired"
+    if card.required_roles and role not in card.required_roles:
+        raise ApprovalError(
+            f"{by!r} decided as role {role!r}, but approval {card.id} needs one of "
+            f"{', '.join(card.required_roles)}; decide with role=..."
+        )
+    if any(a.by == by for a in card.approvals):
+        raise ApprovalError(
+            f"{by!r} already signed approval {card.id}; a second, different approver must sign"
+        )
+    card.approvals.append(Approval(by=by, role=role, approved=approve, reason=reason))
+    decision: Decision
+    if not approve:
+        pc.rejection = f"rejected by {by}" + (f": {reason}" if reason else "")
+        decision = "rejected"
+    elif sum(1 for a in card.approvals if a.approved) >= card.needed:
+        pc.approved = True
+        decision = "approved"
+    else:
+        decision = "pending"
+    k.emit(
+        r,
+        ApprovalDecided(
+            **r.base(agent), approval_id=card.id, decision=decision, by=by, role=role, reason=reason
+        ),
+    )
+    if decision != "pending":
+        r.approval = None
+    return decision
+
+
+def expire(k: Runner, r: RunState, at: float | None = None) -> bool:
+    """Record the timeout of the run's card if it expired; True when it did."""
+    card = r.approval
+    if card is None or not card.expired(at if at is not None else now()):
+        return False
+    k.emit(
+        r,
+        ApprovalDecided(
+            **r.base(card.agent),
+            approval_id=card.id,
+            decision="expired",
+            reason="the approval timed out",
+        ),
+    )
+    return True

@@ -1,0 +1,337 @@
+"""A response's calls: classified first, then each dispatched through the agent's call table.
+
+`classify` gives every call of a model response an idempotency key and records the request in
+the holder's scratch; `run_calls` answers them in order, one checkpoint after each. A name's
+entry in the table (built by `compile_plans`) says what it is: a tool, a hand-off, or a
+built-in. The handler of each kind is a plain function in `HANDLERS`; a topology adds its own
+kinds (`ask_<worker>`, `post_to_board`) to its runner's table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from baton.core.events import HandoffRefused, ToolCalled, ToolRefused
+from baton.core.messages import Message
+from baton.handoff import handoff_target
+from baton.runtime.approval import request_approval
+from baton.runtime.grounding import context_text, id_like, ungrounded
+from baton.runtime.handoffs import hand_back, hand_off
+from baton.runtime.history import fetch_history, parse_args
+from baton.runtime.model_call import Parsed
+from baton.runtime.outcomes import HandedOff, Paused, ToHuman, Tripped
+from baton.runtime.state import PendingCall, RunState, TurnState
+from baton.runtime.timeouts import timed
+from baton.tools import ToolContext, error_content
+
+if TYPE_CHECKING:
+    from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.runner import Runner
+
+Effect = HandedOff | Tripped | ToHuman | None
+"""What a call does to the turn besides answering the model."""
+Handled = tuple[str, Effect] | Paused
+"""A handler's result: the content the model reads and its effect, or a pause for approval."""
+Handler = Callable[
+    ["Runner", RunState, "AgentPlan", TurnState, PendingCall, "CallEntry", "Shown"],
+    Awaitable[Handled],
+]
+
+
+class Shown:
+    """What the holder was shown this turn, casefolded; built only when an id needs checking."""
+
+    __slots__ = ("_text", "turn")
+
+    def __init__(self, turn: TurnState) -> None:
+        self.turn = turn
+        self._text: str | None = None
+
+    def __call__(self) -> str:
+        if self._text is None:
+            self._text = context_text([*self.turn.view, *self.turn.scratch])
+        return self._text
+
+
+def classify(r: RunState, t: TurnState, text: str | None, calls: list[Parsed]) -> None:
+    """Make the response's calls the turn's pending calls, each with its idempotency key."""
+    pending = []
+    for c in calls:
+        pending.append(PendingCall(c.call, c.args, c.error, key=f"{r.run_id}:{t.index}:{t.steps}"))
+        t.steps += 1
+    t.calls = pending
+    t.scratch.append(
+        r.record(
+            Message(
+                role="assistant",
+                content=text,
+                agent=t.agent,
+                tool_calls=[c.call for c in calls],
+                run_id=r.run_id,
+            )
+        )
+    )
+
+
+async def run_calls(
+    k: Runner, r: RunState, plan: AgentPlan, t: TurnState
+) -> HandedOff | Tripped | ToHuman | Paused | None:
+    """Answer the turn's open calls in order; the first accepted hand-off ends the turn.
+
+    Returns how the turn ends (a hand-off, a trip, the human queue, a pause) or None when the
+    holder's model should be asked again."""
+    received = t.incoming is not None and not t.fallback
+    shown = Shown(t)
+    for pc in t.calls:
+        if pc.content is not None:
+            continue  # answered before a checkpoint: never run twice
+        if t.accepted is not None or t.halt is not None:
+            content = _skipped(k, r, t, pc)
+        elif pc.error is not None:
+            content = error_content(f"could not parse the arguments: {pc.error}")
+            k.emit(
+                r,
+                ToolCalled(
+                    **r.base(t.agent),
+                    tool=pc.call.name,
+                    call_id=pc.call.id,
+                    ok=False,
+                    error=pc.error,
+                ),
+            )
+        else:
+            entry = plan.entry_for(pc.call.name, received)
+            if entry is None:
+                content = _unknown(k, r, plan, t, pc)
+            else:
+                handled = await k.handlers[entry.kind](k, r, plan, t, pc, entry, shown)
+                if isinstance(handled, Paused):
+                    return handled
+                content, effect = handled
+                if isinstance(effect, HandedOff):
+                    t.accepted = effect.payload
+                elif effect is not None:
+                    t.halt = "trip" if isinstance(effect, Tripped) else "human"
+                    t.halt_reason = effect.reason
+        pc.content = content
+        t.scratch.append(
+            r.record(
+                Message(
+                    role="tool",
+                    content=content,
+                    agent=t.agent,
+                    tool_call_id=pc.call.id,
+                    name=pc.call.name,
+                    run_id=r.run_id,
+                )
+            )
+        )
+        await k.checkpoint(r)
+    ended: HandedOff | Tripped | ToHuman | None = None
+    if t.halt is not None:
+        ended = Tripped(t.halt_reason) if t.halt == "trip" else ToHuman(t.halt_reason)
+    elif t.accepted is not None:
+        ended = HandedOff(t.accepted)
+    t.calls, t.accepted, t.halt, t.halt_reason = [], None, None, ""
+    return ended
+
+
+def _skipped(k: Runner, r: RunState, t: TurnState, pc: PendingCall) -> str:
+    if t.accepted is not None:
+        target = handoff_target(pc.call.name)
+        if target is not None:
+            k.emit(
+                r,
+                HandoffRefused(
+                    **r.base(t.agent),
+                    target=target,
+                    reason="only the first valid hand-off of a response is taken",
+                ),
+            )
+        return error_content(f"not executed: the baton already passed to {t.accepted.target}")
+    return error_content("not executed: the run was stopped by a guard")
+
+
+def _unknown(k: Runner, r: RunState, plan: AgentPlan, t: TurnState, pc: PendingCall) -> str:
+    table = plan.table_for(t.incoming is not None and not t.fallback)
+    available = sorted(n for n, e in table.items() if e.kind != "back" or t.incoming)
+    msg = f"unknown tool {pc.call.name!r}; available tools: {', '.join(available) or 'none'}"
+    k.emit(
+        r, ToolCalled(**r.base(t.agent), tool=pc.call.name, call_id=pc.call.id, ok=False, error=msg)
+    )
+    return error_content(msg)
+
+
+# ------------------------------------------------------------------ handlers
+async def run_tool(
+    k: Runner,
+    r: RunState,
+    plan: AgentPlan,
+    t: TurnState,
+    pc: PendingCall,
+    entry: CallEntry,
+    shown: Shown,
+) -> Handled:
+    """Scopes -> grounded ids -> approval -> run (with the call's idempotency key)."""
+    tool, args, name = entry.tool, pc.args or {}, t.agent
+    assert tool is not None
+    lacking = plan.agent.missing_scopes(tool)
+    if lacking:
+        msg = (
+            f"not executed: {name} lacks the scope(s) {', '.join(lacking)} that {tool.name} "
+            "needs; use another tool or hand the request to an agent that holds them"
+        )
+        k.emit(
+            r,
+            ToolRefused(
+                **r.base(name),
+                tool=tool.name,
+                call_id=pc.call.id,
+                reason=msg,
+                missing_scopes=lacking,
+            ),
+        )
+        return error_content(msg), None
+    bad = ungrounded(args, shown()) if k.cfg.guards.grounded_ids else []
+    if bad:
+        return _refuse_ungrounded(k, r, t, pc, args, bad), None
+    if tool.approval is not None and not pc.approved:
+        if pc.rejection is not None:
+            msg = f"not executed: {pc.rejection}"
+            k.emit(
+                r,
+                ToolCalled(
+                    **r.base(name),
+                    tool=tool.name,
+                    call_id=pc.call.id,
+                    arguments=args,
+                    ok=False,
+                    error=msg,
+                ),
+            )
+            return error_content(msg + "; tell the user, do not retry it"), None
+        if tool.approval.applies(args, r.session.state):
+            return request_approval(k, r, t, pc, tool.approval, "tool", args, tool=tool.name)
+    t.tools_called += 1
+    limit = k.cfg.guards.tool_timeout_s
+    if tool.timeout_s is not None:
+        limit = min(limit, tool.timeout_s)
+    context = ToolContext(
+        idempotency_key=pc.key,
+        run_id=r.run_id,
+        session_id=r.session.session_id,
+        agent=name,
+        call_id=pc.call.id,
+        user_id=r.user_id,
+        state=dict(r.session.state),
+    )
+    started = time.perf_counter()
+    try:
+        out = await timed(tool.invoke(args, k.cfg.max_result_chars, context), limit)
+        ok, content, error, truncated, n = (
+            out.ok,
+            out.content,
+            out.error,
+            out.truncated,
+            out.raw_chars,
+        )
+    except TimeoutError:
+        ok, error, truncated, n = False, f"{tool.name} timed out after {limit}s", False, 0
+        content = error_content(error + "; try again later or ask the user")
+        k.trip(r, name, "tool_timeout", error)
+    done = ToolCalled(
+        **r.base(name),
+        tool=tool.name,
+        call_id=pc.call.id,
+        arguments=args,
+        ok=ok,
+        error=error,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        result_chars=n,
+        truncated=truncated,
+    )
+    k.emit(r, done)
+    if ok:
+        keep = tool.records
+        slots = {
+            key: v
+            for key, v in args.items()
+            if (key in keep if keep is not None else id_like(key, v)) and v != ""
+        }
+        k.set_state(r, slots, name, "tool", done.id, tool=tool.name)
+    return content, None
+
+
+def _refuse_ungrounded(
+    k: Runner,
+    r: RunState,
+    t: TurnState,
+    pc: PendingCall,
+    args: dict[str, Any],
+    bad: list[tuple[str, str]],
+) -> str:
+    listed = ", ".join(f"{key}={v!r}" for key, v in bad)
+    msg = (
+        f"not executed: {listed} appears nowhere in the conversation, the known facts or "
+        "earlier tool results; use only ids you were given, or ask the user for it"
+    )
+    k.trip(r, t.agent, "ungrounded_id", f"{pc.call.name}: {listed}")
+    k.emit(
+        r,
+        ToolCalled(
+            **r.base(t.agent),
+            tool=pc.call.name,
+            call_id=pc.call.id,
+            arguments=args,
+            ok=False,
+            error=msg,
+        ),
+    )
+    return error_content(msg)
+
+
+async def run_history(
+    k: Runner,
+    r: RunState,
+    plan: AgentPlan,
+    t: TurnState,
+    pc: PendingCall,
+    entry: CallEntry,
+    shown: Shown,
+) -> Handled:
+    """`fetch_history`: earlier turns of the conversation, from the store."""
+    assert t.incoming is not None  # only in the table of a turn received by hand-off
+    t.tools_called += 1
+    args = pc.args or {}
+    started = time.perf_counter()
+    parsed = parse_args(args, t.incoming.history_ref)
+    if isinstance(parsed, str):
+        ok, error, content = False, parsed, error_content(parsed)
+    else:
+        ok, error = True, None
+        content = await fetch_history(k.cfg.store, t.incoming.history_ref, *parsed)
+    k.emit(
+        r,
+        ToolCalled(
+            **r.base(t.agent),
+            tool=pc.call.name,
+            call_id=pc.call.id,
+            arguments=args,
+            ok=ok,
+            error=error,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            result_chars=len(content),
+        ),
+    )
+    return content, None
+
+
+HANDLERS: dict[str, Handler] = {
+    "tool": run_tool,
+    "history": run_history,
+    "handoff": hand_off,
+    "back": hand_back,
+}
+"""The kernel's call kinds; a runner copies this table and a topology may add to it."""

@@ -1,0 +1,238 @@
+"""One model-call path: ask the holder's model, check and record its answer, parse its tool
+calls, and re-ask once, quoting the exact error, when the arguments do not parse."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from baton.core.errors import ModelError, ModelTimeout, ParseError
+from baton.core.events import GuardTripped, ModelCalled, TextDelta
+from baton.core.messages import Message, ToolCall, Usage
+from baton.models.base import ModelRequest, ModelResponse, StreamingModel
+from baton.models.parsing import parse_json_object, parse_text_mode
+from baton.runtime.outcomes import Failed, Tripped
+from baton.runtime.state import RunState, TurnState
+from baton.runtime.timeouts import timed
+from baton.tools import error_content
+
+if TYPE_CHECKING:
+    from baton.runtime.plan import AgentPlan
+    from baton.runtime.runner import Runner
+
+
+@dataclass(slots=True)
+class Parsed:
+    """A tool call with its arguments parsed (or the reason they could not be)."""
+
+    call: ToolCall
+    args: dict[str, Any] | None
+    error: str | None = None
+
+
+Reply = tuple[str | None, list[Parsed]]
+"""The model's text and its parsed calls."""
+
+
+async def ask(k: Runner, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | Failed | Tripped:
+    """The holder's next step: one model call (and one re-ask if its calls do not parse)."""
+    request = ModelRequest(
+        agent=plan.agent.name,
+        messages=[*t.view, *t.scratch],
+        tools=plan.specs_for(t.incoming is not None and not t.fallback),
+    )
+    response = await call(k, r, plan, t, request)
+    if not isinstance(response, ModelResponse):
+        return response
+    calls = parse(response)
+    if any(c.error for c in calls):
+        retry = await call(k, r, plan, t, reask_request(request, response, calls))
+        if not isinstance(retry, ModelResponse):
+            return retry
+        response, calls = retry, parse(retry)
+    if not calls and r.listener is not None and not _streams(k, plan, r):
+        _delta(r, plan.agent.name, response.text or "")  # a model that does not stream: one delta
+    return response.text, calls
+
+
+async def call(
+    k: Runner, r: RunState, plan: AgentPlan, t: TurnState, request: ModelRequest
+) -> ModelResponse | Failed | Tripped:
+    """One model call, checked and recorded, or how the turn ends (timeout, provider failure,
+    invalid response)."""
+    started = time.perf_counter()
+    answer: ModelResponse | Exception
+    try:
+        if _streams(k, plan, r):
+            answer = await timed(_streamed(r, plan, request), k.cfg.guards.model_timeout_s)
+        else:
+            answer = await timed(plan.model.generate(request), k.cfg.guards.model_timeout_s)
+    except Exception as exc:
+        answer = exc
+    return _checked(k, r, plan, t, request, answer, started)
+
+
+def _streams(k: Runner, plan: AgentPlan, r: RunState) -> bool:
+    return r.listener is not None and isinstance(plan.model, StreamingModel)
+
+
+async def _streamed(r: RunState, plan: AgentPlan, request: ModelRequest) -> ModelResponse:
+    """Drive a streaming model: each text piece goes to the run's listener as it comes."""
+    model = plan.model
+    assert isinstance(model, StreamingModel)
+    final: ModelResponse | None = None
+    stream: AsyncIterator[str | ModelResponse] = model.stream(request)
+    try:
+        async for piece in stream:
+            if isinstance(piece, ModelResponse):
+                final = piece
+            elif piece:
+                _delta(r, plan.agent.name, piece)
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+    if final is None:
+        raise ModelError(f"{model.name} streamed no final response; its stream() must end with one")
+    return final
+
+
+def _delta(r: RunState, agent: str, text: str) -> None:
+    if r.listener is not None and text:
+        r.listener(TextDelta(**r.base(agent), text=text))
+
+
+def _checked(
+    k: Runner,
+    r: RunState,
+    plan: AgentPlan,
+    t: TurnState,
+    request: ModelRequest,
+    response: ModelResponse | Exception,
+    started: float,
+) -> ModelResponse | Failed | Tripped:
+    name, model = plan.agent.name, plan.model.name
+    if isinstance(response, (TimeoutError, ModelTimeout)):
+        detail = (
+            f"model_timeout: {model} did not answer {name} within {k.cfg.guards.model_timeout_s}s"
+        )
+        k.emit(r, GuardTripped(**r.base(name), guard="model_timeout", detail=detail))
+        return Tripped(detail)
+    if isinstance(response, Exception):  # provider failure: end the run cleanly
+        msg = f"model {model!r} failed for agent {name}: {type(response).__name__}: {response}"
+        if not isinstance(response, ModelError):
+            msg += " (check the provider's URL, key and model name)"
+        return _failed(k, r, name, model, request, started, msg)
+    problem = malformed(response)
+    if problem is not None:
+        msg = f"model {model!r} returned an invalid response for {name}: {problem}"
+        return _failed(k, r, name, model, request, started, msg)
+    if not response.tool_calls and response.text_tool_calls:
+        # text-mode providers write calls as JSON text; extract them once, here, so the event
+        # and everything after it see real tool calls
+        found = parse_text_mode(response.text, plan.callable_names)
+        response.text, response.tool_calls = found.text, found.calls
+        response.text_tool_calls = False
+    r.usage.setdefault(name, Usage()).add(response.usage)
+    t.usage.add(response.usage)
+    k.emit(
+        r,
+        ModelCalled(
+            **r.base(name),
+            model=model,
+            usage=response.usage,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            tool_calls=tuple(c.name for c in response.tool_calls),
+            text=response.text,
+            reask=request.reask,
+        ),
+    )
+    return response
+
+
+def _failed(
+    k: Runner,
+    r: RunState,
+    name: str,
+    model: str,
+    request: ModelRequest,
+    started: float,
+    msg: str,
+) -> Failed:
+    k.emit(
+        r,
+        ModelCalled(
+            **r.base(name),
+            model=model,
+            usage=Usage(),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            reask=request.reask,
+            error=msg,
+        ),
+    )
+    return Failed(msg)
+
+
+def parse(response: ModelResponse) -> list[Parsed]:
+    """Each tool call with its JSON arguments parsed (repaired where possible)."""
+    parsed: list[Parsed] = []
+    for c in response.tool_calls:
+        try:
+            parsed.append(Parsed(c, parse_json_object(c.arguments)))
+        except ParseError as exc:
+            parsed.append(Parsed(c, None, str(exc)))
+    return parsed
+
+
+def reask_request(
+    request: ModelRequest, response: ModelResponse, calls: list[Parsed]
+) -> ModelRequest:
+    """The request repeated with the failed calls answered by their errors and a nudge that
+    quotes them (seed 001 §6.1)."""
+    errors = "; ".join(f"{c.call.name}: {c.error}" for c in calls if c.error)
+    bad = Message(
+        role="assistant",
+        content=response.text,
+        agent=request.agent,
+        tool_calls=[c.call for c in calls],
+    )
+    answers = [
+        Message(
+            role="tool",
+            tool_call_id=c.call.id,
+            name=c.call.name,
+            content=error_content(c.error or "not executed: another call failed to parse"),
+        )
+        for c in calls
+    ]
+    nudge = Message(
+        role="user",
+        content=(
+            f"Your last tool call could not be parsed: {errors}. "
+            "Call the tool again with the arguments as one valid JSON object."
+        ),
+    )
+    return ModelRequest(
+        agent=request.agent,
+        messages=[*request.messages, bad, *answers, nudge],
+        tools=request.tools,
+        reask=True,
+    )
+
+
+def malformed(response: object) -> str | None:
+    """What is wrong with a custom model's response, or None (cheap shape checks)."""
+    if not isinstance(response, ModelResponse):
+        return f"expected a ModelResponse, got {type(response).__name__}"
+    if response.text is not None and not isinstance(response.text, str):
+        return f"text must be a string or None, got {type(response.text).__name__}"
+    if not isinstance(response.usage, Usage):
+        return f"usage must be a Usage, got {type(response.usage).__name__}"
+    for c in response.tool_calls:
+        if not isinstance(c, ToolCall):
+            return f"tool_calls must hold ToolCall objects, got {type(c).__name__}"
+        if not isinstance(c.name, str) or not isinstance(c.arguments, str):
+            return "a ToolCall needs a string name and its arguments as a JSON string"
+    return None

@@ -1,0 +1,57 @@
+"""How a turn ends: one small type per ending, so the run loop reads as a `match`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from baton.core.approval import ApprovalCard
+from baton.core.payload import HandoffPayload
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """The holder answered the user; the run completes."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class HandedOff:
+    """The holder passed the baton; the receiver's turn comes next."""
+
+    payload: HandoffPayload
+
+
+@dataclass(frozen=True, slots=True)
+class Tripped:
+    """A guard stopped the turn; the run escalates to the fallback."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToHuman:
+    """The holder (or the router) sent the request to the human queue."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The model provider failed or answered something unusable; the run fails."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Paused:
+    """A call waits for a person's approval; the run stops and can be resumed."""
+
+    card: ApprovalCard
+
+
+TurnOutcome = Answered | HandedOff | Tripped | ToHuman | Failed | Paused
+"""Every way a turn can end."""
+
+TurnEnd = Tripped | ToHuman | Failed | Paused
+"""Endings that stop a turn in the middle of its calls."""

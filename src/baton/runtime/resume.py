@@ -1,0 +1,155 @@
+"""Holding a session and continuing its runs: crash recovery, approvals, timeouts.
+
+`hold` gives one run at a time a session: a lock inside the process and, for stores other
+processes share, a lease in the store, renewed while the run goes on (a process killed mid-run
+stops renewing, and its lease lapses after `lease_s`). `resume` and `decide` load the session's
+checkpoint and hand the run back to the kernel exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+from baton.backends.base import Checkpoint
+from baton.core.errors import ApprovalError, ConflictError, NoRunToResume
+from baton.core.ids import new_id
+from baton.runtime.approval import decide, expire
+from baton.runtime.result import RunResult
+from baton.runtime.runner import Runner
+from baton.runtime.state import RunState
+
+_POLL_S = 0.05
+
+
+class Resumer:
+    """Session holding and resumption for one runner."""
+
+    def __init__(self, runner: Runner, lease_s: float) -> None:
+        self.runner = runner
+        self.lease_s = lease_s
+        """Seconds a lease lasts without renewal (renewed every third of it)."""
+        self.owner = new_id("own_")
+        """This process's (team's) name in the store's leases."""
+        # per-session lock + number of runs using it, so one session never runs twice at once
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._users: dict[str, int] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, session_id: str) -> AsyncIterator[None]:
+        """The session for one run: in-process lock, then the store's lease when shared."""
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = self._locks[session_id] = asyncio.Lock()
+        self._users[session_id] = self._users.get(session_id, 0) + 1
+        try:
+            async with lock:
+                store = self.runner.cfg.store
+                if not store.shared:
+                    yield
+                    return
+                key = f"session|{session_id}"
+                await self._acquire(key, session_id)
+                renewal = asyncio.ensure_future(self._renew(key))
+                try:
+                    yield
+                finally:
+                    renewal.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await renewal
+                    await store.release_lease(key, self.owner)
+        finally:
+            left = self._users[session_id] - 1
+            if left:
+                self._users[session_id] = left
+            else:
+                del self._users[session_id], self._locks[session_id]
+
+    async def _acquire(self, key: str, session_id: str) -> None:
+        store = self.runner.cfg.store
+        deadline = time.monotonic() + 2 * self.lease_s
+        while not await store.acquire_lease(key, self.owner, self.lease_s):
+            if time.monotonic() > deadline:
+                raise ConflictError(
+                    f"session {session_id!r} is held by another process (its lease was renewed "
+                    f"for over {2 * self.lease_s:g}s); retry when that run has finished",
+                    key=session_id,
+                )
+            await asyncio.sleep(_POLL_S)
+
+    async def _renew(self, key: str) -> None:
+        store, log = self.runner.cfg.store, self.runner.cfg.log
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            try:
+                if not await store.acquire_lease(key, self.owner, self.lease_s):
+                    log.warning("lost the lease on %s; the run's commit will detect it", key)
+            except Exception as exc:  # a store hiccup: the next renewal tries again
+                log.warning("could not renew the lease on %s: %s", key, exc)
+
+    async def _load(self, session_id: str) -> tuple[Checkpoint, RunState]:
+        cp = await self.runner.cfg.store.get_checkpoint(session_id)
+        if cp is None:
+            raise NoRunToResume(
+                f"session {session_id!r} has no unfinished run (list them with `baton resume "
+                "--list` or team.unfinished())"
+            )
+        if isinstance(cp.state, RunState):
+            return cp, cp.state.snapshot()  # the store's copy stays as it was saved
+        return cp, RunState.from_json(cp.state_json())
+
+    async def finish_crashed(self, session_id: str) -> None:
+        """Before a new message: finish the session's interrupted run; refuse while a run
+        waits for approval."""
+        cp = await self.runner.cfg.store.get_checkpoint(session_id)
+        if cp is None:
+            return
+        if cp.status == "awaiting_approval":
+            card = cp.meta.get("approval", {})
+            raise ApprovalError(
+                f"session {session_id!r} waits for approval {card.get('id', '?')} "
+                f"({card.get('reason', 'a call needs sign-off')}); approve or reject it first "
+                "(team.approve / team.reject, or `baton approvals`)"
+            )
+        await self.resume(session_id)
+
+    async def resume(self, session_id: str) -> RunResult:
+        """Continue the session's unfinished run (the caller holds the session)."""
+        cp, r = await self._load(session_id)
+        if cp.status == "awaiting_approval":
+            if expire(self.runner, r):
+                return await self.runner.expired(r)
+            return self.runner.result(r, "awaiting_approval", None, None)
+        return await self.runner.resume(r, why="continued after an interruption")
+
+    async def decide(
+        self,
+        session_id: str,
+        approval_id: str,
+        approve: bool,
+        by: str,
+        role: str | None,
+        reason: str,
+    ) -> RunResult:
+        """Apply a decision and continue the run (the caller holds the session)."""
+        try:
+            cp, r = await self._load(session_id)
+        except NoRunToResume:
+            raise ApprovalError(
+                f"session {session_id!r} has no run waiting for approval {approval_id!r}"
+            ) from None
+        if cp.status != "awaiting_approval":
+            raise ApprovalError(
+                f"session {session_id!r} is not waiting for an approval (its run is running)"
+            )
+        decision = decide(
+            self.runner, r, approval_id, approve=approve, by=by, role=role, reason=reason
+        )
+        if decision == "expired":
+            return await self.runner.expired(r)
+        if decision == "pending":
+            await self.runner.checkpoint(r, paused=True)
+            return self.runner.result(r, "awaiting_approval", None, None)
+        return await self.runner.resume(r, why=f"approval {approval_id} {decision} by {by}")

@@ -1,0 +1,211 @@
+"""The run as data: `RunState` and `TurnState`, saved after every step and resumable anywhere.
+
+Nothing the kernel needs to continue a run lives only in a coroutine's locals: the agent holding
+the baton, the payload it received, its context policy and view, its scratch of the current
+turn, the model calls made, the tool calls of the latest response with the results recorded so
+far, the approval a call waits for. A checkpoint is a copy of this state (`snapshot`); a store
+that persists it keeps `to_json()`, and `from_json` brings it back in any process.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from pydantic import TypeAdapter
+
+from baton.backends.base import SessionRecord
+from baton.core.approval import ApprovalCard
+from baton.core.events import EscalationCard, Event, HandoffUsage
+from baton.core.ids import id_factory, new_trace_id
+from baton.core.messages import Message, ToolCall, Usage
+from baton.core.payload import HandoffPayload
+
+_run_id = id_factory("run_")
+
+
+@dataclass(slots=True)
+class PendingCall:
+    """One call of the latest model response and, once it ran, its result."""
+
+    call: ToolCall
+    args: dict[str, Any] | None
+    """Parsed arguments; None when they could not be parsed (`error` says why)."""
+    error: str | None
+    key: str
+    """Idempotency key `<run_id>:<turn>:<step>`: the same on every attempt of this call."""
+    content: str | None = None
+    """What the model reads back; None while the call has not finished."""
+    approved: bool = False
+    """A person signed the call off (its approval gate is passed)."""
+    rejection: str | None = None
+    """Why a person refused the call (it is then answered with this, never run)."""
+
+
+@dataclass(slots=True)
+class TurnState:
+    """One agent's turn: who holds the baton, what it sees, and how far it got."""
+
+    index: int
+    """Turn number in the run (0 for the first)."""
+    agent: str
+    incoming: HandoffPayload | None
+    """The payload it received, when it took the baton by hand-off."""
+    since: str | None
+    """Id of the first conversation message the holder answers."""
+    reason: str
+    """Why it holds the baton (routed, handed off, escalation, ...)."""
+    policy: str | None = None
+    """Its context policy when it received the baton by hand-off (`recent(3)`, ...)."""
+    fallback: bool = False
+    """The fallback agent's turn after an escalation: it may answer or use tools, not hand off."""
+    started: bool = False
+    """`agent_started` was emitted (a resumed turn does not start again)."""
+    view: list[Message] = field(default_factory=list)
+    """The conversation part of its view (system message first), fixed for the turn."""
+    context_tokens: int = 0
+    scratch: list[Message] = field(default_factory=list)
+    """Its own tool-call and tool messages of this turn."""
+    iteration: int = 0
+    """Model calls made (re-asks not counted)."""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens of this turn's model calls."""
+    tools_called: int = 0
+    """Tool calls executed (hand-offs not counted)."""
+    steps: int = 0
+    """Calls classified so far: the step part of the next idempotency key."""
+    calls: list[PendingCall] = field(default_factory=list)
+    """The calls of the latest response; the turn goes on once every one has content."""
+    accepted: HandoffPayload | None = None
+    """The first valid hand-off of the latest response."""
+    halt: Literal["trip", "human"] | None = None
+    """A guard trip or human escalation decided among the latest response's calls."""
+    halt_reason: str = ""
+
+    def open_calls(self) -> list[PendingCall]:
+        """Calls of the latest response still without a result."""
+        return [c for c in self.calls if c.content is None]
+
+
+@dataclass(slots=True)
+class RunState:
+    """Everything about one run (one user message) that a checkpoint keeps."""
+
+    session: SessionRecord
+    """The session as this run sees it (its state slots change as the run goes)."""
+    message: str
+    user_id: str | None
+    user_msg_id: str = ""
+    run_id: str = field(default_factory=_run_id)
+    trace_id: str = field(default_factory=new_trace_id)
+    started_at: float = field(default_factory=time.time)
+    events: list[Event] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list)
+    """The session's recent messages, then this run's (from index `fresh` on)."""
+    fresh: int = 0
+    path: list[str] = field(default_factory=list)
+    handoffs: list[HandoffPayload] = field(default_factory=list)
+    """Accepted hand-offs."""
+    usage: dict[str, Usage] = field(default_factory=dict)
+    handoff_usage: list[HandoffUsage] = field(default_factory=list)
+    last_reply: str | None = None
+    refusals: int = 0
+    """Receivers that handed the request straight back in this run."""
+    turn: TurnState | None = None
+    """The turn in progress (None before the first and after the last)."""
+    turns: int = 0
+    """Turns begun."""
+    card: EscalationCard | None = None
+    """The hand-over card, once the run escalated (the fallback's turn then may answer, never
+    hand off)."""
+    approval: ApprovalCard | None = None
+    """The approval the run waits for."""
+    seq: int = 0
+    """Checkpoints saved so far."""
+    sink_failed: bool = False
+    """An event sink raised (logged once per run)."""
+    listener: Callable[[Event], None] | None = None
+    """Receives every event as it happens (`team.stream`); never saved."""
+
+    @property
+    def hop(self) -> int:
+        """Hand-offs so far in this run."""
+        return len(self.handoffs)
+
+    def base(self, agent: str | None) -> dict[str, Any]:
+        """The fields every event of this run carries."""
+        return {
+            "trace_id": self.trace_id,
+            "session_id": self.session.session_id,
+            "run_id": self.run_id,
+            "agent": agent,
+            "hop": len(self.handoffs),
+        }
+
+    def record(self, msg: Message) -> Message:
+        """Append a message of this run to its history."""
+        self.history.append(msg)
+        return msg
+
+    def new_messages(self) -> list[Message]:
+        """The messages this run added."""
+        return self.history[self.fresh :]
+
+    def snapshot(self) -> RunState:
+        """A copy that later steps of this run never change (messages, events and payloads
+        are not changed once recorded, so they are shared; every container is copied)."""
+        turn = self.turn
+        return replace(
+            self,
+            session=_session_copy(self.session),
+            events=list(self.events),
+            history=list(self.history),
+            path=list(self.path),
+            handoffs=list(self.handoffs),
+            usage={
+                k: Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens)
+                for k, u in self.usage.items()
+            },
+            handoff_usage=list(self.handoff_usage),
+            turn=None if turn is None else _turn_copy(turn),
+            card=None if self.card is None else self.card.model_copy(deep=True),
+            approval=None if self.approval is None else self.approval.model_copy(deep=True),
+            listener=None,
+        )
+
+    def to_json(self) -> str:
+        """The state as JSON text (what a persistent store keeps)."""
+        return _adapter().dump_json(self, exclude={"listener"}).decode()
+
+    @classmethod
+    def from_json(cls, text: str) -> RunState:
+        """A state saved by `to_json`."""
+        return _adapter().validate_json(text)
+
+
+def _session_copy(s: SessionRecord) -> SessionRecord:
+    out = replace(s)
+    out.state = dict(s.state)
+    return out
+
+
+def _turn_copy(t: TurnState) -> TurnState:
+    return replace(
+        t,
+        view=list(t.view),
+        scratch=list(t.scratch),
+        usage=Usage(input_tokens=t.usage.input_tokens, output_tokens=t.usage.output_tokens),
+        calls=[replace(c) for c in t.calls],
+    )
+
+
+_ADAPTER: list[TypeAdapter[RunState]] = []
+
+
+def _adapter() -> TypeAdapter[RunState]:
+    """Built on first use: only persistent checkpoints need it."""
+    if not _ADAPTER:
+        _ADAPTER.append(TypeAdapter(RunState))
+    return _ADAPTER[0]
