@@ -98,7 +98,9 @@ class Resumer:
             )
         if isinstance(cp.state, RunState):
             return cp, cp.state.snapshot()  # the store's copy stays as it was saved
-        return cp, RunState.from_json(cp.state_json())
+        r = RunState.from_json(cp.state_json())
+        await self.runner.load_earlier(r)  # unchanged since: only this run could commit
+        return cp, r
 
     async def finish_crashed(self, session_id: str) -> None:
         """Before a new message: finish the session's interrupted run; refuse while a run

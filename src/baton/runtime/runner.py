@@ -79,13 +79,10 @@ class Runner:
         """Run one user message until it answers, escalates, fails or pauses. Never raises for
         model or tool misbehaviour."""
         r = RunState(session, message, user_id or session.user_id, listener=listener)
-        if session.holder is not None:
-            r.history = await self.cfg.store.get_messages(session.session_id, limit=200)
-            r.fresh = len(r.history)
-            r.last_reply = next(
-                (m.content for m in reversed(r.history) if m.role == "assistant" and m.content),
-                None,
-            )
+        await self.load_earlier(r)
+        r.last_reply = next(
+            (m.content for m in reversed(r.earlier) if m.role == "assistant" and m.content), None
+        )
         self.emit(r, RunStarted(**r.base(None), message=message, user_id=r.user_id))
         r.user_msg_id = r.record(Message(role="user", content=message, run_id=r.run_id)).id
         first = await self.first_turn(r)
@@ -93,6 +90,11 @@ class Runner:
             return await self.finish(r, ToHuman(r.card.reasons[0] if r.card else ""))
         r.turn = first
         return await self.drive(r)
+
+    async def load_earlier(self, r: RunState) -> None:
+        """The session's recent transcript (a new session has none)."""
+        if r.session.holder is not None:
+            r.earlier = await self.cfg.store.get_messages(r.session.session_id, limit=200)
 
     async def resume(
         self, r: RunState, listener: Listener | None = None, why: str = ""
@@ -349,7 +351,7 @@ class Runner:
                 handoff_usage=list(r.handoff_usage),
             ),
         )
-        await self.cfg.store.commit_run(session, r.new_messages(), r.events)
+        await self.cfg.store.commit_run(session, r.messages, r.events)
         r.turn = None
         return self.result(r, status, output, error)
 

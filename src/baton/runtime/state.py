@@ -102,9 +102,11 @@ class RunState:
     trace_id: str = field(default_factory=new_trace_id)
     started_at: float = field(default_factory=time.time)
     events: list[Event] = field(default_factory=list)
-    history: list[Message] = field(default_factory=list)
-    """The session's recent messages, then this run's (from index `fresh` on)."""
-    fresh: int = 0
+    earlier: list[Message] = field(default_factory=list)
+    """The session's recent transcript when the run began. Never changed by the run, so a
+    checkpoint shares it, and a persistent one leaves it out (it is reloaded on resume)."""
+    messages: list[Message] = field(default_factory=list)
+    """This run's messages, committed when it finishes."""
     path: list[str] = field(default_factory=list)
     handoffs: list[HandoffPayload] = field(default_factory=list)
     """Accepted hand-offs."""
@@ -144,14 +146,15 @@ class RunState:
             "hop": len(self.handoffs),
         }
 
-    def record(self, msg: Message) -> Message:
-        """Append a message of this run to its history."""
-        self.history.append(msg)
-        return msg
+    @property
+    def history(self) -> list[Message]:
+        """The transcript as the run sees it: the earlier messages, then its own."""
+        return [*self.earlier, *self.messages]
 
-    def new_messages(self) -> list[Message]:
-        """The messages this run added."""
-        return self.history[self.fresh :]
+    def record(self, msg: Message) -> Message:
+        """Append a message of this run."""
+        self.messages.append(msg)
+        return msg
 
     def snapshot(self) -> RunState:
         """A copy that later steps of this run never change (messages, events and payloads
@@ -161,7 +164,7 @@ class RunState:
             self,
             session=_session_copy(self.session),
             events=list(self.events),
-            history=list(self.history),
+            messages=list(self.messages),
             path=list(self.path),
             handoffs=list(self.handoffs),
             usage={
@@ -176,8 +179,8 @@ class RunState:
         )
 
     def to_json(self) -> str:
-        """The state as JSON text (what a persistent store keeps)."""
-        return _adapter().dump_json(self, exclude={"listener"}).decode()
+        """The state as JSON text (what a persistent store keeps), without `earlier`."""
+        return _adapter().dump_json(self, exclude={"listener", "earlier"}).decode()
 
     @classmethod
     def from_json(cls, text: str) -> RunState:
