@@ -3,28 +3,34 @@
 from typing import TYPE_CHECKING, Any
 
 from baton.agents import Agent
-from baton.backends import MemoryStore, SessionRecord, Store, open_store
+from baton.approvals import ApprovalPolicy
+from baton.backends import Checkpoint, MemoryStore, SessionRecord, Store, open_store
 from baton.core import (
+    ApprovalError,
     BatonError,
     ConfigError,
+    ConflictError,
     EscalationCard,
     Event,
     HandoffPayload,
     Message,
     ModelError,
+    NoRunToResume,
     ParseError,
     PayloadError,
     StoreError,
     ToolCall,
+    TicketError,
     ToolError,
     Usage,
 )
+from baton.core.approval import Approval, ApprovalCard
 from baton.core.policies import ContextPolicy, recent
 from baton.models import Model, ModelRequest, ModelResponse, ScriptedModel
 from baton.observe import ConsoleSink, EventSink, JSONLSink
 from baton.runtime import Guards, RunResult
 from baton.runtime.redact import Redactor
-from baton.tools import Tool, tool
+from baton.tools import Tool, ToolContext, tool, tool_context
 from baton.topologies import Team
 
 if TYPE_CHECKING:
@@ -37,8 +43,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "Approval",
+    "ApprovalCard",
+    "ApprovalError",
+    "ApprovalPolicy",
     "BatonError",
+    "Checkpoint",
     "ConfigError",
+    "ConflictError",
     "ConsoleSink",
     "ContextPolicy",
     "EscalationCard",
@@ -55,6 +67,7 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "ModelResponse",
+    "NoRunToResume",
     "OTelSink",
     "OpenAICompatible",
     "ParseError",
@@ -67,14 +80,17 @@ __all__ = [
     "Store",
     "StoreError",
     "Team",
+    "TicketError",
     "Tool",
     "ToolCall",
+    "ToolContext",
     "ToolError",
     "Usage",
     "__version__",
     "open_store",
     "recent",
     "tool",
+    "tool_context",
 ]
 
 

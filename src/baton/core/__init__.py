@@ -1,14 +1,18 @@
 """Pure data shared by every layer: messages, payloads, events, errors. No I/O."""
 
 from baton.core.errors import (
+    ApprovalError,
     BatonError,
     ConfigError,
+    ConflictError,
     ModelError,
     ModelNotAvailable,
     ModelTimeout,
+    NoRunToResume,
     ParseError,
     PayloadError,
     StoreError,
+    TicketError,
     ToolError,
     ToolTimeout,
 )
@@ -34,8 +38,10 @@ from baton.core.payload import HandoffArgs, HandoffPayload
 
 __all__ = [
     "AgentStarted",
+    "ApprovalError",
     "BatonError",
     "ConfigError",
+    "ConflictError",
     "Escalated",
     "EscalationCard",
     "Event",
@@ -49,6 +55,7 @@ __all__ = [
     "ModelError",
     "ModelNotAvailable",
     "ModelTimeout",
+    "NoRunToResume",
     "ParseError",
     "PayloadError",
     "RouteDecided",
@@ -56,6 +63,7 @@ __all__ = [
     "RunStarted",
     "StateUpdated",
     "StoreError",
+    "TicketError",
     "ToolCall",
     "ToolCalled",
     "ToolError",
