@@ -518,3 +518,89 @@ async def test_a_sync_tool_that_hangs_times_out_too() -> None:
     assert result.status == "completed"
     (msg,) = await tool_messages(team, "S1", "blocking")
     assert "timed out" in content(msg)["error"]
+
+
+# ---------------------------------------------------------------- cycles
+
+
+def test_cycle_finds_a_repeated_hand_off_of_any_length() -> None:
+    from baton.runtime import cycle
+
+    assert cycle(["a", "b", "c", "a", "b"]) == ["a", "b", "c", "a", "b"]
+    assert cycle(["x", "a", "b", "c", "d", "a", "b"]) == ["a", "b", "c", "d", "a", "b"]
+    assert cycle(["a", "b", "a"]) == []  # handing back once is fine
+    assert cycle(["a", "b", "c", "a"]) == []  # closing the loop once is fine
+    assert cycle(["a", "b"]) == []
+
+
+async def test_a_three_agent_cycle_trips_before_the_visit_cap() -> None:
+    """A -> B -> C -> A -> B: the hand-off A -> B repeats; `max_visits=2` alone would allow
+    it and only trip at the seventh holder."""
+    model = S(
+        {
+            "a": [handoff("b"), handoff("b")],
+            "b": [handoff("c"), handoff("c")],
+            "c": [handoff("a"), handoff("a")],
+        }
+    )
+    team = Team(
+        [
+            Agent(name="a", handoffs=["b"]),
+            Agent(name="b", handoffs=["c"]),
+            Agent(name="c", handoffs=["a"]),
+        ],
+        entry="a",
+        model=model,
+        guards=Guards(max_hops=10, max_visits=2, reroute_after_refusals=0),
+    )
+
+    result = await team.run("go round", session_id="S")
+
+    assert result.status == "escalated"
+    assert result.path == ["a", "b", "c", "a"]
+    (trip,) = of_type(result.events, "guard_tripped")
+    assert trip.guard == "cycle"
+    assert "a -> b -> c -> a -> b" in trip.detail
+    assert (
+        check_handoff(Guards(ping_pong=False, max_visits=2), ["a", "b", "c", "a"], "b", 4) is None
+    )
+
+
+async def test_a_fallback_agent_cannot_pass_the_baton_on_not_even_back() -> None:
+    """After an escalation the fallback agent answers or uses its tools; a `transfer_back` or
+    `transfer_to_*` it tries is refused, and no hand-off is recorded after the escalation."""
+    model = S(
+        {
+            "triage": [handoff("billing")],
+            "billing": [handoff("triage")],  # triage again: max_visits=1 trips
+            "supervisor": [
+                S.call("transfer_back", reason="yours", objective="finish it"),
+                handoff("billing"),
+                S.say("I will take it from here."),
+            ],
+        }
+    )
+    team = Team(
+        [
+            Agent(name="triage", handoffs=["billing"]),
+            Agent(name="billing", handoffs=["triage"]),
+            Agent(name="supervisor", transfer_back=True, handoffs=["billing"]),
+        ],
+        entry="triage",
+        model=model,
+        fallback="supervisor",
+        guards=Guards(max_visits=1, reroute_after_refusals=0),
+    )
+
+    result = await team.run("help", session_id="S")
+
+    assert result.status == "escalated"
+    assert result.output == "I will take it from here."
+    assert result.holder == "supervisor"
+    kinds = [e.type for e in result.events]
+    after = kinds[kinds.index("escalated") :]
+    assert "handoff" not in after
+    refused = of_type(result.events, "handoff_refused")
+    assert [r.target for r in refused] == ["billing"]
+    calls = [e for e in of_type(result.events, "tool_called") if e.agent == "supervisor"]
+    assert [c.tool for c in calls] == ["transfer_back"] and not calls[0].ok
