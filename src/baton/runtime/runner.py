@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from baton.backends.base import Checkpoint, SessionRecord
+from baton.core.errors import ConflictError
 from baton.core.events import (
     AgentStarted,
     Event,
@@ -351,7 +352,14 @@ class Runner:
                 handoff_usage=list(r.handoff_usage),
             ),
         )
-        await self.cfg.store.commit_run(session, r.messages, r.events)
+        try:
+            await self.cfg.store.commit_run(session, r.messages, r.events)
+        except ConflictError:
+            # another writer committed the session since this run read it: this run gives up
+            # cleanly (nothing of it is stored) and leaves no checkpoint that would conflict
+            # again on every resume; the caller may run the message again on the fresh state
+            await self.cfg.store.delete_checkpoint(session.session_id, r.run_id)
+            raise
         r.turn = None
         return self.result(r, status, output, error)
 
