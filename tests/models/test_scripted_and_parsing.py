@@ -8,7 +8,8 @@ import time
 import pytest
 
 from baton import Message, ModelError, ModelRequest, ParseError, ScriptedModel
-from baton.models import Model, Step, estimate_tokens
+from baton.models import Model, ModelResponse, Step, estimate_tokens
+from baton.models.base import StreamingModel
 from baton.models.parsing import parse_json_object, parse_text_mode, strip_fences
 
 S = ScriptedModel
@@ -117,6 +118,65 @@ def test_estimate_tokens() -> None:
     assert estimate_tokens("abcde") == 2
     assert estimate_tokens("中文") == 2
     assert estimate_tokens("ab中文") == 3
+
+
+# ---------------------------------------------------------------- ScriptedModel.stream
+
+
+async def _stream(model: ScriptedModel, request: ModelRequest) -> tuple[list[str], ModelResponse]:
+    *deltas, final = [item async for item in model.stream(request)]
+    assert all(isinstance(d, str) and d for d in deltas)
+    assert isinstance(final, ModelResponse)
+    return [str(d) for d in deltas], final
+
+
+def test_scripted_model_streams() -> None:
+    assert isinstance(S([]), StreamingModel)
+
+
+async def test_stream_yields_word_deltas_then_what_generate_returns() -> None:
+    text = "Your invoice ORD-1 is ISSUED, 发票 299 元."
+    streamed, generated = S([S.say(text)]), S([S.say(text)])
+    deltas, final = await _stream(streamed, _req())
+    expected = await generated.generate(_req())
+    assert deltas == ["Your ", "invoice ", "ORD-1 ", "is ", "ISSUED, ", "发票 ", "299 ", "元."]
+    assert "".join(deltas) == text
+    assert (final.text, final.usage, final.text_tool_calls) == (
+        expected.text,
+        expected.usage,
+        expected.text_tool_calls,
+    )
+
+
+async def test_stream_consumes_the_script_as_generate_does() -> None:
+    model = S({"a": [S.call("lookup", key="k"), S.say("done")], "b": [S.say("b1")]})
+    deltas, first = await _stream(model, _req("a"))
+    assert deltas == [] and [(c.name, c.arguments) for c in first.tool_calls] == [
+        ("lookup", '{"key": "k"}')
+    ]
+    assert (await model.generate(_req("b"))).text == "b1"
+    deltas, second = await _stream(model, _req("a"))
+    assert deltas == ["done"] and second.text == "done"
+    assert [r.agent for r in model.requests] == ["a", "b", "a"]
+    with pytest.raises(ModelError, match="exhausted"):
+        await _stream(model, _req("a"))
+
+
+async def test_stream_of_a_failing_step_raises_before_any_delta() -> None:
+    seen: list[object] = []
+    with pytest.raises(ModelError, match="down"):
+        async for item in S([S.fail("down")]).stream(_req()):
+            seen.append(item)
+    assert seen == []
+
+
+async def test_stream_of_text_mode_steps_hides_tool_call_json() -> None:
+    handoff = '{"tool": "transfer_to_billing", "arguments": {"reason": "invoice"}}'
+    model = S([S.text(handoff), S.text('{"final": "Your invoice is ISSUED."}')])
+    deltas, final = await _stream(model, _req())
+    assert deltas == [] and final.text == handoff and final.text_tool_calls
+    deltas, final = await _stream(model, _req())
+    assert "".join(deltas) == "Your invoice is ISSUED." and len(deltas) == 4
 
 
 # ---------------------------------------------------------------- parse_json_object

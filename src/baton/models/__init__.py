@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from baton.models.base import Model, ModelRequest, ModelResponse, estimate_tokens
+from baton.models.base import (
+    Model,
+    ModelRequest,
+    ModelResponse,
+    StreamingModel,
+    estimate_tokens,
+)
 from baton.models.registry import resolve_model
 from baton.models.scripted import ScriptedModel, Step
 
@@ -18,6 +24,7 @@ __all__ = [
     "OpenAICompatible",
     "ScriptedModel",
     "Step",
+    "StreamingModel",
     "estimate_tokens",
     "resolve_model",
 ]

@@ -17,11 +17,14 @@ import asyncio
 import json
 import os
 import weakref
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal
 
 from baton.core.errors import ConfigError, ModelError, ModelTimeout
 from baton.core.messages import ToolCall, Usage
 from baton.models.base import ModelRequest, ModelResponse, estimate_tokens
+from baton.models.streaming import VisibleText
 from baton.models.textmode import render_text_mode
 
 if TYPE_CHECKING:
@@ -75,6 +78,8 @@ class OpenAICompatible:
         self._client = client
         self._own_client = client is None
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._stream_usage: bool | None = None
+        """Whether the server accepts `stream_options` (None until a stream has tried)."""
 
     def __repr__(self) -> str:
         """Model name, server and tool mode (never the key)."""
@@ -137,6 +142,109 @@ class OpenAICompatible:
             raise error from exc
         return self._to_response(completion, kwargs["messages"])
 
+    # ------------------------------------------------------------------ stream
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        """Stream the reply: text deltas as the server sends them, then the `ModelResponse`
+        that `generate` would have returned for the same reply.
+
+        Tool-call fragments are assembled by index and never shown. In `tool_mode="text"` the
+        reply's JSON is not shown either: prose streams, a `{"final": "..."}` answer streams
+        decoded, a tool call shows nothing (see `baton.models.streaming.VisibleText`). Usage
+        comes from the server's last chunk (`stream_options.include_usage`); a server that
+        rejects `stream_options` is asked again without it, and its usage is estimated.
+        Errors, including one the server reports mid-stream, raise `ModelError`/`ModelTimeout`
+        as `generate` does.
+        """
+        kwargs = self._request_kwargs(request)
+        visible = VisibleText(text_mode=self.tool_mode == "text")
+        reply = _StreamedReply()
+        async with aclosing(self._chunks(kwargs)) as chunks:
+            async for chunk in chunks:
+                delta = reply.add(chunk)
+                if delta:
+                    shown = visible.feed(delta)
+                    if shown:
+                        yield shown
+        response = self._to_response(reply.completion(), kwargs["messages"])
+        rest = visible.finish(response.text, (t.name for t in request.tools))
+        if rest:
+            yield rest
+        yield response
+
+    async def _chunks(self, kwargs: dict[str, Any]) -> AsyncGenerator[Any, None]:
+        """The server's `ChatCompletionChunk`s, errors translated to `ModelError`."""
+        started = False
+        try:
+            client = self._get_client()
+            chunks = await self._open_stream(client, kwargs)
+        except Exception as exc:
+            error = self._translated(exc)
+            if error is None:
+                raise
+            raise error from exc
+        try:
+            while True:
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    return
+                except Exception as exc:
+                    error = self._translated(exc, mid_stream=started)
+                    if error is None:
+                        raise
+                    raise error from exc
+                started = True
+                yield chunk
+        finally:
+            await chunks.close()
+
+    async def _open_stream(self, client: openai.AsyncOpenAI, kwargs: dict[str, Any]) -> Any:
+        """Start a streamed completion, asking for usage in the last chunk where the server
+        accepts `stream_options`. Until one stream has gone through, a 400/422 answer may be
+        the server refusing that field: it is asked once more without it, and a success then
+        is remembered."""
+        if self._stream_usage is False:
+            return await client.chat.completions.create(**kwargs, stream=True)
+        try:
+            chunks = await client.chat.completions.create(
+                **kwargs, stream=True, stream_options={"include_usage": True}
+            )
+        except Exception as exc:
+            if self._stream_usage or getattr(exc, "status_code", None) not in (400, 422):
+                raise
+            chunks = await client.chat.completions.create(**kwargs, stream=True)
+            self._stream_usage = False
+            return chunks
+        self._stream_usage = True
+        return chunks
+
+    def _translated(self, exc: Exception, *, mid_stream: bool = False) -> ModelError | None:
+        """The `ModelError` for an exception met while streaming (`generate`'s, plus errors
+        only a stream meets), or None for one that did not come from the client."""
+        import openai
+
+        where = f"{self.name} at {self.endpoint}"
+        if mid_stream and isinstance(exc, openai.APITimeoutError):
+            limit = f" for {self.timeout_s:g}s" if self.timeout_s is not None else ""
+            return ModelTimeout(
+                f"{where} stopped sending its reply{limit}; check the server's load, or raise "
+                "timeout_s"
+            )
+        if mid_stream and isinstance(exc, openai.APIConnectionError):
+            return ModelError(
+                f"{where} dropped the connection in the middle of its reply ({exc}); check the "
+                "server's logs, or retry"
+            )
+        if isinstance(exc, openai.APIError) and not isinstance(
+            exc, (openai.APIStatusError, openai.APIConnectionError)
+        ):  # an error event in the stream, sent instead of the rest of the reply
+            return ModelError(
+                f"{where} sent an error instead of its reply: {_server_message(exc)}; check the "
+                "server's logs, or retry"
+            )
+        return self._translate(exc)
+
+    # ------------------------------------------------------------------ responses
     def _request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `chat.completions.create` for this request."""
         temperature = self.temperature if self.temperature is not None else request.temperature
@@ -248,6 +356,108 @@ class OpenAICompatible:
         if isinstance(exc, openai.OpenAIError):
             return ModelError(f"{where} failed: {type(exc).__name__}: {exc}")
         return None
+
+
+class _StreamedReply:
+    """The chunks of a streamed chat completion, assembled into the `ChatCompletion` the
+    server would have sent unstreamed (so `_to_response` maps both the same way)."""
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.model = ""
+        self.created = 0
+        self.content: list[str] | None = None
+        """Text fragments; None while the server has sent no content at all."""
+        self.calls: dict[int, dict[str, Any]] = {}
+        """Tool calls by index: id, name and argument fragments."""
+        self.finish_reason: str | None = None
+        self.usage: Any = None
+        self.has_choice = False
+        self._last_call: int | None = None
+
+    def add(self, chunk: Any) -> str:
+        """Take one `ChatCompletionChunk`; return its text delta ('' for none)."""
+        self.id = self.id or getattr(chunk, "id", None) or ""
+        self.model = self.model or getattr(chunk, "model", None) or ""
+        self.created = self.created or getattr(chunk, "created", None) or 0
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.usage = usage
+        text = ""
+        for choice in getattr(chunk, "choices", None) or []:
+            if (getattr(choice, "index", 0) or 0) != 0:
+                continue  # one reply was asked for; ignore any other
+            self.has_choice = True
+            self.finish_reason = getattr(choice, "finish_reason", None) or self.finish_reason
+            delta = getattr(choice, "delta", None)
+            if delta is None:
+                continue
+            content = getattr(delta, "content", None)
+            if content is not None:
+                if self.content is None:
+                    self.content = []
+                self.content.append(content)
+                text += content
+            for fragment in getattr(delta, "tool_calls", None) or []:
+                self._add_call(fragment)
+        return text
+
+    def _add_call(self, fragment: Any) -> None:
+        """Fold one tool-call fragment into the call at its index."""
+        index = getattr(fragment, "index", None)
+        fragment_id = getattr(fragment, "id", None)
+        if not isinstance(index, int):  # servers that omit it: a new id starts a new call
+            last = self._last_call
+            same = last is not None and not (fragment_id and fragment_id != self.calls[last]["id"])
+            index = last if same and last is not None else len(self.calls)
+        self._last_call = index
+        call = self.calls.setdefault(index, {"id": None, "name": "", "arguments": []})
+        if fragment_id and not call["id"]:
+            call["id"] = fragment_id
+        fn = getattr(fragment, "function", None)
+        if fn is None:
+            return
+        name = getattr(fn, "name", None)
+        if name:
+            call["name"] += name
+        args = getattr(fn, "arguments", None)
+        if args is not None:
+            call["arguments"].append(
+                args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            )
+
+    def completion(self) -> Any:
+        """The assembled `ChatCompletion` (no choices when the server sent none)."""
+        from openai.types.chat import ChatCompletion
+
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(self.content) if self.content is not None else None,
+        }
+        if self.calls:
+            message["tool_calls"] = [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {
+                        "name": call["name"] or None,
+                        "arguments": "".join(call["arguments"]) if call["arguments"] else None,
+                    },
+                }
+                for _, call in sorted(self.calls.items())
+            ]
+        choices = []
+        if self.has_choice:
+            finish = self.finish_reason or ("tool_calls" if self.calls else "stop")
+            choices.append({"index": 0, "message": message, "finish_reason": finish})
+        return ChatCompletion.construct(
+            id=self.id,
+            object="chat.completion",
+            created=self.created,
+            model=self.model,
+            choices=choices,
+            usage=self.usage,
+        )
 
 
 def _import_openai() -> Any:

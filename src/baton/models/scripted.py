@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,7 @@ from baton.core.errors import ModelError
 from baton.core.ids import new_id
 from baton.core.messages import ToolCall, Usage
 from baton.models.base import ModelRequest, ModelResponse, estimate_tokens
+from baton.models.streaming import VisibleText, word_chunks
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,24 @@ class ScriptedModel:
         if delay:
             await asyncio.sleep(delay)
         return step.respond(request)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        """Reply with the next scripted step, streamed: its text in word-sized deltas, then
+        the same `ModelResponse` as `generate` (the script is consumed exactly as there).
+
+        Tool calls are not streamed; the JSON of a text-mode step (`ScriptedModel.text`) is
+        shown as a text-mode provider's would be: prose and `{"final": ...}` answers only.
+        """
+        response = await self.generate(request)
+        visible = VisibleText(text_mode=response.text_tool_calls)
+        for piece in word_chunks(response.text or ""):
+            shown = visible.feed(piece)
+            if shown:
+                yield shown
+        rest = visible.finish(response.text, (t.name for t in request.tools))
+        if rest:
+            yield rest
+        yield response
 
 
 def _flatten(steps: Sequence[Step]) -> list[Step]:

@@ -5,14 +5,21 @@ Loading the weights takes seconds and ~2 GB, so an instance is created once per
 not re-entrant, so calls are serialised through a single worker thread; the event loop never
 blocks on inference. A RAM cache of model states lets each agent's stable prompt prefix
 (catalogue + instructions) be reused after another agent ran in between.
+
+Streaming watches the same non-streamed completion token by token (`TokenWatch`), so a streamed
+reply's final text and usage are exactly what `complete` returns, and a generation nobody
+listens to any more stops at its next token.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import codecs
+import functools
 import os
 import threading
+from collections.abc import AsyncGenerator, Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +73,73 @@ class Completion:
     seconds: float
 
 
+class GenerationCancelled(Exception):
+    """Raised inside llama.cpp's token loop to stop a generation nobody listens to any more."""
+
+
+class TokenWatch:
+    """Sees each token of one generation as llama.cpp samples it, on the worker thread.
+
+    Passes the token's text to `on_text` (multi-byte characters split across tokens are held
+    until complete) and raises `GenerationCancelled` once `stop` is set, which ends the
+    generation at that token.
+    """
+
+    def __init__(self, llama: Any, on_text: Callable[[str], None], stop: threading.Event) -> None:
+        self._llama = llama
+        self._on_text = on_text
+        self.stop = stop
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")
+
+    def begin(self) -> None:
+        """The generation starts (before the prompt is read)."""
+        if self.stop.is_set():
+            raise GenerationCancelled
+
+    def token(self, token: int) -> None:
+        """One token was sampled (end-of-generation tokens have no text)."""
+        if self.stop.is_set():
+            raise GenerationCancelled
+        text = self._decoder.decode(self._llama.detokenize([token]))
+        if text:
+            self._on_text(text)
+
+
+@functools.cache
+def _watchable(llama_cpp: Any) -> Any:
+    """A `Llama` subclass whose token loop can be watched, one call at a time (`watch`).
+
+    `create_chat_completion` runs `Llama.generate`; while `watch` is set, every token it
+    yields goes through the watch first. With no watch it is the plain generator.
+    """
+
+    class WatchableLlama(llama_cpp.Llama):  # type: ignore[misc]
+        watch: TokenWatch | None = None
+
+        def generate(
+            self, tokens: Sequence[int], *args: Any, **kwargs: Any
+        ) -> Generator[int, Any, None]:
+            inner = super().generate(tokens, *args, **kwargs)
+            watch = self.watch
+            if watch is None:
+                yield from inner
+                return
+            try:
+                watch.begin()
+                sent = None
+                while True:
+                    try:
+                        token = inner.send(sent)
+                    except StopIteration:
+                        return
+                    watch.token(token)
+                    sent = yield token
+            finally:
+                inner.close()
+
+    return WatchableLlama
+
+
 class LlamaEngine:
     """A loaded model plus the single thread that runs it."""
 
@@ -87,7 +161,7 @@ class LlamaEngine:
             )
         self.path = path
         self.n_threads = n_threads or default_threads()
-        self.llama = llama_cpp.Llama(
+        self.llama = _watchable(llama_cpp)(
             model_path=str(path),
             n_ctx=n_ctx,
             n_threads=self.n_threads,
@@ -111,18 +185,26 @@ class LlamaEngine:
         return g
 
     def _complete(
-        self, messages: list[dict[str, Any]], grammar: Any, max_tokens: int
+        self,
+        messages: list[dict[str, Any]],
+        grammar: Any,
+        max_tokens: int,
+        watch: TokenWatch | None = None,
     ) -> Completion:
         import time
 
         t = time.perf_counter()
-        out = self.llama.create_chat_completion(
-            messages=messages,
-            grammar=grammar,
-            temperature=0.0,
-            top_k=1,
-            max_tokens=max_tokens,
-        )
+        self.llama.watch = watch
+        try:
+            out = self.llama.create_chat_completion(
+                messages=messages,
+                grammar=grammar,
+                temperature=0.0,
+                top_k=1,
+                max_tokens=max_tokens,
+            )
+        finally:
+            self.llama.watch = None
         usage = out.get("usage") or {}
         text = out["choices"][0]["message"].get("content") or ""
         return Completion(
@@ -138,6 +220,42 @@ class LlamaEngine:
         """Run one chat completion on the worker thread."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, self._complete, messages, grammar, max_tokens)
+
+    async def stream(
+        self, messages: list[dict[str, Any]], grammar: Any, max_tokens: int
+    ) -> AsyncGenerator[str | Completion, None]:
+        """Run the same completion as `complete` on the worker thread, yielding its text as it
+        is generated, then the `Completion` (what `complete` returns for the same output).
+
+        Closing the generator early, or cancelling the task iterating it, stops the generation
+        at its next token (a prompt still being read is read first) and frees the worker thread
+        for the next call; the close itself does not wait for that.
+        """
+        loop = asyncio.get_running_loop()
+        pieces: asyncio.Queue[str | None] = asyncio.Queue()
+        stop = threading.Event()
+
+        def on_text(text: str) -> None:  # on the worker thread
+            try:
+                loop.call_soon_threadsafe(pieces.put_nowait, text)
+            except RuntimeError:  # the event loop is closed: nobody is listening any more
+                stop.set()
+                raise GenerationCancelled from None
+
+        def settled(future: asyncio.Future[Completion]) -> None:
+            pieces.put_nowait(None)
+            if not future.cancelled():
+                future.exception()  # retrieved here, so a stopped generation logs nothing
+
+        watch = TokenWatch(self.llama, on_text, stop)
+        job = loop.run_in_executor(self._pool, self._complete, messages, grammar, max_tokens, watch)
+        job.add_done_callback(settled)
+        try:
+            while (text := await pieces.get()) is not None:
+                yield text
+            yield await job
+        finally:
+            stop.set()
 
     def close(self) -> None:
         """Stop the worker thread and free the model."""

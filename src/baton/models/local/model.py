@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from typing import Any
 
 from baton.core.errors import ModelError
 from baton.core.messages import Message, ToolSpec, Usage
 from baton.models.base import ModelRequest, ModelResponse
-from baton.models.local.engine import MIN_FREE_MEMORY_GB, LlamaEngine, shared_engine
+from baton.models.local.engine import MIN_FREE_MEMORY_GB, Completion, LlamaEngine, shared_engine
 from baton.models.local.grammar import schema_key, starting_with, tool_call_schema
 from baton.models.local.weights import DEFAULT_MODEL, card, weights_path
+from baton.models.streaming import VisibleText
 from baton.models.textmode import render_text_mode
 
 _PROTOCOL = (
@@ -155,7 +157,57 @@ class LocalModel:
         """One constrained completion; tool calls come back as JSON text for the shared parser."""
         engine = await self._ensure_loaded()
         messages = self.render(request)
-        grammar = None
+        grammar = self._grammar(engine, request)
+        try:
+            out = await engine.complete(messages, grammar, self.max_tokens)
+        except ValueError as exc:
+            error = self._context_error(request, exc)
+            if error is None:
+                raise
+            raise error from exc
+        return self._response(request, out)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
+        """The same constrained completion as `generate`, streamed: the reply's text as it is
+        generated, then the `ModelResponse` `generate` returns for that output.
+
+        With tools the model writes one JSON object (`{"tool": ...}` or `{"final": "..."}`):
+        only the answer string of a `{"final": ...}` is streamed, decoded as it is generated;
+        a tool call streams nothing. Without tools the text streams as it is. Closing the
+        stream early, or cancelling the task iterating it, stops the generation at its next
+        token and frees the model for the next call.
+        """
+        engine = await self._ensure_loaded()
+        messages = self.render(request)
+        grammar = self._grammar(engine, request)
+        visible = VisibleText(text_mode=bool(request.tools))
+        out: Completion | None = None
+        async with aclosing(engine.stream(messages, grammar, self.max_tokens)) as pieces:
+            while True:
+                try:
+                    piece = await anext(pieces)
+                except StopAsyncIteration:
+                    break
+                except ValueError as exc:
+                    error = self._context_error(request, exc)
+                    if error is None:
+                        raise
+                    raise error from exc
+                if isinstance(piece, Completion):
+                    out = piece
+                    continue
+                shown = visible.feed(piece)
+                if shown:
+                    yield shown
+        assert out is not None, "the engine's stream ends with its Completion"
+        response = self._response(request, out)
+        rest = visible.finish(response.text, (t.name for t in request.tools))
+        if rest:
+            yield rest
+        yield response
+
+    def _grammar(self, engine: LlamaEngine, request: ModelRequest) -> Any:
+        """The compiled grammar constraining this request's output (None for free text)."""
         if request.tools:
             # After a tool result (English JSON) a small model answered Chinese users in
             # English, whatever the instructions said; a note in the prompt fixed the language
@@ -165,21 +217,25 @@ class LocalModel:
             pattern = starting_with(script[1]) if script else None
             schema = tool_call_schema(request.tools, final_pattern=pattern)
             text = json.dumps(schema)
-            grammar = engine.grammar(schema_key(schema), text)
-        elif request.response_format is not None:
+            return engine.grammar(schema_key(schema), text)
+        if request.response_format is not None:
             schema = request.response_format
-            grammar = engine.grammar(schema_key(schema), json.dumps(schema))
-        try:
-            out = await engine.complete(messages, grammar, self.max_tokens)
-        except ValueError as exc:
-            if "context window" not in str(exc):
-                raise
-            raise ModelError(
-                f"the prompt for agent {request.agent!r} does not fit {self.name}'s context "
-                f"window of {self.n_ctx} tokens ({exc}); give the agent a leaner context "
-                "(context='structured' or 'recent(n)'), fewer or shorter tool results, or a "
-                "larger window: LocalModel(n_ctx=...)"
-            ) from exc
+            return engine.grammar(schema_key(schema), json.dumps(schema))
+        return None
+
+    def _context_error(self, request: ModelRequest, exc: ValueError) -> ModelError | None:
+        """The `ModelError` for a prompt over the context window; None for other errors."""
+        if "context window" not in str(exc):
+            return None
+        return ModelError(
+            f"the prompt for agent {request.agent!r} does not fit {self.name}'s context "
+            f"window of {self.n_ctx} tokens ({exc}); give the agent a leaner context "
+            "(context='structured' or 'recent(n)'), fewer or shorter tool results, or a "
+            "larger window: LocalModel(n_ctx=...)"
+        )
+
+    def _response(self, request: ModelRequest, out: Completion) -> ModelResponse:
+        """The `ModelResponse` for one completion (tool calls stay JSON text for the kernel)."""
         return ModelResponse(
             text=out.text,
             usage=Usage(input_tokens=out.prompt_tokens, output_tokens=out.completion_tokens),
