@@ -19,8 +19,8 @@ from baton.core import (
     ParseError,
     PayloadError,
     StoreError,
-    ToolCall,
     TicketError,
+    ToolCall,
     ToolError,
     Usage,
 )

@@ -60,7 +60,7 @@ class Agent(BaseModel):
         description="Permission scopes it holds (`billing:read`, `billing:*`, `*`); a call to a "
         "tool needing a scope it lacks is refused (least privilege: none by default).",
     )
-    approve_handoffs: dict[str, ApprovalPolicy] = Field(
+    approve_handoffs: dict[str, Any] = Field(
         default_factory=dict,
         description="Hand-offs that wait for a person's approval, per target: True, a function "
         "(payload fields, state) -> bool, or an ApprovalPolicy.",
@@ -110,6 +110,11 @@ class Agent(BaseModel):
             if found is not None:
                 out[str(target)] = found
         return out
+
+    def handoff_approval(self, target: str) -> ApprovalPolicy | None:
+        """The approval policy of hand-offs to `target` (None: they need no sign-off)."""
+        found = self.approve_handoffs.get(target)
+        return found if isinstance(found, ApprovalPolicy) else None
 
     def missing_scopes(self, tool: Tool) -> tuple[str, ...]:
         """The scopes `tool` needs that this agent does not hold."""

@@ -146,7 +146,7 @@ def approved(
     k: Runner, r: RunState, plan: AgentPlan, t: TurnState, pc: PendingCall, payload: HandoffPayload
 ) -> Handled | None:
     """None when the hand-off may go on; a pause (or the rejection) when it needs sign-off."""
-    policy = plan.agent.approve_handoffs.get(payload.target)
+    policy = plan.agent.handoff_approval(payload.target)
     if policy is None or pc.approved:
         return None
     if pc.rejection is not None:

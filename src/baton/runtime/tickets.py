@@ -8,7 +8,7 @@ case the user's next message goes to the queue again.
 from __future__ import annotations
 
 from baton.backends.base import HumanTicket, SessionRecord, Store, TicketStatus
-from baton.core.errors import TicketError
+from baton.core.errors import ConflictError, TicketError
 from baton.core.ids import now
 from baton.core.messages import Message
 
@@ -52,6 +52,15 @@ class Tickets:
                 f"ticket {ticket.id} is {ticket.status} by {ticket.claimed_by}; "
                 f"{by} cannot answer it"
             )
+        # the ticket moves first (compare-and-set: a close or a second answer in the meantime
+        # fails here, before anything reaches the user's session)
+        try:
+            ticket = await self._move(ticket, "claimed", "answered", answer=reply)
+        except ConflictError:
+            raise TicketError(
+                f"ticket {ticket.id} changed while the answer waited (closed or answered "
+                "already); nothing was sent"
+            ) from None
         sid = ticket.card.session_id
         session = await self.store.get_session(sid) or SessionRecord(
             sid, user_id=ticket.card.user_id
@@ -60,8 +69,12 @@ class Tickets:
         session.holder, session.incoming = holder, None
         session.holder_since = message.id
         session.updated_at = now()
-        await self.store.commit_run(session, [message], [])
-        return await self._move(ticket, "claimed", "answered", answer=reply)
+        try:
+            await self.store.commit_run(session, [message], [])
+        except Exception:
+            await self._move(ticket, "answered", "claimed")  # the reply did not go out
+            raise
+        return ticket
 
     async def close(self, ticket_id: int, by: str, note: str = "") -> HumanTicket:
         """Close a ticket that needs nothing more."""

@@ -11,7 +11,13 @@ from baton.agents import Agent
 from baton.backends import open_store
 from baton.backends.base import Checkpoint, HumanTicket, SessionRecord, Store
 from baton.core.approval import ApprovalCard
-from baton.core.errors import ApprovalError, ConfigError, ConflictError, NoRunToResume
+from baton.core.errors import (
+    ApprovalError,
+    ConfigError,
+    ConflictError,
+    NoRunToResume,
+    TicketError,
+)
 from baton.core.events import Event
 from baton.core.ids import new_id
 from baton.models.base import Model
@@ -291,8 +297,13 @@ class Team:
                 f"hand_back_to {hand_back_to!r} is not an agent of the team "
                 f"(agents: {', '.join(self.agents)})"
             )
-        ticket = await self.tickets.get(ticket_id)
-        async with self._resumer.hold(ticket.card.session_id):
+        sid = (await self.tickets.get(ticket_id)).card.session_id
+        async with self._resumer.hold(sid):
+            try:  # the user's interrupted run first; never drop a run that waits for approval
+                await self._resumer.finish_crashed(sid)
+            except ApprovalError as exc:
+                raise TicketError(f"ticket {ticket_id}: {exc}") from None
+            ticket = await self.tickets.get(ticket_id)  # as it is now, not before the wait
             return await self.tickets.answer(ticket, by, reply, hand_back_to or HUMAN)
 
     def describe(self) -> dict[str, Any]:
