@@ -17,6 +17,7 @@ from baton.core.data import Data
 from baton.core.errors import ConfigError
 from baton.core.jsontext import encoder
 from baton.core.messages import ToolSpec
+from baton.core.text import clean_text
 
 DEFAULT_MAX_RESULT_CHARS = 1500
 """Tool results longer than this are truncated with a visible marker (seed 001 §4.5)."""
@@ -83,7 +84,7 @@ def error_content(message: str) -> str:
 
 def render_result(value: Any, limit: int) -> tuple[str, bool, int]:
     """Serialise a tool's return value and truncate it: (text, truncated, original length)."""
-    text = value if isinstance(value, str) else _result_json(value)
+    text = clean_text(value if isinstance(value, str) else _result_json(value))
     n = len(text)
     if limit > 0 and n > limit:
         return text[:limit] + f"\n...[truncated: showing {limit} of {n} characters]", True, n

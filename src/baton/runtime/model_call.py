@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from baton.core.errors import ModelError, ModelTimeout, ParseError
 from baton.core.events import GuardTripped, ModelCalled, TextDelta
 from baton.core.messages import Message, ToolCall, Usage
+from baton.core.text import clean_text, clean_value
 from baton.models.base import ModelRequest, ModelResponse, StreamingModel
 from baton.models.parsing import parse_json_object, parse_text_mode
 from baton.runtime.outcomes import Failed, Tripped
@@ -129,6 +130,13 @@ def _checked(
     if problem is not None:
         msg = f"model {model!r} returned an invalid response for {name}: {problem}"
         return _failed(k, r, name, model, request, started, msg)
+    if response.text is not None:
+        response.text = clean_text(response.text)
+    if any(clean_text(c.arguments) is not c.arguments for c in response.tool_calls):
+        response.tool_calls = [
+            ToolCall(id=c.id, name=c.name, arguments=clean_text(c.arguments))
+            for c in response.tool_calls
+        ]
     if not response.tool_calls and response.text_tool_calls:
         # text-mode providers write calls as JSON text; extract them once, here, so the event
         # and everything after it see real tool calls
@@ -180,7 +188,8 @@ def parse(response: ModelResponse) -> list[Parsed]:
     parsed: list[Parsed] = []
     for c in response.tool_calls:
         try:
-            parsed.append(Parsed(c, parse_json_object(c.arguments)))
+            # a JSON escape can still make a lone surrogate
+            parsed.append(Parsed(c, clean_value(parse_json_object(c.arguments))))
         except ParseError as exc:
             parsed.append(Parsed(c, None, str(exc)))
     return parsed

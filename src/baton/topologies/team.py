@@ -20,6 +20,7 @@ from baton.core.errors import (
 )
 from baton.core.events import Event
 from baton.core.ids import new_id
+from baton.core.text import clean_text
 from baton.models.base import Model
 from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
@@ -197,6 +198,7 @@ class Team:
         if not isinstance(message, str) or not message.strip():
             raise ValueError("message must be a non-empty string")
         sid = session_id or new_id("s_")
+        message = clean_text(message)
         token = run_log_redaction(self._settings.redactor)  # this run's logs, this team's rules
         try:
             async with self._resumer.hold(sid):
