@@ -36,6 +36,20 @@ class Resumer:
         # per-session lock + number of runs using it, so one session never runs twice at once
         self._locks: dict[str, asyncio.Lock] = {}
         self._users: dict[str, int] = {}
+        runner.fence = self.fence
+
+    async def fence(self, session_id: str) -> None:
+        """Renew this process's lease on the session, or stop the run: another process took
+        the session over (this one stalled past its lease), and its checkpoints win."""
+        store = self.runner.cfg.store
+        if not store.shared:
+            return
+        if not await store.acquire_lease(f"session|{session_id}", self.owner, self.lease_s):
+            raise ConflictError(
+                f"session {session_id!r} was taken over by another process while this run "
+                f"stalled for over {self.lease_s:g}s; this run stops, and nothing of it is saved",
+                key=session_id,
+            )
 
     @contextlib.asynccontextmanager
     async def hold(self, session_id: str) -> AsyncIterator[None]:

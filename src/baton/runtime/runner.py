@@ -12,7 +12,7 @@ in any process. Policies live in their own modules: `model_call`, `calls`, `hand
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from baton.backends.base import Checkpoint, SessionRecord
@@ -65,6 +65,9 @@ class Runner:
         self.policy = policy
         self.handlers: dict[str, Handler] = dict(HANDLERS)
         """Call kind -> handler (`baton.runtime.calls`); a topology may add kinds."""
+        self.fence: Callable[[str], Awaitable[None]] | None = None
+        """Called with the session id before every checkpoint: raises `ConflictError` when
+        this process no longer holds the session (its lease was taken over)."""
         self.entity_memo = EntityMemo()
         """What the entity guard found in recent user messages (a hand-off late in a long
         session reads every earlier message again)."""
@@ -389,6 +392,8 @@ class Runner:
     # ------------------------------------------------------------------ recording
     async def checkpoint(self, r: RunState, paused: bool = False) -> None:
         """Save the run's state (the latest checkpoint of its session)."""
+        if self.fence is not None:
+            await self.fence(r.session.session_id)
         r.seq += 1
         meta: dict[str, Any] = {"agent": r.turn.agent if r.turn is not None else None}
         if r.approval is not None:
