@@ -1,4 +1,5 @@
-"""The `baton` command line: `baton run`, `baton trace`, `baton audit` and `baton demo`."""
+"""The `baton` command line: `baton run`, `resume`, `approvals`, `tickets`, `trace`, `audit`,
+`demo` and more."""
 
 from __future__ import annotations
 
@@ -9,23 +10,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from baton.backends.base import Store
+from baton.cli.approvals import approvals_app
 from baton.cli.audit import audit_app
-from baton.cli.common import (
-    DEFAULT_STORE_URL,
-    CLIError,
-    events_path,
-    fail,
-    load_team,
-    open_cli_store,
-)
+from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team
+from baton.cli.driver import with_team
 from baton.cli.metrics import metrics as metrics_command
+from baton.cli.output import LivePrinter, print_outcome
+from baton.cli.resume import resume as resume_command
 from baton.cli.tau2 import bench_tau2
+from baton.cli.tickets import tickets_app
 from baton.cli.trace import trace as trace_command
-from baton.core.errors import BatonError
-from baton.observe.base import EventSink
+from baton.core.errors import ApprovalError, BatonError
 from baton.observe.console import ConsoleSink
-from baton.observe.jsonl import JSONLSink
 from baton.runtime.result import RunResult
 from baton.topologies.team import Team
 
@@ -70,56 +66,21 @@ def _root(
 
 
 # ---------------------------------------------------------------------------------- run
-async def _run_once(
-    team: Team, store: Store, message: str, session: str | None, user: str | None
+async def _streamed(
+    team: Team, printer: LivePrinter, message: str, session: str | None, user: str | None
 ) -> RunResult:
+    """Run `message` through `team.stream`, printing events and the reply as they come."""
+    result: RunResult | None = None
     try:
-        return await team.run(message, session_id=session, user_id=user)
+        async for item in team.stream(message, session_id=session, user_id=user):
+            if isinstance(item, RunResult):
+                result = item
+            else:
+                printer.feed(item)
     finally:
-        await store.close()
-
-
-def _detach(team: Team, sinks: list[EventSink]) -> None:
-    for sink in sinks:
-        if sink in team.sinks:
-            team.sinks.remove(sink)
-
-
-def _print_result(out: Console, result: RunResult, url: str, events_file: str) -> None:
-    from rich.text import Text
-
-    status_style = {"completed": "bold green", "failed": "bold red"}.get(
-        result.status, "bold yellow"
-    )
-    total = result.total_usage
-    out.print()
-    out.print(Text.assemble(("reply: ", "bold"), result.output or "(no reply)"), soft_wrap=True)
-    out.print(Text.assemble(("path: ", "bold"), " -> ".join(result.path) or "-"), soft_wrap=True)
-    out.print(Text.assemble(("status: ", "bold"), (result.status, status_style)), soft_wrap=True)
-    if result.escalation is not None:
-        out.print(
-            Text.assemble(("escalated: ", "bold"), "; ".join(result.escalation.reasons)),
-            soft_wrap=True,
-        )
-    if result.error:
-        out.print(Text.assemble(("error: ", "bold red"), result.error), soft_wrap=True)
-    out.print(
-        Text.assemble(
-            ("tokens: ", "bold"),
-            f"{total.total_tokens} ({total.input_tokens} in / {total.output_tokens} out)",
-        ),
-        soft_wrap=True,
-    )
-    store_flag = "" if url == DEFAULT_STORE_URL else f" --store {url}"
-    out.print(
-        Text.assemble(
-            ("session: ", "bold"),
-            result.session_id,
-            (f"  (baton trace {result.session_id}{store_flag})", "dim"),
-        ),
-        soft_wrap=True,
-    )
-    out.print(Text.assemble(("events: ", "bold"), events_file), soft_wrap=True)
+        printer.end_line()
+    assert result is not None  # a stream always ends with its result
+    return result
 
 
 @app.command()
@@ -136,52 +97,42 @@ def run(
     user: Annotated[str | None, typer.Option("--user", "-u", help="End-user id.")] = None,
     store: Annotated[str | None, typer.Option("--store", help=STORE_HELP)] = None,
     quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Do not stream the events live.")
+        bool,
+        typer.Option("--quiet", "-q", help="Do not stream the events and the reply live."),
     ] = False,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Stream more detail (routes, replies).")
     ] = False,
 ) -> None:
-    """Run one message through a team; print the reply, the path and the status."""
+    """Run one message through a team, streaming the reply; print the path and the status.
+
+    A run that pauses for approval prints the card and the `baton approvals` commands that
+    decide it.
+    """
     out, err = _consoles()
     url = store or DEFAULT_STORE_URL
-    sinks: list[EventSink] = []
-    team: Team | None = None
-    previous: Store | None = None
+    printer = LivePrinter(out, quiet=quiet, verbose=verbose)
     try:
-        team = load_team(target)
-        log_file = events_path(url)
-        st = open_cli_store(url)
-        previous = team.store
-        team.use_store(st)
         try:
-            jsonl = JSONLSink(log_file)
-        except OSError as exc:
-            raise CLIError(f"cannot write the event log {log_file}: {exc}") from None
-        sinks.append(jsonl)
-        if not quiet:
-            sinks.append(ConsoleSink(out, verbose=verbose))
-        for sink in sinks:
-            team.add_sink(sink)
-        try:
-            result = asyncio.run(_run_once(team, st, message, session, user))
+            result, log_file = with_team(
+                target, url, lambda team: _streamed(team, printer, message, session, user)
+            )
         except ValueError as exc:
             raise CLIError(str(exc)) from None
+        except ApprovalError as exc:
+            raise CLIError(str(exc), code=1) from None
         except BatonError as exc:
             raise CLIError(f"the run failed: {exc}", code=1) from None
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None
-    finally:
-        if team is not None:
-            _detach(team, sinks)
-            if previous is not None:
-                team.use_store(previous)  # leave the imported team as it was
-        for sink in sinks:
-            if isinstance(sink, JSONLSink):
-                sink.close()
-    _print_result(out, result, url, str(log_file))
+    print_outcome(out, result, url, str(log_file), target)
     raise typer.Exit(1 if result.status == "failed" else 0)
+
+
+app.command("resume")(resume_command)
+app.add_typer(approvals_app, name="approvals")
+app.add_typer(tickets_app, name="tickets")
 
 
 # -------------------------------------------------------------------------------- trace

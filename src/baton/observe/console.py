@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from baton.core.events import (
     AgentStarted,
+    ApprovalDecided,
+    ApprovalRequested,
     Escalated,
     Event,
     GuardTripped,
@@ -16,8 +18,10 @@ from baton.core.events import (
     ModelCalled,
     RouteDecided,
     RunFinished,
+    RunResumed,
     RunStarted,
     ToolCalled,
+    ToolRefused,
 )
 from baton.core.messages import Usage
 
@@ -198,7 +202,37 @@ class ConsoleSink:
             t.append(f"  {fmt_ms(event.latency_ms)}", style="dim")
             if event.error:
                 t.append(f"\n  error: {clip(event.error, 200)}", style="red")
-        else:  # pragma: no cover - every event type is handled above
+        elif isinstance(event, ApprovalRequested):
+            ask = event.card
+            what = f"tool {ask.tool}" if ask.kind == "tool" else f"hand-off to {ask.target}"
+            self._prefix(t, ask.agent)
+            t.append("⏸ approval needed ", style="bold yellow")
+            t.append(what, style="bold")
+            t.append(f"  {ask.id}", style="dim")
+        elif isinstance(event, ApprovalDecided):
+            style = {"approved": "bold green", "pending": "bold yellow"}.get(
+                event.decision, "bold red"
+            )
+            t.append("✔ " if event.decision in ("approved", "pending") else "✘ ", style=style)
+            t.append(f"approval {event.approval_id} ", style="bold")
+            t.append(event.decision, style=style)
+            if event.by:
+                t.append(f" by {event.by}")
+            if event.role:
+                t.append(f" ({event.role})", style="dim")
+            if event.reason:
+                t.append(f"  {clip(event.reason, 120)}", style="dim")
+        elif isinstance(event, RunResumed):
+            t.append("↻ run resumed ", style="bold")
+            t.append(f"from checkpoint {event.checkpoint}", style="dim")
+            if event.reason:
+                t.append(f"  ({clip(event.reason, 120)})", style="dim")
+        elif isinstance(event, ToolRefused):
+            self._prefix(t, event.agent)
+            t.append("✗ tool refused ", style="bold red")
+            t.append(event.tool, style="bold")
+            t.append(f"  {clip(event.reason, 160)}", style="red")
+        else:  # text deltas are for the stream (`team.stream`), not for event lines
             return None
         return t
 

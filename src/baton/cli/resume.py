@@ -1,0 +1,108 @@
+"""`baton resume`: continue an unfinished run, or list the unfinished runs of a store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail
+from baton.cli.driver import with_store, with_team
+from baton.cli.options import QuietOption, StoreOption, VerboseOption
+from baton.cli.output import ago, print_outcome, utc
+from baton.core.errors import BatonError, ConflictError, NoRunToResume
+from baton.observe.console import ConsoleSink
+
+if TYPE_CHECKING:
+    from baton.backends.base import Checkpoint
+
+
+def resume(
+    session: Annotated[
+        str | None, typer.Argument(help="The session whose unfinished run continues.")
+    ] = None,
+    team: Annotated[
+        str | None,
+        typer.Option(
+            "--team",
+            "-t",
+            metavar="MODULE:ATTRIBUTE",
+            help="The team the run belongs to, e.g. examples.customer_service:team.",
+        ),
+    ] = None,
+    list_: Annotated[
+        bool, typer.Option("--list", "-l", help="List the unfinished runs of the store.")
+    ] = False,
+    store: StoreOption = None,
+    quiet: QuietOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Continue a session's unfinished run (crashed, or waiting for approval), or --list them.
+
+    A run waiting for approval stays waiting (decide it with `baton approvals`) unless its
+    approval timed out, which escalates it.
+    """
+    from rich.console import Console
+
+    out, err = Console(highlight=False), Console(stderr=True, highlight=False)
+    url = store or DEFAULT_STORE_URL
+    try:
+        if list_:
+            if session is not None:
+                raise CLIError("give either SESSION (with --team) or --list, not both")
+            _list(out, url)
+            return
+        if session is None or team is None:
+            raise CLIError(
+                "give the SESSION to resume and its --team MODULE:ATTRIBUTE "
+                "(or --list to see the unfinished runs)"
+            )
+        sid, target = session, team
+        live = None if quiet else ConsoleSink(out, verbose=verbose)
+        try:
+            result, log_file = with_team(
+                target, url, lambda t: t.resume(sid), live=live, existing=True
+            )
+        except (NoRunToResume, ConflictError) as exc:
+            raise CLIError(str(exc), code=1) from None
+        except BatonError as exc:
+            raise CLIError(f"the run failed: {exc}", code=1) from None
+    except CLIError as exc:
+        fail(err, exc)
+        raise typer.Exit(exc.code) from None
+    print_outcome(out, result, url, str(log_file), target)
+    raise typer.Exit(1 if result.status == "failed" else 0)
+
+
+def _list(out: Any, url: str) -> None:
+    try:
+        checkpoints = with_store(url, lambda st: st.list_checkpoints())
+    except BatonError as exc:
+        raise CLIError(f"cannot read the store {url}: {exc}", code=1) from None
+    if not checkpoints:
+        out.print(f"no unfinished runs in {url}")
+        return
+    out.print(checkpoint_table(checkpoints))
+
+
+def checkpoint_table(checkpoints: Sequence[Checkpoint]) -> Any:
+    """A rich table of unfinished runs: session, run, status, agent, approval, updated."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for name in ("session", "run", "status", "agent", "approval", "updated (UTC)"):
+        table.add_column(name, no_wrap=True)
+    for cp in checkpoints:
+        card = cp.meta.get("approval") or {}
+        status_style = "yellow" if cp.status == "awaiting_approval" else "red"
+        table.add_row(
+            cp.session_id,
+            cp.run_id,
+            f"[{status_style}]{cp.status}[/]",
+            str(cp.meta.get("agent") or "-"),
+            str(card.get("id") or "-"),
+            f"{utc(cp.updated_at)} ({ago(cp.updated_at)} ago)",
+        )
+    return table
