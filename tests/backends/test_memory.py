@@ -20,13 +20,16 @@ def run_events(session_id: str) -> list[Event]:
     ]
 
 
-async def commit(store: MemoryStore, session_id: str, **kw: float) -> None:
-    """Commit a run of `session_id` (read first, so that the version matches)."""
+async def commit(
+    store: MemoryStore, session_id: str, run_id: str | None = None, **kw: float
+) -> None:
+    """Commit a run of `session_id` (read first, so that the version matches); `run_id`: the
+    run that finishes with it (its checkpoint goes)."""
     rec = await store.get_session(session_id) or SessionRecord(session_id)
     for name, value in kw.items():
         setattr(rec, name, value)
     msg = Message(role="user", content=f"hello from {session_id}")
-    await store.commit_run(rec, [msg], run_events(session_id))
+    await store.commit_run(rec, [msg], run_events(session_id), run_id=run_id)
 
 
 async def kept(store: MemoryStore) -> set[str]:
@@ -101,7 +104,7 @@ async def test_a_session_with_a_checkpoint_is_never_evicted() -> None:
     assert await store.get_checkpoint("s0") is not None
     assert len(await store.get_messages("s0")) == 1
     # once the run finishes (its commit drops the checkpoint), s0 is evictable again
-    await commit(store, "s0")
+    await commit(store, "s0", run_id="run_open")
     for i in range(21, 25):
         await commit(store, f"s{i}")
     assert await kept(store) == {"s21", "s22", "s23", "s24"}
@@ -119,7 +122,7 @@ async def test_unfinished_runs_alone_may_hold_the_store_over_its_bound() -> None
         assert {"p1", "p2"} <= await kept(store)
         assert len(await kept(store)) <= 2 + 2 + 1  # the bound, the pinned, a margin
     for sid in ("p1", "p2"):  # the runs finish
-        await commit(store, sid)
+        await commit(store, sid, run_id="run_open")
     for i in range(12, 16):
         await commit(store, f"s{i}")
     assert await kept(store) == {"s14", "s15"}

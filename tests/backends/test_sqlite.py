@@ -464,7 +464,7 @@ def test_version_2_file_migrates_and_keeps_its_data(db: Path) -> None:
             assert (ticket.note, ticket.updated_at) == ("", 30.0)
             # the old session commits from version 0, and the new tables work
             await store.put_checkpoint(Checkpoint("s_old", "run_1", 1, data="{}"))
-            await store.commit_run(got, [], [])
+            await store.commit_run(got, [], [], run_id="run_1")
             assert got.version == 1
             assert await store.get_checkpoint("s_old") is None
             assert await store.acquire_lease("s_old", "me", 30)

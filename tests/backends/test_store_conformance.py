@@ -433,12 +433,16 @@ async def test_events_are_filed_by_their_own_session(store: Store) -> None:
     assert await store.get_events(trace_id="tr_x") == mine[:2] + theirs + mine[2:]
 
 
-async def test_commit_deletes_the_checkpoint(store: Store) -> None:
+async def test_commit_deletes_the_finished_runs_checkpoint_only(store: Store) -> None:
     sid, other = new_id("s_"), new_id("s_")
     rec = new_session(sid)
     await store.put_checkpoint(make_checkpoint(sid, "run_1", 3))
     await store.put_checkpoint(make_checkpoint(other, "run_9", 1))
-    await store.commit_run(rec, [Message(role="user", content="hi")], [])
+    await store.commit_run(rec, [], [])  # no run named: checkpoints are left alone
+    assert await store.get_checkpoint(sid) is not None
+    await store.commit_run(rec, [], [], run_id="run_other")  # another run's: kept
+    assert await store.get_checkpoint(sid) is not None
+    await store.commit_run(rec, [Message(role="user", content="hi")], [], run_id="run_1")
     assert await store.get_checkpoint(sid) is None
     kept = await store.get_checkpoint(other)
     assert kept is not None and kept.run_id == "run_9"
@@ -636,3 +640,37 @@ async def test_update_of_an_unknown_or_bad_ticket_raises_store_error(store: Stor
         await store.update_human(ticket, expect="open")
     again = await store.get_human(ticket_id)
     assert again is not None and again.status == "open"
+
+
+async def test_commit_with_a_checkpoint_saves_both_in_one_step(store: Store) -> None:
+    sid = new_id("s_")
+    rec = new_session(sid)
+    paused = make_checkpoint(sid, "run_1", 2, status="awaiting_approval")
+    await store.commit_run(rec, [Message(role="user", content="pay")], [], checkpoint=paused)
+    got = await store.get_checkpoint(sid)
+    assert got is not None and (got.run_id, got.seq, got.status) == (
+        "run_1",
+        2,
+        "awaiting_approval",
+    )
+    assert [m.content for m in await store.get_messages(sid)] == ["pay"]
+    # a refused commit saves no checkpoint either
+    stale = new_session(sid)
+    with pytest.raises(ConflictError):
+        await store.commit_run(stale, [], [], checkpoint=make_checkpoint(sid, "run_1", 9))
+    got = await store.get_checkpoint(sid)
+    assert got is not None and got.seq == 2
+
+
+async def test_a_run_waiting_for_approval_is_never_replaced_by_another(store: Store) -> None:
+    sid = new_id("s_")
+    await store.put_checkpoint(make_checkpoint(sid, "run_1", 1, status="awaiting_approval"))
+    with pytest.raises(ConflictError, match="waiting for approval"):
+        await store.put_checkpoint(make_checkpoint(sid, "run_2", 1))
+    got = await store.get_checkpoint(sid)
+    assert got is not None and got.run_id == "run_1"
+    # its own run may move on (a decision), and a running one may be replaced
+    await store.put_checkpoint(make_checkpoint(sid, "run_1", 2, status="running"))
+    await store.put_checkpoint(make_checkpoint(sid, "run_2", 1))
+    got = await store.get_checkpoint(sid)
+    assert got is not None and got.run_id == "run_2"

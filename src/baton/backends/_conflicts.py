@@ -31,6 +31,15 @@ def stale_checkpoint(cp: Checkpoint, stored_seq: int | None) -> ConflictError:
     )
 
 
+def paused_elsewhere(cp: Checkpoint, stored_run: str) -> ConflictError:
+    """`put_checkpoint` of another run while the stored one waits for a person's decision."""
+    return ConflictError(
+        f"session {cp.session_id!r} has run {stored_run!r} waiting for approval; run "
+        f"{cp.run_id!r} may not replace its checkpoint. Approve or reject it first",
+        key=cp.session_id,
+    )
+
+
 def check_ticket(ticket: HumanTicket) -> None:
     """Refuse a ticket whose status is not one of `TICKET_STATUSES`."""
     if ticket.status not in TICKET_STATUSES:

@@ -100,10 +100,19 @@ class Store(Protocol):
         ...
 
     async def commit_run(
-        self, session: SessionRecord, messages: list[Message], events: list[Event]
+        self,
+        session: SessionRecord,
+        messages: list[Message],
+        events: list[Event],
+        *,
+        run_id: str | None = None,
+        checkpoint: Checkpoint | None = None,
     ) -> None:
-        """Atomically save the session, append the run's messages and events, and delete the
-        session's checkpoint (the run is finished).
+        """Atomically save the session and append messages and events, and, in the same
+        transaction: with `checkpoint`, save it as the session's checkpoint (a run commits
+        what it did so far and goes on, e.g. paused for approval); else with `run_id`, delete
+        the session's checkpoint if it is that run's (the run is finished); else leave the
+        checkpoint alone.
 
         Compare-and-set: raises `ConflictError` (nothing written) unless the stored version
         equals `session.version` (0 for a session not stored yet); on success
@@ -148,7 +157,13 @@ class Store(Protocol):
     # ---- checkpoints: unfinished runs
     async def put_checkpoint(self, checkpoint: Checkpoint) -> None:
         """Save the latest checkpoint of a session's unfinished run (replacing the previous
-        one). A stale save (same run, seq not above the stored seq) raises `ConflictError`."""
+        one). Raises `ConflictError` for a stale save (same run, seq not above the stored one)
+        and for a save of another run while the stored one waits for approval (a person's
+        decision is never overwritten).
+
+        The store reads `checkpoint.state` before it first yields to the event loop: a store
+        that keeps the object may keep the kernel's live state (the kernel's next checkpoint
+        replaces it); a persistent store serialises it at once."""
         ...
 
     async def get_checkpoint(self, session_id: str) -> Checkpoint | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from baton.backends._conflicts import (
     check_ticket,
+    paused_elsewhere,
     stale_checkpoint,
     ticket_conflict,
     unknown_ticket,
@@ -116,10 +117,17 @@ class MemoryStore:
         return None if rec is None else _snapshot(rec)
 
     async def commit_run(
-        self, session: SessionRecord, messages: list[Message], events: list[Event]
+        self,
+        session: SessionRecord,
+        messages: list[Message],
+        events: list[Event],
+        *,
+        run_id: str | None = None,
+        checkpoint: Checkpoint | None = None,
     ) -> None:
         """Save the session (compare-and-set on its version), append the run's messages and
-        events, and drop the session's checkpoint; then evict what the bounds say."""
+        events, save `checkpoint` or drop `run_id`'s checkpoint; then evict what the bounds
+        say."""
         sid = session.session_id
         sessions = self._sessions
         stored = sessions.get(sid)
@@ -134,7 +142,12 @@ class MemoryStore:
             self._messages.setdefault(sid, []).extend(messages)
         if events:
             self._add_events(sid, events)
-        self._checkpoints.pop(sid, None)
+        if checkpoint is not None:
+            self._checkpoints[sid] = checkpoint
+        elif run_id is not None:
+            cp = self._checkpoints.get(sid)
+            if cp is not None and cp.run_id == run_id:
+                del self._checkpoints[sid]
         session.version = version + 1
         limit = self._trim_at
         if (limit is not None and len(sessions) > limit) or (
@@ -250,8 +263,12 @@ class MemoryStore:
         """Keep `checkpoint` (by reference) as the session's latest; a stale save of the same
         run (seq not above the stored one) raises `ConflictError`."""
         old = self._checkpoints.get(checkpoint.session_id)
-        if old is not None and old.run_id == checkpoint.run_id and checkpoint.seq <= old.seq:
-            raise stale_checkpoint(checkpoint, old.seq)
+        if old is not None:
+            if old.run_id == checkpoint.run_id:
+                if checkpoint.seq <= old.seq:
+                    raise stale_checkpoint(checkpoint, old.seq)
+            elif old.status == "awaiting_approval":
+                raise paused_elsewhere(checkpoint, old.run_id)
         self._checkpoints[checkpoint.session_id] = checkpoint
 
     async def get_checkpoint(self, session_id: str) -> Checkpoint | None:

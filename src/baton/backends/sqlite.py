@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from baton.backends._conflicts import (
     check_ticket,
+    paused_elsewhere,
     stale_checkpoint,
     ticket_conflict,
     unknown_ticket,
@@ -420,10 +421,16 @@ class SQLiteStore:
         )
 
     async def commit_run(
-        self, session: SessionRecord, messages: list[Message], events: list[Event]
+        self,
+        session: SessionRecord,
+        messages: list[Message],
+        events: list[Event],
+        *,
+        run_id: str | None = None,
+        checkpoint: Checkpoint | None = None,
     ) -> None:
-        """Save the session, append the run's messages and events, and delete the session's
-        checkpoint, in one transaction.
+        """Save the session, append messages and events, and save `checkpoint` (or delete
+        `run_id`'s checkpoint), in one transaction.
 
         Compare-and-set: raises `ConflictError` (nothing written) unless the stored version
         equals `session.version` (0 for a session not stored yet); on success
@@ -463,6 +470,10 @@ class SQLiteStore:
         # Audit bodies are built here; only the hash links need the chain's tip, read under
         # the write lock so that concurrent writers (other processes) chain one after another.
         unsealed = prepare(events, texts)
+        cp_row = None
+        if checkpoint is not None:
+            cp = checkpoint
+            cp_row = (cp.session_id, cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp))
         with self._mutex, self._errors("commit_run"):
             conn = self._db()
             with self._transaction(conn):
@@ -478,7 +489,17 @@ class SQLiteStore:
                     "updated_at = excluded.updated_at, version = excluded.version",
                     session_row,
                 )
-                conn.execute("DELETE FROM checkpoints WHERE session_id = ?", (sid,))
+                if cp_row is not None:
+                    conn.execute(
+                        f"INSERT OR REPLACE INTO checkpoints ({_CHECKPOINT_COLUMNS}) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        cp_row,
+                    )
+                elif run_id is not None:
+                    conn.execute(
+                        "DELETE FROM checkpoints WHERE session_id = ? AND run_id = ?",
+                        (sid, run_id),
+                    )
                 conn.executemany(
                     "INSERT INTO messages (id, session_id, run_id, role, agent, data, ts) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -661,16 +682,20 @@ class SQLiteStore:
                 "ON CONFLICT (session_id) DO UPDATE SET run_id = excluded.run_id, "
                 "seq = excluded.seq, status = excluded.status, data = excluded.data, "
                 "meta = excluded.meta, updated_at = excluded.updated_at "
-                "WHERE checkpoints.run_id <> excluded.run_id OR checkpoints.seq < excluded.seq",
+                "WHERE (checkpoints.run_id <> excluded.run_id "
+                "AND checkpoints.status <> 'awaiting_approval') "
+                "OR (checkpoints.run_id = excluded.run_id AND checkpoints.seq < excluded.seq)",
                 row,
             )
             saved = cur.rowcount == 1
         if not saved:
             stored = self._query(
                 "put_checkpoint",
-                "SELECT seq FROM checkpoints WHERE session_id = ? AND run_id = ?",
-                (cp.session_id, cp.run_id),
+                "SELECT seq, run_id FROM checkpoints WHERE session_id = ?",
+                (cp.session_id,),
             )
+            if stored and stored[0][1] != cp.run_id:
+                raise paused_elsewhere(cp, str(stored[0][1]))
             raise stale_checkpoint(cp, int(stored[0][0]) if stored else None)
 
     def _checkpoint_texts(self, cp: Checkpoint) -> tuple[str, str, float]:
