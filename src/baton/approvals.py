@@ -7,8 +7,10 @@ approve, whether two people must, and how long the run may wait.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from baton.core.errors import ConfigError
@@ -35,19 +37,29 @@ class ApprovalPolicy:
     def __post_init__(self) -> None:
         if not isinstance(self.when, bool) and not callable(self.when):
             raise ConfigError("ApprovalPolicy.when must be True/False or a function(args, state)")
+        if inspect.iscoroutinefunction(self.when) or inspect.iscoroutinefunction(
+            getattr(self.when, "__call__", None)  # noqa: B004  (a callable object)
+        ):
+            raise ConfigError(
+                "ApprovalPolicy.when must be a plain function: it runs on the event loop at "
+                "every call, so it must be quick and not async (decide from args and state)"
+            )
         if self.timeout_s is not None and self.timeout_s <= 0:
             raise ConfigError("ApprovalPolicy.timeout_s must be positive (or None to wait)")
         object.__setattr__(self, "roles", tuple(self.roles))
 
-    def applies(self, args: Mapping[str, Any], state: Mapping[str, Any]) -> bool:
-        """True when this call must wait for approval. A condition that raises counts as
-        True: a broken policy must not let a high-risk call through."""
+    def needs(self, args: Mapping[str, Any], state: Mapping[str, Any]) -> tuple[bool, str]:
+        """(whether this call must wait for approval, why the policy could not decide).
+
+        The condition gets read-only copies. A condition that raises counts as needing
+        approval (a broken policy must not let a high-risk call through), and the error is
+        returned for the card."""
         if isinstance(self.when, bool):
-            return self.when
+            return self.when, ""
         try:
-            return bool(self.when(args, state))
-        except Exception:
-            return True
+            return bool(self.when(MappingProxyType(dict(args)), MappingProxyType(dict(state)))), ""
+        except Exception as exc:
+            return True, f"the approval policy failed ({type(exc).__name__}: {exc})"
 
 
 PolicyLike = bool | Condition | ApprovalPolicy | None

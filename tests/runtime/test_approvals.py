@@ -140,10 +140,13 @@ async def test_a_tool_needing_approval_pauses_before_it_runs(store: Store) -> No
     (requested,) = of_type(result.events, "approval_requested")
     assert requested.card == card
     assert requested.agent == "cashier"
-    # nothing is committed yet: the run lives in its checkpoint
-    assert await team.store.get_messages("S1") == []
-    assert await team.store.get_events("S1") == []
-    assert await team.session("S1") is None
+    # what the run did so far is committed with its checkpoint: the transcript, the trace
+    # and the audit chain show the paused run and the request
+    stored = await team.store.get_messages("S1")
+    assert [m.role for m in stored] == ["user", "assistant"]
+    assert [e.id for e in await team.store.get_events("S1")] == [e.id for e in result.events]
+    session = await team.session("S1")
+    assert session is not None and session.version == 1
     assert await team.approvals() == [card]
     (cp,) = await team.unfinished()
     assert (cp.session_id, cp.run_id, cp.status) == ("S1", result.run_id, "awaiting_approval")
@@ -839,7 +842,9 @@ async def test_a_new_message_on_a_session_waiting_for_approval_is_refused() -> N
     after = await team.store.get_checkpoint("S1")
     assert after is not None and (after.run_id, after.seq) == (cp.run_id, cp.seq)
     assert len(model.requests) == 1 and ledger == []
-    assert await team.store.get_messages("S1") == []
+    # only the paused run's own messages: the refused one was not recorded
+    contents = [m.content for m in await team.store.get_messages("S1")]
+    assert contents[:1] == ["pay 20000 to bob"] and "hello?" not in contents
     still = await team.resume("S1")  # a resume leaves a waiting run waiting
     assert still.status == "awaiting_approval"
     assert still.approval is not None and still.approval.id == card.id

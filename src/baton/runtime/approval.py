@@ -35,8 +35,12 @@ def request_approval(
     *,
     tool: str | None = None,
     target: str | None = None,
+    note: str = "",
 ) -> Paused:
-    """Pause the run on `pc` with a new approval card."""
+    """Pause the run on `pc` with a new approval card (`note`: why the policy could not
+    decide, shown on the card and logged)."""
+    if note:
+        k.cfg.log.warning("approval needed for %s: %s", tool or target, note)
     redactor = k.cfg.redactor
     shown_args = redactor.redact_value(arguments) if redactor is not None else arguments
     state = (
@@ -54,7 +58,8 @@ def request_approval(
         target=target,
         call_id=pc.call.id,
         arguments=dict(shown_args),
-        reason=policy.reason or f"{what} needs a person's approval",
+        reason=(policy.reason or f"{what} needs a person's approval")
+        + (f"; {note}" if note else ""),
         state=dict(state),
         timeout_s=policy.timeout_s,
         required_roles=list(policy.roles),

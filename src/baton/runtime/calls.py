@@ -212,9 +212,11 @@ async def run_tool(
                 ),
             )
             return error_content(msg + "; tell the user, do not retry it"), None
-        if tool.approval.applies(args, r.session.state):
-            return request_approval(k, r, t, pc, tool.approval, "tool", args, tool=tool.name)
-    t.tools_called += 1
+        needed, why = tool.approval.needs(args, r.session.state)
+        if needed:
+            return request_approval(
+                k, r, t, pc, tool.approval, "tool", args, tool=tool.name, note=why
+            )
     limit = k.cfg.guards.tool_timeout_s
     if tool.timeout_s is not None:
         limit = min(limit, tool.timeout_s)
@@ -252,6 +254,7 @@ async def run_tool(
         result_chars=n,
         truncated=truncated,
     )
+    t.tools_called += 1  # after the call: an interrupted call that runs again counts once
     k.emit(r, done)
     if ok:
         keep = tool.records
@@ -303,7 +306,6 @@ async def run_history(
 ) -> Handled:
     """`fetch_history`: earlier turns of the conversation, from the store."""
     assert t.incoming is not None  # only in the table of a turn received by hand-off
-    t.tools_called += 1
     args = pc.args or {}
     started = time.perf_counter()
     parsed = parse_args(args, t.incoming.history_ref)
@@ -312,6 +314,7 @@ async def run_history(
     else:
         ok, error = True, None
         content = await fetch_history(k.cfg.store, t.incoming.history_ref, *parsed)
+    t.tools_called += 1
     k.emit(
         r,
         ToolCalled(

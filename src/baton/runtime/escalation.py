@@ -37,7 +37,7 @@ async def escalate(k: Runner, r: RunState, reason: str, to_human: bool) -> TurnS
     fallback = HUMAN if to_human else k.policy.fallback
     k.emit(r, Escalated(**r.base(holder), to=fallback, card=card))
     if fallback == HUMAN or fallback not in k.plans:
-        await k.cfg.store.push_human(card)
+        await queue_once(k, r, card)
         return None
     payload = HandoffPayload(
         reason="escalation: " + reason,
@@ -75,5 +75,16 @@ async def to_queue(k: Runner, r: RunState, why: Tripped | str) -> None:
     assert r.card is not None
     reason = why.reason if isinstance(why, Tripped) else why
     fallback = r.turn.agent if r.turn is not None else k.policy.fallback
-    r.card.reasons.append(f"fallback {fallback} could not finish: {reason}")
-    await k.cfg.store.push_human(r.card)
+    # a new card: the one the `escalated` event carries stays as it was emitted
+    reasons = [*r.card.reasons, f"fallback {fallback} could not finish: {reason}"]
+    r.card = r.card.model_copy(update={"reasons": reasons})
+    await queue_once(k, r, r.card)
+
+
+async def queue_once(k: Runner, r: RunState, card: EscalationCard) -> None:
+    """Put the card in the human queue, unless this run already did (a run resumed after a
+    crash between the queueing and its commit escalates again)."""
+    for ticket in await k.cfg.store.list_human("open"):
+        if ticket.card.trace_id == r.trace_id:
+            return
+    await k.cfg.store.push_human(card)

@@ -1,7 +1,9 @@
 """Accepting a hand-off: one short function over named steps.
 
-permitted -> validated -> approved -> grounded -> entities merged -> refusal / re-route -> loop
-guards -> duplicate lock -> summary -> redaction -> recorded. Each step either passes the payload
+permitted -> validated -> grounded -> entities merged -> refusal / re-route -> loop guards ->
+approved -> duplicate lock -> summary -> redaction -> recorded. The steps before the approval
+gate run again when a paused hand-off resumes, so they record nothing a second time that
+matters (a refusal counts once per call). Each step either passes the payload
 on or ends the attempt with a refusal (the model reads why and may try again), a trip, or the
 human queue. Whether an agent may hand to a target is decided in one place: `plan.may_hand_to`.
 """
@@ -90,21 +92,21 @@ async def accept(
     try:
         permitted(plan, target, back)
         payload = validated(r, source, target, pc.args or {})
-        gate = approved(k, r, plan, t, pc, payload)
-        if gate is not None:
-            return gate
         if target == HUMAN:
             why = f"{source} asked for a human: {payload.reason}"
             return error_content(why), ToHuman(why)
         payload = grounded(k, r, source, payload, shown)
         payload, added = with_entities(k, r, payload)
-        rerouted = await refusal(k, r, t, payload)
+        rerouted = await refusal(k, r, t, pc, payload)
         if isinstance(rerouted, Tripped):
             return error_content(rerouted.reason), rerouted
         payload = rerouted
         trip = loop_guards(k, r, source, payload)
         if trip is not None:
             return error_content(trip.reason), trip
+        gate = approved(k, r, plan, t, pc, payload)  # a person approves the final target
+        if gate is not None:
+            return gate
         await duplicate_lock(k, r, source, pc, payload)
         payload = await summarised(k, r, plan, t, payload)
     except Refused as why:
@@ -152,9 +154,12 @@ def approved(
     if pc.rejection is not None:
         raise Refused(f"{pc.rejection}; tell the user, do not retry it")
     fields = payload.model_dump(include=set(HandoffArgs.model_fields))
-    if not policy.applies(fields, r.session.state):
+    needed, why = policy.needs(fields, r.session.state)
+    if not needed:
         return None
-    paused: Paused = request_approval(k, r, t, pc, policy, "handoff", fields, target=payload.target)
+    paused: Paused = request_approval(
+        k, r, t, pc, policy, "handoff", fields, target=payload.target, note=why
+    )
     return paused
 
 
@@ -191,7 +196,7 @@ def with_entities(
 
 
 async def refusal(
-    k: Runner, r: RunState, t: TurnState, payload: HandoffPayload
+    k: Runner, r: RunState, t: TurnState, pc: PendingCall, payload: HandoffPayload
 ) -> HandoffPayload | Tripped:
     """A receiver that hands the request straight back ("not mine") counts as a refusal; after
     `reroute_after_refusals` of them the router picks an agent that has not held it."""
@@ -203,7 +208,8 @@ async def refusal(
         and t.tools_called == 0
     ):
         return payload
-    r.refusals += 1
+    if pc.key not in r.refused:
+        r.refused.append(pc.key)
     router = k.policy.router
     # without a router a loop guard that trips anyway names the problem better
     plain = router is None and check_handoff(guards, r.path, payload.target, payload.hop)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
 from baton.agents import Agent
@@ -103,7 +104,8 @@ class AgentPlan:
         """The one place that decides whether this agent may pass the baton to `target`."""
         return target in self.handoff_targets
 
-    def without_handoffs(self) -> AgentPlan:
+    @cached_property
+    def fallback(self) -> AgentPlan:
         """The plan of a fallback agent's turn after an escalation: tools only."""
         table = {n: e for n, e in self.table.items() if e.kind == "tool"}
         # a hand-off attempt is refused by name (`may_hand_to`: no targets), not unknown

@@ -14,7 +14,13 @@ import time
 from collections.abc import AsyncIterator
 
 from baton.backends.base import Checkpoint
-from baton.core.errors import ApprovalError, ConflictError, NoRunToResume
+from baton.core.errors import (
+    ApprovalError,
+    BatonError,
+    ConflictError,
+    NoRunToResume,
+    StoreError,
+)
 from baton.core.ids import new_id
 from baton.runtime.approval import decide, expire
 from baton.runtime.result import RunResult
@@ -22,6 +28,8 @@ from baton.runtime.runner import Runner
 from baton.runtime.state import RunState
 
 _POLL_S = 0.05
+_FOREVER = 10.0**9
+"""A lease in process memory lasts until released (the process's end releases it too)."""
 
 
 class Resumer:
@@ -61,11 +69,15 @@ class Resumer:
         try:
             async with lock:
                 store = self.runner.cfg.store
-                if not store.shared:
-                    yield
-                    return
                 key = f"session|{session_id}"
-                await self._acquire(key, session_id)
+                if not store.shared:  # other teams on the same store object: no expiry
+                    await self._acquire(key, session_id, _FOREVER)
+                    try:
+                        yield
+                    finally:
+                        await store.release_lease(key, self.owner)
+                    return
+                await self._acquire(key, session_id, self.lease_s)
                 renewal = asyncio.ensure_future(self._renew(key))
                 try:
                     yield
@@ -81,10 +93,10 @@ class Resumer:
             else:
                 del self._users[session_id], self._locks[session_id]
 
-    async def _acquire(self, key: str, session_id: str) -> None:
+    async def _acquire(self, key: str, session_id: str, ttl_s: float) -> None:
         store = self.runner.cfg.store
         deadline = time.monotonic() + 2 * self.lease_s
-        while not await store.acquire_lease(key, self.owner, self.lease_s):
+        while not await store.acquire_lease(key, self.owner, ttl_s):
             if time.monotonic() > deadline:
                 raise ConflictError(
                     f"session {session_id!r} is held by another process (its lease was renewed "
@@ -111,10 +123,48 @@ class Resumer:
                 "--list` or team.unfinished())"
             )
         if isinstance(cp.state, RunState):
-            return cp, cp.state.snapshot()  # the store's copy stays as it was saved
-        r = RunState.from_json(cp.state_json())
-        await self.runner.load_earlier(r)  # unchanged since: only this run could commit
+            r = cp.state.snapshot()  # the store's copy stays as it was saved
+        else:
+            try:
+                r = RunState.from_json(cp.state_json())
+            except ValueError as exc:  # pydantic's ValidationError is a ValueError
+                raise StoreError(
+                    f"the checkpoint of session {session_id!r} (run {cp.run_id!r}) cannot be "
+                    f"read: {str(exc)[:300]}. It was damaged or written by an incompatible "
+                    "version; discard it with team.discard(session_id) (`baton resume "
+                    "--discard`) to free the session"
+                ) from exc
+            await self.runner.load_earlier(r)  # only this run could commit meanwhile
+        self._check_team(cp, r)
         return cp, r
+
+    def _check_team(self, cp: Checkpoint, r: RunState) -> None:
+        """The agents and tools the run needs still exist in this team."""
+        missing: list[str] = []
+        plans = self.runner.plans
+        if r.turn is not None and r.turn.agent not in plans:
+            missing.append(f"agent {r.turn.agent!r}")
+        card = r.approval
+        if card is not None and card.kind == "tool" and r.turn is not None:
+            plan = plans.get(r.turn.agent)
+            if plan is not None and card.tool not in plan.tools:
+                missing.append(f"tool {card.tool!r} of agent {r.turn.agent!r}")
+        if card is not None and card.kind == "handoff" and card.target not in plans:
+            missing.append(f"agent {card.target!r}")
+        if missing:
+            raise BatonError(
+                f"session {cp.session_id!r}: run {cp.run_id!r} needs {', '.join(missing)}, which "
+                "this team no longer has; resume it with the team that started it, or discard "
+                "it with team.discard(session_id) (`baton resume --discard`)"
+            )
+
+    async def discard(self, session_id: str) -> Checkpoint:
+        """Drop the session's unfinished run (nothing more of it is committed)."""
+        cp = await self.runner.cfg.store.get_checkpoint(session_id)
+        if cp is None:
+            raise NoRunToResume(f"session {session_id!r} has no unfinished run to discard")
+        await self.runner.cfg.store.delete_checkpoint(session_id, cp.run_id)
+        return cp
 
     async def finish_crashed(self, session_id: str) -> None:
         """Before a new message: finish the session's interrupted run; refuse while a run
@@ -129,7 +179,14 @@ class Resumer:
                 f"({card.get('reason', 'a call needs sign-off')}); approve or reject it first "
                 "(team.approve / team.reject, or `baton approvals`)"
             )
-        await self.resume(session_id)
+        result = await self.resume(session_id)
+        if result.status == "awaiting_approval":  # the resumed run reached an approval gate
+            assert result.approval is not None
+            raise ApprovalError(
+                f"session {session_id!r}: its interrupted run went on and now waits for "
+                f"approval {result.approval.id} ({result.approval.reason}); approve or reject "
+                "it first, then send the message again"
+            )
 
     async def resume(self, session_id: str) -> RunResult:
         """Continue the session's unfinished run (the caller holds the session)."""
@@ -166,6 +223,8 @@ class Resumer:
         if decision == "expired":
             return await self.runner.expired(r)
         if decision == "pending":
-            await self.runner.checkpoint(r, paused=True)
+            await self.runner.commit_so_far(r, paused=True)
             return self.runner.result(r, "awaiting_approval", None, None)
+        # the decision is durable before its call runs: a crash in the call resumes with it
+        await self.runner.commit_so_far(r, paused=False)
         return await self.runner.resume(r, why=f"approval {approval_id} {decision} by {by}")

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from baton.backends.base import Checkpoint, SessionRecord
+from baton.backends.base import Checkpoint, CheckpointStatus, SessionRecord
 from baton.core.errors import ConflictError
 from baton.core.events import (
     AgentStarted,
@@ -97,8 +97,10 @@ class Runner:
 
     async def load_earlier(self, r: RunState) -> None:
         """The session's recent transcript (a new session has none)."""
-        if r.session.holder is not None:
-            r.earlier = await self.cfg.store.get_messages(r.session.session_id, limit=200)
+        if r.session.holder is not None or r.saved_messages:
+            found = await self.cfg.store.get_messages(r.session.session_id, limit=200)
+            # a paused run committed its own messages so far: they are `messages`, not earlier
+            r.earlier = [m for m in found if m.run_id != r.run_id]
 
     async def resume(
         self, r: RunState, listener: Listener | None = None, why: str = ""
@@ -120,14 +122,16 @@ class Runner:
         )
         for pc in t.open_calls():
             pc.content = error_content("not executed: the approval timed out")
-            r.record(
-                Message(
-                    role="tool",
-                    content=pc.content,
-                    agent=t.agent,
-                    tool_call_id=pc.call.id,
-                    name=pc.call.name,
-                    run_id=r.run_id,
+            t.scratch.append(
+                r.record(
+                    Message(
+                        role="tool",
+                        content=pc.content,
+                        agent=t.agent,
+                        tool_call_id=pc.call.id,
+                        name=pc.call.name,
+                        run_id=r.run_id,
+                    )
                 )
             )
         t.calls, r.approval = [], None
@@ -140,6 +144,8 @@ class Runner:
         while True:
             if outcome is None:
                 outcome = await self.turn(r)
+            # the order of the cases matters: a trip before the escalation escalates; any
+            # ending of the fallback agent's turn but an answer (or a pause) goes to the queue
             match outcome:
                 case HandedOff(payload):
                     r.turn = self.receiver_turn(r, payload)
@@ -165,7 +171,7 @@ class Runner:
         assert t is not None
         plan = self.plans[t.agent]
         if t.fallback:
-            plan = plan.without_handoffs()
+            plan = plan.fallback
         if not t.started:
             self.start_turn(r, t, plan)
         while True:
@@ -315,7 +321,7 @@ class Runner:
     async def finish(self, r: RunState, outcome: TurnOutcome) -> RunResult:
         """Save the session, the run's messages and events (or, paused, the checkpoint)."""
         if isinstance(outcome, Paused):
-            await self.checkpoint(r, paused=True)
+            await self.commit_so_far(r, paused=True)
             return self.result(r, "awaiting_approval", None, None)
         session, t = r.session, r.turn
         status: RunStatus = "completed"
@@ -355,8 +361,9 @@ class Runner:
                 handoff_usage=list(r.handoff_usage),
             ),
         )
+        messages, events = r.messages[r.saved_messages :], r.events[r.saved_events :]
         try:
-            await self.cfg.store.commit_run(session, r.messages, r.events)
+            await self.cfg.store.commit_run(session, messages, events, run_id=r.run_id)
         except ConflictError:
             # another writer committed the session since this run read it: this run gives up
             # cleanly (nothing of it is stored) and leaves no checkpoint that would conflict
@@ -390,23 +397,52 @@ class Runner:
         )
 
     # ------------------------------------------------------------------ recording
-    async def checkpoint(self, r: RunState, paused: bool = False) -> None:
-        """Save the run's state (the latest checkpoint of its session)."""
+    async def checkpoint(self, r: RunState) -> None:
+        """Save the run's state after a step (the latest checkpoint of its session).
+
+        The store reads the state before this returns: a persistent store serialises it, a
+        store in process memory keeps the live state itself (nothing is copied). That is
+        sound because the kernel changes the state only between steps, after the awaits of a
+        step (a call's result, a hand-off's acceptance); a step interrupted at an await has
+        changed nothing that matters, and runs again on resume.
+        """
         if self.fence is not None:
             await self.fence(r.session.session_id)
         r.seq += 1
+        await self.cfg.store.put_checkpoint(self._checkpoint(r, "running", r))
+
+    async def commit_so_far(self, r: RunState, paused: bool) -> None:
+        """Commit what the run did so far (its messages and events: a paused run shows in
+        the transcript, the trace and the audit chain) together with its checkpoint, in one
+        transaction. For a pause, and for a person's decision before its call runs."""
+        if self.fence is not None:
+            await self.fence(r.session.session_id)
+        r.seq += 1
+        messages, events = r.messages[r.saved_messages :], r.events[r.saved_events :]
+        saved = (r.saved_messages, r.saved_events)
+        r.saved_messages, r.saved_events = len(r.messages), len(r.events)
+        state = r.snapshot()
+        state.session.version += 1  # what the store holds once this commit succeeds
+        status: CheckpointStatus = "awaiting_approval" if paused else "running"
+        try:
+            await self.cfg.store.commit_run(
+                r.session, messages, events, checkpoint=self._checkpoint(r, status, state)
+            )
+        except BaseException:
+            r.saved_messages, r.saved_events = saved
+            raise
+
+    def _checkpoint(self, r: RunState, status: CheckpointStatus, state: RunState) -> Checkpoint:
         meta: dict[str, Any] = {"agent": r.turn.agent if r.turn is not None else None}
         if r.approval is not None:
             meta["approval"] = r.approval.model_dump(mode="json")
-        await self.cfg.store.put_checkpoint(
-            Checkpoint(
-                session_id=r.session.session_id,
-                run_id=r.run_id,
-                seq=r.seq,
-                status="awaiting_approval" if paused else "running",
-                state=r.snapshot(),
-                meta=meta,
-            )
+        return Checkpoint(
+            session_id=r.session.session_id,
+            run_id=r.run_id,
+            seq=r.seq,
+            status=status,
+            state=state,
+            meta=meta,
         )
 
     def emit(self, r: RunState, event: Event, redacted: bool = False) -> None:

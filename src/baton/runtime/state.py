@@ -113,8 +113,9 @@ class RunState:
     usage: dict[str, Usage] = field(default_factory=dict)
     handoff_usage: list[HandoffUsage] = field(default_factory=list)
     last_reply: str | None = None
-    refusals: int = 0
-    """Receivers that handed the request straight back in this run."""
+    refused: list[str] = field(default_factory=list)
+    """Keys of the hand-off calls that handed the request straight back (a call retried
+    after an interruption counts once)."""
     turn: TurnState | None = None
     """The turn in progress (None before the first and after the last)."""
     turns: int = 0
@@ -126,10 +127,19 @@ class RunState:
     """The approval the run waits for."""
     seq: int = 0
     """Checkpoints saved so far."""
+    saved_messages: int = 0
+    saved_events: int = 0
+    """How many of `messages` and `events` are already committed (a paused run commits what
+    it did so far; the rest follows when it finishes)."""
     sink_failed: bool = False
     """An event sink raised (logged once per run)."""
     listener: Callable[[Event], None] | None = None
     """Receives every event as it happens (`team.stream`); never saved."""
+
+    @property
+    def refusals(self) -> int:
+        """Receivers that handed the request straight back in this run."""
+        return len(self.refused)
 
     @property
     def hop(self) -> int:
@@ -158,7 +168,9 @@ class RunState:
 
     def snapshot(self) -> RunState:
         """A copy that later steps of this run never change (messages, events and payloads
-        are not changed once recorded, so they are shared; every container is copied)."""
+        are not changed once recorded, so they are shared; every container is copied). Taken
+        when a run pauses or is loaded to resume; a running step's checkpoint in process memory
+        is the live state itself (see `Runner.checkpoint`)."""
         turn = self.turn
         return replace(
             self,
@@ -167,6 +179,7 @@ class RunState:
             messages=list(self.messages),
             path=list(self.path),
             handoffs=list(self.handoffs),
+            refused=list(self.refused),
             usage={
                 k: Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens)
                 for k, u in self.usage.items()

@@ -11,13 +11,7 @@ from baton.agents import Agent
 from baton.backends import open_store
 from baton.backends.base import Checkpoint, HumanTicket, SessionRecord, Store
 from baton.core.approval import ApprovalCard
-from baton.core.errors import (
-    ApprovalError,
-    ConfigError,
-    ConflictError,
-    NoRunToResume,
-    TicketError,
-)
+from baton.core.errors import ApprovalError, BatonError, ConfigError, TicketError
 from baton.core.events import Event
 from baton.core.ids import new_id
 from baton.core.text import clean_text
@@ -199,12 +193,19 @@ class Team:
             raise ValueError("message must be a non-empty string")
         sid = session_id or new_id("s_")
         message = clean_text(message)
-        token = run_log_redaction(self._settings.redactor)  # this run's logs, this team's rules
+        async with self._held(sid):
+            await self._resumer.finish_crashed(sid)
+            session = await self.store.get_session(sid) or SessionRecord(sid, user_id=user_id)
+            return await self._runner.run(message, session, user_id, listener)
+
+    @contextlib.asynccontextmanager
+    async def _held(self, session_id: str) -> AsyncIterator[None]:
+        """What every entry point that runs the kernel does first: this team's redaction of
+        the logs made meanwhile, and the session held (one runner at a time)."""
+        token = run_log_redaction(self._settings.redactor)
         try:
-            async with self._resumer.hold(sid):
-                await self._resumer.finish_crashed(sid)
-                session = await self.store.get_session(sid) or SessionRecord(sid, user_id=user_id)
-                return await self._runner.run(message, session, user_id, listener)
+            async with self._resumer.hold(session_id):
+                yield
         finally:
             end_run_log_redaction(token)
 
@@ -238,8 +239,15 @@ class Team:
 
         A run waiting for approval stays waiting (its result says so) unless its approval
         timed out, which escalates it. Raises `NoRunToResume` when nothing is unfinished."""
-        async with self._resumer.hold(session_id):
+        async with self._held(session_id):
             return await self._resumer.resume(session_id)
+
+    async def discard(self, session_id: str) -> Checkpoint:
+        """Drop the session's unfinished run (crashed, or waiting for approval) without
+        running more of it: what it committed stays, the rest is gone, and the session is
+        free for new messages. Returns the discarded checkpoint."""
+        async with self._held(session_id):
+            return await self._resumer.discard(session_id)
 
     async def unfinished(self) -> list[Checkpoint]:
         """Checkpoints of the runs that have not finished: crashed ones (`running`) and those
@@ -259,7 +267,7 @@ class Team:
     ) -> RunResult:
         """Sign off the call a run waits for and resume it exactly where it stopped. With
         `dual` cards the first sign-off returns `awaiting_approval` again."""
-        async with self._resumer.hold(session_id):
+        async with self._held(session_id):
             return await self._resumer.decide(session_id, approval_id, True, by, role, "")
 
     async def reject(
@@ -273,7 +281,7 @@ class Team:
     ) -> RunResult:
         """Refuse the call; the agent reads the rejection as the call's result and tells the
         user. Nothing is executed."""
-        async with self._resumer.hold(session_id):
+        async with self._held(session_id):
             return await self._resumer.decide(session_id, approval_id, False, by, role, reason)
 
     async def expire_approvals(self) -> list[RunResult]:
@@ -281,7 +289,8 @@ class Team:
         out = []
         for card in await self.approvals():
             if card.expired():
-                with contextlib.suppress(NoRunToResume, ConflictError, ApprovalError):
+                # one session's trouble (a changed team, a damaged checkpoint) stops no other
+                with contextlib.suppress(BatonError):
                     out.append(await self.resume(card.session_id))
         return out
 
@@ -300,7 +309,7 @@ class Team:
                 f"(agents: {', '.join(self.agents)})"
             )
         sid = (await self.tickets.get(ticket_id)).card.session_id
-        async with self._resumer.hold(sid):
+        async with self._held(sid):
             try:  # the user's interrupted run first; never drop a run that waits for approval
                 await self._resumer.finish_crashed(sid)
             except ApprovalError as exc:
