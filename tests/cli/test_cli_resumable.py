@@ -229,6 +229,17 @@ def test_resume_list_and_resume_of_a_run_waiting_for_approval(runner, in_tests, 
     assert f"baton approvals approve {sid} {apr}" in again.output
 
 
+def test_resume_discard_frees_the_session(runner, in_tests, store_url):
+    sid, _, _ = paused(runner, store_url)
+    dropped = runner.invoke(app, ["resume", sid, "--discard", "--store", store_url])
+    assert dropped.exit_code == 0, dropped.output
+    assert "discarded run run_" in dropped.output and "awaiting_approval" in dropped.output
+    listed = runner.invoke(app, ["resume", "--list", "--store", store_url])
+    assert "no unfinished runs" in listed.output
+    again = runner.invoke(app, ["resume", sid, "--discard", "--store", store_url])
+    assert_clean_error(again, 1, "has no unfinished run to discard")
+
+
 def test_resume_errors_are_clear(runner, in_tests, store_url, tmp_path):
     runner.invoke(app, ["run", TEAM, "hello", "--store", store_url, "-q"])
     empty = runner.invoke(app, ["resume", "--list", "--store", store_url])

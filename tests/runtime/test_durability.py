@@ -633,14 +633,13 @@ async def test_checkpoints_after_each_model_call_tool_call_and_handoff(tmp_path:
     assert rows == [
         # triage's model call: a hand-off call, not yet answered
         (1, 1, "running", triage, ["triage"], "triage", 1, [False], 2, 1),
-        # the hand-off call answered (accepted)
-        (2, 2, "running", triage, ["triage", "billing"], "triage", 2, [True], 3, 1),
-        # the baton passed: billing's turn, not started
-        (3, 3, "running", billing, ["triage", "billing"], "billing", 0, [], 3, 0),
+        # the baton passed (the accepted hand-off ended triage's turn): billing's turn, not
+        # started
+        (2, 2, "running", billing, ["triage", "billing"], "billing", 0, [], 3, 0),
         # billing's model call: the refund call
-        (4, 4, "running", billing, ["triage", "billing"], "billing", 1, [False], 4, 1),
+        (3, 3, "running", billing, ["triage", "billing"], "billing", 1, [False], 4, 1),
         # the refund answered
-        (5, 5, "running", billing, ["triage", "billing"], "billing", 2, [True], 5, 1),
+        (4, 4, "running", billing, ["triage", "billing"], "billing", 2, [True], 5, 1),
     ]
     assert {cp.run_id for cp, _ in store.saved} == {result.run_id}
     # in process memory a step's checkpoint is the live state itself: nothing is copied

@@ -55,7 +55,7 @@ class HumanTicket:
 CheckpointStatus = Literal["running", "awaiting_approval"]
 
 
-@dataclass
+@dataclass(slots=True)
 class Checkpoint:
     """The saved state of one unfinished run: the latest one per session.
 

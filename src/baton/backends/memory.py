@@ -159,7 +159,7 @@ class MemoryStore:
     def _add_events(self, sid: str, events: list[Event]) -> None:
         """File the events of one commit under their session ids, numbered in commit order."""
         self._batches += 1
-        if all(e.session_id == sid for e in events):
+        if {e.session_id for e in events} == {sid}:  # (a set: one call, not one per event)
             self._events.setdefault(sid, []).append((self._batches, list(events)))
             return
         # Events of other sessions (unusual): one batch per stretch of one session's events,

@@ -15,7 +15,7 @@ from baton.core.errors import BatonError, ConflictError, NoRunToResume
 from baton.observe.console import ConsoleSink
 
 if TYPE_CHECKING:
-    from baton.backends.base import Checkpoint
+    from baton.backends.base import Checkpoint, Store
 
 
 def resume(
@@ -33,6 +33,14 @@ def resume(
     ] = None,
     list_: Annotated[
         bool, typer.Option("--list", "-l", help="List the unfinished runs of the store.")
+    ] = False,
+    discard: Annotated[
+        bool,
+        typer.Option(
+            "--discard",
+            help="Drop the session's unfinished run without running more of it (what it "
+            "committed stays); for a run whose team changed or whose checkpoint is damaged.",
+        ),
     ] = False,
     store: StoreOption = None,
     quiet: QuietOption = False,
@@ -52,6 +60,15 @@ def resume(
             if session is not None:
                 raise CLIError("give either SESSION (with --team) or --list, not both")
             _list(out, url)
+            return
+        if discard:
+            if session is None:
+                raise CLIError("give the SESSION whose unfinished run to discard")
+            dropped = _discard(url, session)
+            out.print(
+                f"discarded run {dropped.run_id} of session {session} "
+                f"({dropped.status}, checkpoint {dropped.seq})"
+            )
             return
         if session is None or team is None:
             raise CLIError(
@@ -73,6 +90,23 @@ def resume(
         raise typer.Exit(exc.code) from None
     print_outcome(out, result, url, str(log_file), target)
     raise typer.Exit(1 if result.status == "failed" else 0)
+
+
+def _discard(url: str, session_id: str) -> Checkpoint:
+    async def drop(st: Store) -> Checkpoint:
+        cp = await st.get_checkpoint(session_id)
+        if cp is None:
+            raise NoRunToResume(f"session {session_id!r} has no unfinished run to discard")
+        await st.delete_checkpoint(session_id, cp.run_id)
+        return cp
+
+    try:
+        dropped = with_store(url, drop)
+    except BatonError as exc:
+        raise CLIError(str(exc), code=1) from None
+    if dropped is None:
+        raise CLIError(f"no store at {url}", code=1)
+    return dropped
 
 
 def _list(out: Any, url: str) -> None:

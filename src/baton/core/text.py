@@ -13,6 +13,8 @@ from typing import Any
 
 def clean_text(text: str) -> str:
     """`text`, with each lone surrogate replaced by U+FFFD (a valid pair is joined)."""
+    if text.isascii():  # the usual case, checked in C
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

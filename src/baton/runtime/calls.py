@@ -83,6 +83,7 @@ async def run_calls(
     Returns how the turn ends (a hand-off, a trip, the human queue, a pause) or None when the
     holder's model should be asked again."""
     received = t.incoming is not None and not t.fallback
+    table = plan.table_for(received)
     shown = Shown(t)
     for pc in t.calls:
         if pc.content is not None:
@@ -102,7 +103,7 @@ async def run_calls(
                 ),
             )
         else:
-            entry = plan.entry_for(pc.call.name, received)
+            entry = table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
             if entry is None:
                 content = _unknown(k, r, plan, t, pc)
             else:
@@ -128,7 +129,10 @@ async def run_calls(
                 )
             )
         )
-        await k.checkpoint(r)
+        if t.accepted is None and t.halt is None:
+            # (a call that ends the turn is followed by the hand-off's checkpoint, the
+            # escalation's or the commit: nothing with side effects runs in between)
+            await k.checkpoint(r)
     ended: HandedOff | Tripped | ToHuman | None = None
     if t.halt is not None:
         ended = Tripped(t.halt_reason) if t.halt == "trip" else ToHuman(t.halt_reason)

@@ -65,7 +65,7 @@ async def escalate(k: Runner, r: RunState, reason: str, to_human: bool) -> TurnS
         incoming=payload,
         since=r.user_msg_id,
         reason=payload.reason,
-        policy=str(k.policy_for(payload, fallback)),
+        policy=k.policy_for(payload, fallback),
         fallback=True,
     )
 

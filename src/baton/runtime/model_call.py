@@ -48,12 +48,12 @@ async def ask(k: Runner, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | 
     if not isinstance(response, ModelResponse):
         return response
     calls = parse(response)
-    if any(c.error for c in calls):
+    if any([c.error for c in calls]):  # a list: a generator costs a frame per call
         retry = await call(k, r, plan, t, reask_request(request, response, calls))
         if not isinstance(retry, ModelResponse):
             return retry
         response, calls = retry, parse(retry)
-    if not calls and r.listener is not None and not _streams(k, plan, r):
+    if not calls and r.listener is not None and not isinstance(plan.model, StreamingModel):
         _delta(r, plan.agent.name, response.text or "")  # a model that does not stream: one delta
     return response.text, calls
 
@@ -66,17 +66,13 @@ async def call(
     started = time.perf_counter()
     answer: ModelResponse | Exception
     try:
-        if _streams(k, plan, r):
+        if r.listener is not None and isinstance(plan.model, StreamingModel):
             answer = await timed(_streamed(r, plan, request), k.cfg.guards.model_timeout_s)
         else:
             answer = await timed(plan.model.generate(request), k.cfg.guards.model_timeout_s)
     except Exception as exc:
         answer = exc
     return _checked(k, r, plan, t, request, answer, started)
-
-
-def _streams(k: Runner, plan: AgentPlan, r: RunState) -> bool:
-    return r.listener is not None and isinstance(plan.model, StreamingModel)
 
 
 async def _streamed(r: RunState, plan: AgentPlan, request: ModelRequest) -> ModelResponse:
@@ -132,11 +128,11 @@ def _checked(
         return _failed(k, r, name, model, request, started, msg)
     if response.text is not None:
         response.text = clean_text(response.text)
-    if any(clean_text(c.arguments) is not c.arguments for c in response.tool_calls):
-        response.tool_calls = [
-            ToolCall(id=c.id, name=c.name, arguments=clean_text(c.arguments))
-            for c in response.tool_calls
-        ]
+    for i, c in enumerate(response.tool_calls):
+        if clean_text(c.arguments) is not c.arguments:
+            response.tool_calls[i] = ToolCall(
+                id=c.id, name=c.name, arguments=clean_text(c.arguments)
+            )
     if not response.tool_calls and response.text_tool_calls:
         # text-mode providers write calls as JSON text; extract them once, here, so the event
         # and everything after it see real tool calls
@@ -152,7 +148,7 @@ def _checked(
             model=model,
             usage=response.usage,
             latency_ms=(time.perf_counter() - started) * 1000,
-            tool_calls=tuple(c.name for c in response.tool_calls),
+            tool_calls=tuple([c.name for c in response.tool_calls]),
             text=response.text,
             reask=request.reask,
         ),
@@ -188,8 +184,10 @@ def parse(response: ModelResponse) -> list[Parsed]:
     parsed: list[Parsed] = []
     for c in response.tool_calls:
         try:
-            # a JSON escape can still make a lone surrogate
-            parsed.append(Parsed(c, clean_value(parse_json_object(c.arguments))))
+            args = parse_json_object(c.arguments)
+            if "\\u" in c.arguments:  # only a JSON escape can still make a lone surrogate
+                args = clean_value(args)
+            parsed.append(Parsed(c, args))
         except ParseError as exc:
             parsed.append(Parsed(c, None, str(exc)))
     return parsed

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
-from collections.abc import AsyncIterator
+import weakref
 
-from baton.backends.base import Checkpoint
+from baton.backends.base import Checkpoint, Store
 from baton.core.errors import (
     ApprovalError,
     BatonError,
@@ -23,13 +24,36 @@ from baton.core.errors import (
 )
 from baton.core.ids import new_id
 from baton.runtime.approval import decide, expire
+from baton.runtime.redact import Redactor, end_run_log_redaction, run_log_redaction
 from baton.runtime.result import RunResult
 from baton.runtime.runner import Runner
 from baton.runtime.state import RunState
 
 _POLL_S = 0.05
-_FOREVER = 10.0**9
-"""A lease in process memory lasts until released (the process's end releases it too)."""
+
+
+class SessionLocks:
+    """One lock per session for every team of this process on one store object, with the
+    number of runs using each (a lock goes once nobody waits for it)."""
+
+    __slots__ = ("locks", "users")
+
+    def __init__(self) -> None:
+        self.locks: dict[str, asyncio.Lock] = {}
+        self.users: dict[str, int] = {}
+
+
+_BY_STORE: weakref.WeakKeyDictionary[Store, SessionLocks] = weakref.WeakKeyDictionary()
+"""The session locks of each store object (two teams on one `MemoryStore` take turns); it
+holds nothing once the store is gone."""
+
+
+def session_locks(store: Store) -> SessionLocks:
+    """The session locks of `store` in this process."""
+    found = _BY_STORE.get(store)
+    if found is None:
+        found = _BY_STORE[store] = SessionLocks()
+    return found
 
 
 class Resumer:
@@ -41,17 +65,20 @@ class Resumer:
         """Seconds a lease lasts without renewal (renewed every third of it)."""
         self.owner = new_id("own_")
         """This process's (team's) name in the store's leases."""
-        # per-session lock + number of runs using it, so one session never runs twice at once
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._users: dict[str, int] = {}
         runner.fence = self.fence
+        self._held: tuple[Store, SessionLocks] | None = None
+
+    def _locks(self, store: Store) -> SessionLocks:
+        """The session locks of the team's store (looked up again after `use_store`)."""
+        held = self._held
+        if held is None or held[0] is not store:
+            held = self._held = (store, session_locks(store))
+        return held[1]
 
     async def fence(self, session_id: str) -> None:
         """Renew this process's lease on the session, or stop the run: another process took
         the session over (this one stalled past its lease), and its checkpoints win."""
         store = self.runner.cfg.store
-        if not store.shared:
-            return
         if not await store.acquire_lease(f"session|{session_id}", self.owner, self.lease_s):
             raise ConflictError(
                 f"session {session_id!r} was taken over by another process while this run "
@@ -59,41 +86,52 @@ class Resumer:
                 key=session_id,
             )
 
-    @contextlib.asynccontextmanager
-    async def hold(self, session_id: str) -> AsyncIterator[None]:
-        """The session for one run: in-process lock, then the store's lease when shared."""
-        lock = self._locks.get(session_id)
+    def hold(self, session_id: str, redactor: Redactor | None = None) -> Hold:
+        """`async with resumer.hold(sid):` the session for one run (see `Hold`)."""
+        return Hold(self, session_id, redactor)
+
+    async def enter(self, session_id: str) -> asyncio.Task[None] | None:
+        """Take the session: the lock of this process (shared by every team on the same
+        store object), then, for a store other processes reach, its lease (renewed by the
+        returned task)."""
+        store = self.runner.cfg.store
+        held = self._locks(store)
+        lock = held.locks.get(session_id)
         if lock is None:
-            lock = self._locks[session_id] = asyncio.Lock()
-        self._users[session_id] = self._users.get(session_id, 0) + 1
+            lock = held.locks[session_id] = asyncio.Lock()
+        held.users[session_id] = held.users.get(session_id, 0) + 1
         try:
-            async with lock:
-                store = self.runner.cfg.store
-                key = f"session|{session_id}"
-                if not store.shared:  # other teams on the same store object: no expiry
-                    await self._acquire(key, session_id, _FOREVER)
-                    try:
-                        yield
-                    finally:
-                        await store.release_lease(key, self.owner)
-                    return
-                await self._acquire(key, session_id, self.lease_s)
-                renewal = asyncio.ensure_future(self._renew(key))
-                try:
-                    yield
-                finally:
-                    renewal.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await renewal
-                    await store.release_lease(key, self.owner)
+            await lock.acquire()
+        except BaseException:
+            _leave_lock(held, session_id)
+            raise
+        if not store.shared:
+            return None
+        key = f"session|{session_id}"
+        try:
+            await self._acquire(key, session_id, self.lease_s)
+        except BaseException:
+            lock.release()
+            _leave_lock(held, session_id)
+            raise
+        return asyncio.ensure_future(self._renew(key))
+
+    async def leave(self, session_id: str, renewal: asyncio.Task[None] | None) -> None:
+        """Give the session up (lease, then lock)."""
+        store = self.runner.cfg.store
+        held = self._locks(store)
+        try:
+            if renewal is not None:
+                renewal.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await renewal
+                await store.release_lease(f"session|{session_id}", self.owner)
         finally:
-            left = self._users[session_id] - 1
-            if left:
-                self._users[session_id] = left
-            else:
-                del self._users[session_id], self._locks[session_id]
+            held.locks[session_id].release()
+            _leave_lock(held, session_id)
 
     async def _acquire(self, key: str, session_id: str, ttl_s: float) -> None:
+        """Wait for the store's lease on the session (at most twice `lease_s`)."""
         store = self.runner.cfg.store
         deadline = time.monotonic() + 2 * self.lease_s
         while not await store.acquire_lease(key, self.owner, ttl_s):
@@ -228,3 +266,41 @@ class Resumer:
         # the decision is durable before its call runs: a crash in the call resumes with it
         await self.runner.commit_so_far(r, paused=False)
         return await self.runner.resume(r, why=f"approval {approval_id} {decision} by {by}")
+
+
+class Hold:
+    """`async with`: the team's log redaction for whatever runs inside (the kernel, its tools
+    and sinks), and the session held by one runner at a time (a class, not a generator: every
+    run enters one)."""
+
+    __slots__ = ("_renewal", "_token", "redactor", "resumer", "session_id")
+
+    def __init__(self, resumer: Resumer, session_id: str, redactor: Redactor | None) -> None:
+        self.resumer = resumer
+        self.session_id = session_id
+        self.redactor = redactor
+        self._token: contextvars.Token[Redactor | None] | None = None
+        self._renewal: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> None:
+        self._token = run_log_redaction(self.redactor)
+        try:
+            self._renewal = await self.resumer.enter(self.session_id)
+        except BaseException:
+            end_run_log_redaction(self._token)
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await self.resumer.leave(self.session_id, self._renewal)
+        finally:
+            if self._token is not None:
+                end_run_log_redaction(self._token)
+
+
+def _leave_lock(held: SessionLocks, session_id: str) -> None:
+    left = held.users[session_id] - 1
+    if left:
+        held.users[session_id] = left
+    else:
+        del held.users[session_id], held.locks[session_id]

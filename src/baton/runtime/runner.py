@@ -30,7 +30,7 @@ from baton.core.events import (
 )
 from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
-from baton.core.policies import STRUCTURED, ContextPolicy, parse_policy
+from baton.core.policies import STRUCTURED, ContextPolicy
 from baton.models.base import estimate_tokens
 from baton.runtime.calls import HANDLERS, Handler, classify, run_calls
 from baton.runtime.context import build_view, system_prompt
@@ -66,8 +66,9 @@ class Runner:
         self.handlers: dict[str, Handler] = dict(HANDLERS)
         """Call kind -> handler (`baton.runtime.calls`); a topology may add kinds."""
         self.fence: Callable[[str], Awaitable[None]] | None = None
-        """Called with the session id before every checkpoint: raises `ConflictError` when
-        this process no longer holds the session (its lease was taken over)."""
+        """Called with the session id before every checkpoint to a shared store: raises
+        `ConflictError` when this process no longer holds the session (its lease was taken
+        over)."""
         self.entity_memo = EntityMemo()
         """What the entity guard found in recent user messages (a hand-off late in a long
         session reads every earlier message again)."""
@@ -204,7 +205,7 @@ class Runner:
     def start_turn(self, r: RunState, t: TurnState, plan: AgentPlan) -> None:
         """Build the holder's view (fixed for the turn) and announce the turn."""
         agent = plan.agent
-        policy = parse_policy(t.policy) if t.policy is not None else None
+        policy = t.policy
         system = Message(
             role="system",
             content=system_prompt(agent, t.incoming, r.session.state),
@@ -218,7 +219,7 @@ class Runner:
             AgentStarted(
                 **r.base(agent.name),
                 reason=t.reason,
-                policy=t.policy,
+                policy=str(policy) if policy is not None else None,
                 context_tokens=t.context_tokens,
             ),
         )
@@ -232,7 +233,7 @@ class Runner:
                     hop=incoming.hop,
                     source=incoming.source,
                     target=t.agent,
-                    policy=t.policy,
+                    policy=str(t.policy),
                     context_tokens=t.context_tokens,
                     usage=t.usage,
                 )
@@ -285,7 +286,7 @@ class Runner:
         """The next turn of the run, held by `agent`."""
         r.path.append(agent)
         r.turns += 1
-        policy = str(self.policy_for(incoming, agent)) if incoming is not None else None
+        policy = self.policy_for(incoming, agent) if incoming is not None else None
         return TurnState(
             index=r.turns - 1,
             agent=agent,
@@ -304,7 +305,7 @@ class Runner:
             incoming=payload,
             since=r.user_msg_id,
             reason=payload.reason,
-            policy=str(self.policy_for(payload, payload.target)),
+            policy=self.policy_for(payload, payload.target),
         )
 
     def policy_for(self, incoming: HandoffPayload, receiver: str) -> ContextPolicy:
@@ -406,16 +407,20 @@ class Runner:
         step (a call's result, a hand-off's acceptance); a step interrupted at an await has
         changed nothing that matters, and runs again on resume.
         """
-        if self.fence is not None:
+        store = self.cfg.store
+        if self.fence is not None and store.shared:
             await self.fence(r.session.session_id)
         r.seq += 1
-        await self.cfg.store.put_checkpoint(self._checkpoint(r, "running", r))
+        agent = r.turn.agent if r.turn is not None else None
+        await store.put_checkpoint(
+            Checkpoint(r.session.session_id, r.run_id, r.seq, "running", r, None, {"agent": agent})
+        )
 
     async def commit_so_far(self, r: RunState, paused: bool) -> None:
         """Commit what the run did so far (its messages and events: a paused run shows in
         the transcript, the trace and the audit chain) together with its checkpoint, in one
         transaction. For a pause, and for a person's decision before its call runs."""
-        if self.fence is not None:
+        if self.fence is not None and self.cfg.store.shared:
             await self.fence(r.session.session_id)
         r.seq += 1
         messages, events = r.messages[r.saved_messages :], r.events[r.saved_events :]

@@ -22,6 +22,7 @@ from baton.core.events import EscalationCard, Event, HandoffUsage
 from baton.core.ids import id_factory, new_trace_id
 from baton.core.messages import Message, ToolCall, Usage
 from baton.core.payload import HandoffPayload
+from baton.core.policies import ContextPolicy
 
 _run_id = id_factory("run_")
 
@@ -57,7 +58,7 @@ class TurnState:
     """Id of the first conversation message the holder answers."""
     reason: str
     """Why it holds the baton (routed, handed off, escalation, ...)."""
-    policy: str | None = None
+    policy: ContextPolicy | None = None
     """Its context policy when it received the baton by hand-off (`recent(3)`, ...)."""
     fallback: bool = False
     """The fallback agent's turn after an escalation: it may answer or use tools, not hand off."""

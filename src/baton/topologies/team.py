@@ -28,9 +28,9 @@ from baton.runtime.plan import (
     SwarmPolicy,
     compile_plans,
 )
-from baton.runtime.redact import Redactor, end_run_log_redaction, run_log_redaction
+from baton.runtime.redact import Redactor
 from baton.runtime.result import RunResult
-from baton.runtime.resume import Resumer
+from baton.runtime.resume import Hold, Resumer
 from baton.runtime.runner import Listener, Runner
 from baton.runtime.sync import run_sync_guard
 from baton.runtime.tickets import Tickets
@@ -198,16 +198,10 @@ class Team:
             session = await self.store.get_session(sid) or SessionRecord(sid, user_id=user_id)
             return await self._runner.run(message, session, user_id, listener)
 
-    @contextlib.asynccontextmanager
-    async def _held(self, session_id: str) -> AsyncIterator[None]:
+    def _held(self, session_id: str) -> Hold:
         """What every entry point that runs the kernel does first: this team's redaction of
         the logs made meanwhile, and the session held (one runner at a time)."""
-        token = run_log_redaction(self._settings.redactor)
-        try:
-            async with self._resumer.hold(session_id):
-                yield
-        finally:
-            end_run_log_redaction(token)
+        return self._resumer.hold(session_id, self._settings.redactor)
 
     def run_sync(
         self, message: str, session_id: str | None = None, user_id: str | None = None
