@@ -32,4 +32,4 @@ def test_malformed_output_still_reaches_json_repair() -> None:
     from baton.models.parsing import parse_json_object
 
     assert parse_json_object('{"order_id": "ORD-1",}') == {"order_id": "ORD-1"}
-    assert parse_json_object("{'order_id': 'ORD-1'") == {"order_id": "ORD-1"}
+    assert parse_json_object("{'order_id': 'ORD-1'}") == {"order_id": "ORD-1"}

@@ -540,9 +540,7 @@ async def test_team_handoff_end_to_end(server: FakeOpenAI) -> None:
     assert json.loads(tool_msg["content"])["status"] == "ISSUED"
 
 
-@pytest.mark.parametrize(
-    "raw", ['{"order_id": "ORD-1",}', '{"order_id": "ORD-1"', "```json\n{'order_id': 'ORD-1'}\n```"]
-)
+@pytest.mark.parametrize("raw", ['{"order_id": "ORD-1",}', "```json\n{'order_id': 'ORD-1'}\n```"])
 async def test_malformed_arguments_are_repaired_by_the_kernel(server: FakeOpenAI, raw: str) -> None:
     server.script(
         completion(calls=[("transfer_to_billing", HANDOFF_ARGS)]),

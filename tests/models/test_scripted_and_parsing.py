@@ -196,11 +196,19 @@ async def test_stream_of_text_mode_steps_hides_tool_call_json() -> None:
         ('Here you go: {"a": "x"} done', {"a": "x"}),
         ("{'a': 'x'}", {"a": "x"}),
         ('{"a": "中文"}', {"a": "中文"}),
-        ('{"a": {"b": 1}', {"a": {"b": 1}}),
+        ("{a: 1, 'b': True, 'c': None}", {"a": 1, "b": True, "c": None}),
+        ('{"a": 1 "b": 2}', {"a": 1, "b": 2}),
     ],
 )
 def test_parse_json_object_parses_and_repairs(raw: str | None, expected: dict) -> None:
     assert parse_json_object(raw) == expected
+
+
+# a missing closing brace used to be repaired; it is text cut off, so it is re-asked now
+@pytest.mark.parametrize("raw", ['{"a": {"b": 1}', '{"order_id": ', '{"order_id":"ORD-'])
+def test_cut_off_arguments_raise_a_parse_error(raw: str) -> None:
+    with pytest.raises(ParseError, match="cut off"):
+        parse_json_object(raw)
 
 
 @pytest.mark.parametrize("raw", ["order_id=ORD-1", "not json at all", "<<<>>>", "{{{"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Guards(BaseModel):
@@ -41,6 +41,66 @@ class Guards(BaseModel):
         description="After this many receivers hand the request straight back (no tool called) "
         "in one run, re-route it through the team's router or fallback; 0 turns it off.",
     )
+    max_model_calls_per_run: int | None = Field(
+        default=None, ge=1, description="Model calls (re-asks included) allowed in one run."
+    )
+    max_tokens_per_run: int | None = Field(
+        default=None, ge=1, description="Input plus output tokens allowed in one run."
+    )
+    max_cost_per_run: float | None = Field(
+        default=None,
+        gt=0,
+        description="Cost allowed in one run, in the currency of `token_prices` (which must "
+        "price every model the team uses).",
+    )
+    token_prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="Model name -> (price per 1,000 input tokens, price per 1,000 output "
+        "tokens), for `max_cost_per_run`.",
+    )
+
+    @model_validator(mode="after")
+    def _priced(self) -> Guards:
+        if self.max_cost_per_run is not None and not self.token_prices:
+            raise ValueError(
+                "max_cost_per_run needs token_prices: {model name: (price per 1K input tokens, "
+                "price per 1K output tokens)}"
+            )
+        return self
+
+    def cost(self, model: str, input_tokens: int, output_tokens: int) -> float | None:
+        """What a model call cost by `token_prices`; None when the model has no price."""
+        price = self.token_prices.get(model)
+        if price is None:
+            return None
+        return (input_tokens * price[0] + output_tokens * price[1]) / 1000
+
+
+def check_budget(
+    guards: Guards, model_calls: int, tokens: int, cost: float, starting: bool
+) -> str | None:
+    """The detail of the per-run budget a run has spent, or None.
+
+    `starting`: a model call is about to start, and a budget used up to its limit leaves no
+    room for it; otherwise a call just ended, and only going past a limit trips."""
+    spent: list[tuple[str, float | int, float | int | None, str]] = [
+        (
+            "max_model_calls_per_run",
+            model_calls,
+            guards.max_model_calls_per_run,
+            "model calls made",
+        ),
+        ("max_tokens_per_run", tokens, guards.max_tokens_per_run, "tokens used"),
+        ("max_cost_per_run", cost, guards.max_cost_per_run, "spent"),
+    ]
+    for name, used, limit, what in spent:
+        if limit is None or used < limit or (used == limit and not starting):
+            continue
+        full = "; no room for another model call" if used == limit else ""
+        if isinstance(limit, float):
+            return f"{name}: {used:,.4f} {what} of {limit:,.4f}{full}"
+        return f"{name}: {used:,} {what} of {limit:,}{full}"
+    return None
 
 
 def check_handoff(guards: Guards, path: Sequence[str], target: str, hop: int) -> str | None:

@@ -1,5 +1,6 @@
 """One model-call path: ask the holder's model, check and record its answer, parse its tool
-calls, and re-ask once, quoting the exact error, when the arguments do not parse."""
+calls, and re-ask once, quoting the exact error, when the arguments do not parse or the reply
+is empty. Every call is held to the run's budgets (`Guards.max_*_per_run`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from baton.core.messages import Message, ToolCall, Usage
 from baton.core.text import clean_text, clean_value
 from baton.models.base import ModelRequest, ModelResponse, StreamingModel
 from baton.models.parsing import parse_json_object, parse_text_mode
+from baton.runtime.guards import check_budget
 from baton.runtime.outcomes import Failed, Tripped
 from baton.runtime.state import RunState, TurnState
 from baton.runtime.timeouts import timed
@@ -38,7 +40,8 @@ Reply = tuple[str | None, list[Parsed]]
 
 
 async def ask(k: Runner, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | Failed | Tripped:
-    """The holder's next step: one model call (and one re-ask if its calls do not parse)."""
+    """The holder's next step: one model call, and one re-ask if its calls do not parse or it
+    said nothing; a reply still empty after that fails the turn."""
     request = ModelRequest(
         agent=plan.agent.name,
         messages=[*t.view, *t.scratch],
@@ -48,11 +51,24 @@ async def ask(k: Runner, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | 
     if not isinstance(response, ModelResponse):
         return response
     calls = parse(response)
+    first_empty = empty(response, calls)
     if any([c.error for c in calls]):  # a list: a generator costs a frame per call
         retry = await call(k, r, plan, t, reask_request(request, response, calls))
         if not isinstance(retry, ModelResponse):
             return retry
         response, calls = retry, parse(retry)
+    elif first_empty:
+        retry = await call(k, r, plan, t, empty_reask(request, response))
+        if not isinstance(retry, ModelResponse):
+            return retry
+        response, calls = retry, parse(retry)
+    if empty(response, calls):
+        how = "twice" if first_empty else "to a re-ask"
+        return Failed(
+            f"model {plan.model.name!r} returned an empty reply {how} for agent "
+            f"{plan.agent.name} (no text, no tool call); the run stops instead of answering "
+            "the user with nothing"
+        )
     if not calls and r.listener is not None and not isinstance(plan.model, StreamingModel):
         _delta(r, plan.agent.name, response.text or "")  # a model that does not stream: one delta
     return response.text, calls
@@ -61,8 +77,12 @@ async def ask(k: Runner, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | 
 async def call(
     k: Runner, r: RunState, plan: AgentPlan, t: TurnState, request: ModelRequest
 ) -> ModelResponse | Failed | Tripped:
-    """One model call, checked and recorded, or how the turn ends (timeout, provider failure,
-    invalid response)."""
+    """One model call, checked and recorded, or how the turn ends (a budget spent, timeout,
+    provider failure, invalid response)."""
+    spent = over_budget(k, r, plan, starting=True)
+    if spent is not None:
+        return spent
+    r.model_calls += 1
     started = time.perf_counter()
     answer: ModelResponse | Exception
     try:
@@ -72,7 +92,30 @@ async def call(
             answer = await timed(plan.model.generate(request), k.cfg.guards.model_timeout_s)
     except Exception as exc:
         answer = exc
-    return _checked(k, r, plan, t, request, answer, started)
+    checked = _checked(k, r, plan, t, request, answer, started)
+    if isinstance(checked, ModelResponse):
+        if not checked.tool_calls and (checked.text or "").strip():
+            return checked  # an answer already paid for reaches the user; nothing more is spent
+        return over_budget(k, r, plan, starting=False) or checked
+    return checked
+
+
+def over_budget(k: Runner, r: RunState, plan: AgentPlan, starting: bool) -> Tripped | None:
+    """The `budget` trip when the run spent a per-run budget (before a call: up to its limit;
+    after one: past it), else None."""
+    guards = k.cfg.guards
+    tokens = sum([u.total_tokens for u in r.usage.values()])
+    detail = check_budget(guards, r.model_calls, tokens, r.cost, starting)
+    model = plan.model.name
+    if detail is None and guards.max_cost_per_run is not None and model not in guards.token_prices:
+        detail = (
+            f"max_cost_per_run: model {model!r} has no price in Guards.token_prices, "
+            "so the run's cost cannot be counted"
+        )
+    if detail is None:
+        return None
+    k.trip(r, plan.agent.name, "budget", detail)
+    return Tripped(detail)
 
 
 async def _streamed(r: RunState, plan: AgentPlan, request: ModelRequest) -> ModelResponse:
@@ -141,6 +184,8 @@ def _checked(
         response.text_tool_calls = False
     r.usage.setdefault(name, Usage()).add(response.usage)
     t.usage.add(response.usage)
+    u = response.usage
+    r.cost += k.cfg.guards.cost(model, u.input_tokens, u.output_tokens) or 0.0
     k.emit(
         r,
         ModelCalled(
@@ -224,6 +269,29 @@ def reask_request(
     return ModelRequest(
         agent=request.agent,
         messages=[*request.messages, bad, *answers, nudge],
+        tools=request.tools,
+        reask=True,
+    )
+
+
+def empty(response: ModelResponse, calls: list[Parsed]) -> bool:
+    """The reply says nothing: no tool call, and no text but whitespace."""
+    return not calls and not (response.text or "").strip()
+
+
+def empty_reask(request: ModelRequest, response: ModelResponse) -> ModelRequest:
+    """The request repeated with the empty reply and a nudge to answer or call a tool."""
+    nothing = Message(role="assistant", content=response.text or "", agent=request.agent)
+    nudge = Message(
+        role="user",
+        content=(
+            "Your last reply was empty: no text and no tool call. Answer the user, or call "
+            "one of your tools."
+        ),
+    )
+    return ModelRequest(
+        agent=request.agent,
+        messages=[*request.messages, nothing, nudge],
         tools=request.tools,
         reask=True,
     )

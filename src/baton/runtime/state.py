@@ -112,6 +112,10 @@ class RunState:
     handoffs: list[HandoffPayload] = field(default_factory=list)
     """Accepted hand-offs."""
     usage: dict[str, Usage] = field(default_factory=dict)
+    model_calls: int = 0
+    """Model calls begun in this run, re-asks included (`Guards.max_model_calls_per_run`)."""
+    cost: float = 0.0
+    """What its model calls cost by `Guards.token_prices` (`Guards.max_cost_per_run`)."""
     handoff_usage: list[HandoffUsage] = field(default_factory=list)
     last_reply: str | None = None
     refused: list[str] = field(default_factory=list)
