@@ -10,7 +10,12 @@ import pytest
 from pydantic import BaseModel
 
 from baton import ConfigError, Tool, tool
-from baton.tools import DEFAULT_MAX_RESULT_CHARS, error_content, render_result
+from baton.tools import (
+    DEFAULT_MAX_RESULT_CHARS,
+    UnserialisableResult,
+    error_content,
+    render_result,
+)
 
 
 class Region(str, Enum):
@@ -281,3 +286,152 @@ def test_render_result() -> None:
 def test_error_content() -> None:
     assert json.loads(error_content("boom")) == {"ok": False, "error": "boom"}
     assert "错误" in error_content("错误")
+
+
+# ---------------------------------------------------------------- results that cannot be serialised
+
+
+class _BadStr:
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+def _self_dict() -> dict[str, Any]:
+    d: dict[str, Any] = {"id": "ORD-1"}
+    d["self"] = d
+    return d
+
+
+def _self_list() -> list[Any]:
+    xs: list[Any] = [1]
+    xs.append(xs)
+    return xs
+
+
+def _deep_list() -> list[Any]:
+    x: list[Any] = []
+    for _ in range(10_000):
+        x = [x]
+    return x
+
+
+def _deep_dict() -> dict[str, Any]:
+    x: dict[str, Any] = {}
+    for _ in range(10_000):
+        x = {"a": x}
+    return x
+
+
+UNSERIALISABLE = {
+    "self_dict": (_self_dict, "contains itself"),
+    "self_list": (_self_list, "contains itself"),
+    "bad_str": (lambda: {"thing": _BadStr()}, "RuntimeError: no text for you"),
+    "deep_list": (_deep_list, "nested too deeply"),
+    "deep_dict": (_deep_dict, "nested too deeply"),
+    "bad_key": (lambda: {(1, 2): "tuple key"}, "TypeError"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNSERIALISABLE))
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+async def test_a_result_that_cannot_be_serialised_is_an_error_result(
+    case: str, is_async: bool
+) -> None:
+    make, why = UNSERIALISABLE[case]
+
+    if is_async:
+
+        async def fetch() -> Any:
+            """Returns something odd."""
+            return make()
+    else:
+
+        def fetch() -> Any:  # type: ignore[misc]
+            """Returns something odd."""
+            return make()
+
+    out = await tool(fetch).invoke({}, 1500)
+
+    assert out.ok is False and out.error is not None
+    assert out.error.startswith("fetch ran, but its result could not be serialised: ")
+    assert why in out.error
+    assert "do not call it again" in out.error  # it ran: a retry would repeat its effect
+    assert json.loads(out.content) == {"ok": False, "error": out.error}
+
+
+@pytest.mark.parametrize("case", sorted(UNSERIALISABLE))
+def test_render_result_says_why_a_value_cannot_be_serialised(case: str) -> None:
+    make, why = UNSERIALISABLE[case]
+    with pytest.raises(UnserialisableResult, match=why):
+        render_result(make(), 1500)
+
+
+def test_an_exception_whose_message_fails_is_still_described() -> None:
+    class Mute(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("not even this")
+
+    class Raises:
+        def __str__(self) -> str:
+            raise Mute()
+
+    with pytest.raises(UnserialisableResult, match=r"Mute: \(its message cannot be shown\)"):
+        render_result([Raises()], 100)
+
+
+@pytest.mark.parametrize("case", sorted(UNSERIALISABLE))
+async def test_a_run_whose_tool_returns_an_unserialisable_value_goes_on(case: str) -> None:
+    from baton import Agent, ScriptedModel, Team
+
+    make, why = UNSERIALISABLE[case]
+
+    @tool
+    def fetch() -> Any:
+        """Returns something odd."""
+        return make()
+
+    model = ScriptedModel([ScriptedModel.call("fetch"), ScriptedModel.say("Could not confirm.")])
+    team = Team([Agent(name="solo", tools=[fetch])], entry="solo", model=model)
+
+    result = await team.run("go", session_id="S1")
+
+    assert result.status == "completed"
+    called = [e for e in result.events if e.type == "tool_called"]
+    assert [e.ok for e in called] == [False]
+    error = called[0].error or ""
+    assert "could not be serialised" in error and why in error
+    stored = [m for m in await team.store.get_messages("S1") if m.role == "tool"]
+    assert json.loads(stored[0].content or "")["error"] == called[0].error
+
+
+# ---------------------------------------------------------------- isolation and timeouts
+
+
+def test_isolation_is_stored_and_checked() -> None:
+    assert query_invoice.isolation == "thread"
+
+    def local() -> str:
+        """Defined inside a test: a child process cannot import it."""
+        return "x"
+
+    with pytest.raises(ConfigError, match="top level of an importable module"):
+        tool(isolation="process")(local)
+    with pytest.raises(ConfigError, match="for sync functions"):
+        Tool(query_invoice.fn, isolation="process")
+    with pytest.raises(ConfigError, match="'thread' or 'process'"):
+        tool(isolation="fiber")(local)  # type: ignore[call-overload]
+
+
+def test_the_timeout_error_says_the_call_may_have_taken_effect() -> None:
+    @tool
+    def sync_call() -> str:
+        """Sync."""
+        return "x"
+
+    thread = sync_call.timeout_error(0.5)
+    assert thread.startswith("sync_call timed out after 0.5s")
+    assert "may still be running in the background" in thread
+    assert "before calling it again" in thread
+    cancelled = query_invoice.timeout_error(2)
+    assert "was cancelled" in cancelled and "may have taken effect" in cancelled
+    assert "background" not in cancelled

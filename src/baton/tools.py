@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints, overload
+from typing import Any, Literal, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -18,9 +17,13 @@ from baton.core.errors import ConfigError
 from baton.core.jsontext import encoder
 from baton.core.messages import ToolSpec
 from baton.core.text import clean_text
+from baton.tool_exec import ProcessFailed, run_in_process, tool_threads
 
 DEFAULT_MAX_RESULT_CHARS = 1500
 """Tool results longer than this are truncated with a visible marker (seed 001 §4.5)."""
+
+Isolation = Literal["thread", "process"]
+"""Where a sync tool runs: a pool thread (default) or a child process killed on timeout."""
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 
@@ -82,9 +85,43 @@ def error_content(message: str) -> str:
     return _to_json({"ok": False, "error": message})
 
 
+class UnserialisableResult(ValueError):
+    """A tool's return value cannot be written as JSON; the message says why."""
+
+
+def _describe(exc: BaseException) -> str:
+    """`<Type>: <message>`, short, even when the exception's own `__str__` fails."""
+    try:
+        detail = str(exc)
+    except Exception:
+        detail = "(its message cannot be shown)"
+    detail = clean_text(detail)
+    if len(detail) > 200:
+        detail = detail[:200] + "..."
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+
+
+def _serialise(value: Any) -> str:
+    try:
+        return _result_json(value)
+    except RecursionError:
+        why = "it is nested too deeply (or contains itself)"
+    except ValueError as exc:
+        if "ircular reference" not in str(exc):
+            why = _describe(exc)
+        else:
+            why = "it contains itself (a circular reference)"
+    except Exception as exc:  # a `__str__`, `model_dump` or key that fails
+        why = f"converting a part of it failed ({_describe(exc)})"
+    raise UnserialisableResult(why)
+
+
 def render_result(value: Any, limit: int) -> tuple[str, bool, int]:
-    """Serialise a tool's return value and truncate it: (text, truncated, original length)."""
-    text = clean_text(value if isinstance(value, str) else _result_json(value))
+    """Serialise a tool's return value and truncate it: (text, truncated, original length).
+
+    Raises `UnserialisableResult` (saying why) for a value that cannot be written as JSON: one
+    that contains itself, is nested too deeply, or has a part whose conversion raises."""
+    text = clean_text(value if isinstance(value, str) else _serialise(value))
     n = len(text)
     if limit > 0 and n > limit:
         return text[:limit] + f"\n...[truncated: showing {limit} of {n} characters]", True, n
@@ -145,6 +182,7 @@ class Tool:
         approval_timeout_s: float | None = None,
         records: Sequence[str] | None = None,
         max_result_chars: int | None = None,
+        isolation: Isolation = "thread",
     ) -> None:
         self.fn = fn
         self.name: str = name or fn.__name__
@@ -171,6 +209,24 @@ class Tool:
         self.max_result_chars = max_result_chars
         """Truncate longer results; None uses the team default (1,500)."""
         self.is_async = inspect.iscoroutinefunction(fn)
+        if isolation not in ("thread", "process"):
+            raise ConfigError(
+                f"tool {self.name!r}: isolation must be 'thread' or 'process', not {isolation!r}"
+            )
+        if isolation == "process":
+            if self.is_async:
+                raise ConfigError(
+                    f"tool {self.name!r}: isolation='process' is for sync functions; an async "
+                    "tool is cancelled on timeout"
+                )
+            if "<locals>" in fn.__qualname__ or fn.__module__ in (None, "__main__"):
+                raise ConfigError(
+                    f"tool {self.name!r}: isolation='process' needs a function defined at the "
+                    "top level of an importable module (the child process imports it by name)"
+                )
+        self.isolation: Isolation = isolation
+        """Where a sync call runs: a pool thread, abandoned (still running) after a timeout,
+        or a child process, killed after a timeout."""
         self.context_param: str | None = None
         """The parameter that receives the `ToolContext`, if the function declares one."""
         self.args_model = self._build_args_model(fn, arg_help)
@@ -242,16 +298,47 @@ class Tool:
         try:
             if self.is_async:
                 value = await self.fn(**clean)
-            else:  # to_thread copies the context, so tool_context() works there too
-                value = await asyncio.to_thread(self.fn, **clean)
+            elif self.isolation == "thread":  # the pool copies the context: tool_context() works
+                value = await tool_threads().run(_call_kw, self.fn, clean)
+            else:
+                value = await run_in_process(
+                    self.fn.__module__, self.fn.__qualname__, clean, context
+                )
+        except ProcessFailed as exc:
+            msg = f"{self.name} failed in its process: {exc}"
+            return ToolOutcome(ok=False, content=error_content(msg), error=msg)
         except Exception as exc:
             msg = f"{type(exc).__name__}: {exc}"
             return ToolOutcome(ok=False, content=error_content(msg), error=msg)
         finally:
             if token is not None:
                 _CONTEXT.reset(token)
-        text, truncated, n = render_result(value, limit)
+        try:
+            text, truncated, n = render_result(value, limit)
+        except UnserialisableResult as exc:
+            msg = (
+                f"{self.name} ran, but its result could not be serialised: {exc}; whatever it "
+                "did stands, so do not call it again to get the result"
+            )
+            return ToolOutcome(ok=False, content=error_content(msg), error=msg)
         return ToolOutcome(ok=True, content=text, truncated=truncated, raw_chars=n, value=value)
+
+    def timeout_error(self, limit: float) -> str:
+        """What the model reads when a call of this tool ran past `limit` seconds: that it
+        may have taken effect, so that it is not retried blindly."""
+        if self.is_async:
+            fate = "and was cancelled; it may have taken effect before that"
+        elif self.isolation == "process":
+            fate = "and its process was stopped; it may have taken effect before that"
+        else:
+            fate = (
+                "and may still be running in the background (a sync tool cannot be stopped), "
+                "so it may yet take effect"
+            )
+        return (
+            f"{self.name} timed out after {limit}s {fate}; check whether it did before calling "
+            "it again, or ask the user"
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the underlying function directly (handy in tests)."""
@@ -259,6 +346,10 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
+
+
+def _call_kw(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    return fn(**kwargs)
 
 
 @overload
@@ -278,6 +369,7 @@ def tool(
     approval_timeout_s: float | None = None,
     records: Sequence[str] | None = None,
     max_result_chars: int | None = None,
+    isolation: Isolation = "thread",
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -295,6 +387,7 @@ def tool(
     approval_timeout_s: float | None = None,
     records: Sequence[str] | None = None,
     max_result_chars: int | None = None,
+    isolation: Isolation = "thread",
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a function: `@tool` or `@tool(scopes=[...], timeout_s=5)`.
 
@@ -304,6 +397,11 @@ def tool(
     `approval_timeout_s` refine a True or a function).
     `records`: arguments a successful call writes to the session's known facts (default: the
     id-like ones).
+    `isolation`: where a sync function runs. "thread" (default): a daemon thread of Baton's
+    pool; after a timeout the run goes on and the call is abandoned, still running in the
+    background (Python threads cannot be killed). "process": a child process, killed after a
+    timeout (a module-level function; arguments and result must pickle; each call starts a
+    process, so it costs tens of milliseconds or more).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -319,6 +417,7 @@ def tool(
             approval_timeout_s=approval_timeout_s,
             records=records,
             max_result_chars=max_result_chars,
+            isolation=isolation,
         )
 
     if fn is not None:

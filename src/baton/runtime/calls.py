@@ -244,9 +244,19 @@ async def run_tool(
             out.raw_chars,
         )
     except TimeoutError:
-        ok, error, truncated, n = False, f"{tool.name} timed out after {limit}s", False, 0
-        content = error_content(error + "; try again later or ask the user")
-        k.trip(r, name, "tool_timeout", error)
+        short = f"{tool.name} timed out after {limit}s"
+        # says whether it may still be running, so the agent does not repeat a side effect
+        ok, error, truncated, n = False, tool.timeout_error(limit), False, 0
+        content = error_content(error)
+        k.trip(r, name, "tool_timeout", short)
+    red = k.cfg.redactor
+    if not ok and red is not None and error is not None:
+        # a raw exception may quote a secret (a DSN, a password): the model reads it redacted
+        hidden = red.redact_text(error)
+        if hidden is not error:
+            same = content == error_content(error)
+            content = error_content(hidden) if same else red.redact_text(content)
+            error = hidden
     done = ToolCalled(
         **r.base(name),
         tool=tool.name,
@@ -265,7 +275,11 @@ async def run_tool(
         slots = {
             key: v
             for key, v in args.items()
-            if (key in keep if keep is not None else id_like(key, v)) and v != ""
+            if (key in keep if keep is not None else id_like(key, v))
+            and v != ""
+            # a secret (a password, a card number, a token) is never a state slot, so no
+            # other agent is shown it in its known facts or a hand-off's state
+            and (red is None or (red.key_label(key) is None and red.redact_value(v) is v))
         }
         k.set_state(r, slots, name, "tool", done.id, tool=tool.name)
     return content, None
