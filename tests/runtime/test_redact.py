@@ -118,6 +118,7 @@ tokens = st.text(
 def planted(draw: st.DrawFn) -> tuple[str, list[str]]:
     """(a sentence carrying a secret, the strings that must not survive)."""
     kinds = ["card", "id", "header", "bearer", "sk", "pw_en", "pw_is", "pw_zh", "json"]
+    kinds += ["pw_is_colon", "pw_with", "pw_dot", "pw_zh_dot", "url", "url_token"]
     kind = draw(st.sampled_from(kinds))
     if kind == "card":
         written, digits = draw(cards())
@@ -141,6 +142,19 @@ def planted(draw: st.DrawFn) -> tuple[str, list[str]]:
         return f"ok, my password is {secret} and thanks", [secret]
     if kind == "pw_zh":
         return f"我的密码是{secret}，谢谢", [secret]
+    if kind == "pw_is_colon":
+        return f"my password is: {secret}", [secret]
+    if kind == "pw_with":
+        return f"log in with password {secret}, thanks", [secret]
+    if kind == "pw_dot":
+        return f"password: {secret}.", [secret]
+    if kind == "pw_zh_dot":
+        return f"密码：{secret}。", [secret]
+    if kind == "url":
+        return f"dsn postgresql://li:{secret}@db.internal:5432/app ok", [secret]
+    if kind == "url_token":
+        token = draw(tokens)
+        return f"clone https://li:{token}@git.example.com/x.git", [token]
     return json.dumps({"tool": "login", "arguments": {"user": "li", "password": secret}}), [secret]
 
 
@@ -252,6 +266,28 @@ def test_planted_secrets_never_survive(case: tuple[str, list[str]]) -> None:
         ("密码：abc123", "密码：[REDACTED:密码]"),
         ("密码是abc123，谢谢", "密码是[REDACTED:密码]，谢谢"),
         ("密码是错误的", "密码是错误的"),
+        ("my password is: hunter2", "my password is: [REDACTED:password]"),
+        ("The password was hunter2!", "The password was [REDACTED:password]!"),
+        (
+            "log in with password hunter2, thanks",
+            "log in with password [REDACTED:password], thanks",
+        ),
+        ("using the pwd x9y8z7;", "using the pwd [REDACTED:pwd];"),
+        ("password: hunter2.", "password: [REDACTED:password]."),
+        ("(password=hunter2)", "(password=[REDACTED:password])"),
+        ("密码：abc123。", "密码：[REDACTED:密码]。"),
+        ("密码为：abc123；", "密码为：[REDACTED:密码]；"),
+        ("with my password is: hunter2", "with my password is: [REDACTED:password]"),
+        (
+            "postgresql://user:pass@host/db",
+            "postgresql://user:[REDACTED:url_password]@host/db",
+        ),
+        ("https://user:token123@host", "https://user:[REDACTED:url_password]@host"),
+        ("redis://:pass@host:6379/0", "redis://:[REDACTED:url_password]@host:6379/0"),
+        (
+            "mongodb+srv://admin:p@ss:w0rd@cluster0.example.net/db?retryWrites=true",
+            "mongodb+srv://admin:[REDACTED:url_password]@cluster0.example.net/db?retryWrites=true",
+        ),
         ("API key: abc", "API key: [REDACTED:api_key]"),
         ("cvv: 123", "cvv: [REDACTED:cvv]"),
         ("Authorization: Bearer abc.def.ghi", "Authorization: Bearer [REDACTED:authorization]"),
@@ -271,6 +307,30 @@ def test_planted_secrets_never_survive(case: tuple[str, list[str]]) -> None:
 )
 def test_phrases_and_keys_in_text(text: str, expected: str) -> None:
     assert R.redact_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Click the password reset link we sent you.",
+        "I forgot my password",
+        "forgot my password.",
+        "reply with password reset link",
+        "protect the file with password protection",
+        "files sent with password-protected archives",
+        "log in with password swordfish",  # a letters-only word after `with password`: no
+        "with password is",
+        "the password was changed yesterday",
+        "my password is: incorrect",
+        "order ORD-2026 shipped, ORD-2026-0001 too",
+        "see https://example.com/a?b=c@d and https://host:8443/path@x",
+        "git@github.com:acme/repo.git and ssh://git@github.com:22/acme/repo",
+        "mail li@example.com at 10:30",
+        "密码错误，请重试",
+    ],
+)
+def test_look_alikes_survive(text: str) -> None:
+    assert R.redact_text(text) == text
 
 
 @given(st.text(max_size=200))
@@ -293,6 +353,8 @@ PIECES = [
     "Bearer ", "sk-", "ghp_", "AKIA", "xoxb-", "eyJ", ".", "abcdefgh", "ABCD", "1234567", "身份证",
     "密码", "卡号", "４", "１", "110101", "19900307", "451", "号", "\n", "\t", "password is ",
     "my pwd is ", "api key: ", "Authorization: Bearer ", "4222222", "222222",
+    "://", "@", "https://", "li:", "/", "?", "#", "with ", "with password ", "was ", "using ",
+    "use pwd ", "password is: ", "密码为：",
 ]
 # fmt: on
 
@@ -302,6 +364,8 @@ PIECES = [
 @example("密码:x")
 @example("my password is hunter2")
 @example("sk-" + "a" * 16)
+@example("redis://:x@h")
+@example("with pwd a1")
 @settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
 def test_the_fast_path_never_changes_a_result(text: str) -> None:
     """The cheap checks only skip texts that the full regex would leave as they are."""
@@ -400,6 +464,13 @@ def test_configuration() -> None:
     stars = Redactor(replacement="***")
     assert stars.redact_text("password: hunter2") == "password: ***"
     assert stars.redact_text(stars.redact_text("password: hunter2")) == "password: ***"
+    dsn = "postgresql://li:s3cret@db/app"
+    assert stars.redact_text(dsn) == "postgresql://li:***@db/app"
+    assert stars.redact_text(stars.redact_text(dsn)) == "postgresql://li:***@db/app"
+    assert Redactor(patterns={"url_password": None}).redact_text(dsn) == dsn
+    assert Redactor(key_phrases=False).redact_text("with password s3cret9") == (
+        "with password s3cret9"
+    )
 
     with pytest.raises(ValueError, match="employee"):
         Redactor(patterns={"employee": "EMP-("})

@@ -87,4 +87,6 @@ async def queue_once(k: Runner, r: RunState, card: EscalationCard) -> None:
     for ticket in await k.cfg.store.list_human("open"):
         if ticket.card.trace_id == r.trace_id:
             return
+    if k.cfg.redactor is not None:  # people read the queue: the stored card is redacted
+        card = k.cfg.redactor.redact_value(card)
     await k.cfg.store.push_human(card)

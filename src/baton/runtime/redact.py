@@ -6,14 +6,16 @@ A `Redactor` replaces two kinds of sensitive data:
   wherever a dict, a pydantic model or an event carries it;
 - sensitive **values** anywhere in free text: payment card numbers (Luhn-checked, so order
   numbers of the same length survive), Chinese resident ID numbers (check digit and birth date
-  verified), bearer tokens and API keys (`sk-...`, `ghp_...`, `AKIA...`, JWTs), and
-  `password: xxx` / `密码：xxx` style phrases.
+  verified), bearer tokens and API keys (`sk-...`, `ghp_...`, `AKIA...`, JWTs), the password
+  in a URL (`postgresql://user:xxx@host`: the user name stays), and `password: xxx`,
+  `my password is: xxx`, `with password xxx`, `密码：xxx`, `密码是xxx` style phrases.
 
 The value patterns are compiled once into a single regular expression. Before it runs, a few
 cheap checks (`_Gate`: 13 digits in a row, a key word before a `:` or `=`, an API key prefix,
-`bearer`) let a text with nothing sensitive in it through untouched, and an event with nothing
-to redact comes back as the same object. Replacements read `[REDACTED:<name>]` and match no
-pattern themselves, so redacting twice gives the same result as redacting once.
+`bearer`, `://` and `@`) let a text with nothing sensitive in it through untouched, and an
+event with nothing to redact comes back as the same object. Replacements read
+`[REDACTED:<name>]` and match no pattern themselves, so redacting twice gives the same result
+as redacting once.
 """
 
 from __future__ import annotations
@@ -93,20 +95,39 @@ _API_KEY = (
     r"|(?:AKIA|ASIA)[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{14,}|AIza[0-9A-Za-z_-]{35}"
     r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"
 )
+_URL_PASSWORD = (
+    # `scheme://user:secret@host`: the secret runs to the authority's last `@` (a raw `@` in a
+    # password is common), never past `/`, `?`, `#` or a space; the user name may be empty
+    # (`redis://:secret@host`). Only the secret is replaced.
+    r"(?<=://)[^\s:/?#@\[\]]*:(?P<url_v>[^\s/?#]+)@"
+)
 
 DEFAULT_PATTERNS: Mapping[str, str] = MappingProxyType(
-    {"card": _NUMBER, "id_card": _NUMBER, "token": _BEARER, "api_key": _API_KEY}
+    {
+        "card": _NUMBER,
+        "id_card": _NUMBER,
+        "token": _BEARER,
+        "api_key": _API_KEY,
+        "url_password": _URL_PASSWORD,
+    }
 )
 """Built-in value patterns by name (`card` and `id_card` share one scan of long digit runs).
 
 Pass `patterns={name: None}` to turn one off, `patterns={name: regex}` to replace it.
 """
 
-_BUILTIN_GROUPS = {"card": "number", "id_card": "number", "token": "bearer", "api_key": "api_key"}
+_BUILTIN_GROUPS = {
+    "card": "number",
+    "id_card": "number",
+    "token": "bearer",
+    "api_key": "api_key",
+    "url_password": "url",
+}
 """Group of each built-in pattern in the combined regex (card and id_card share one scan)."""
 
 _PASSWORD_WORDS = ("password", "passwd", "passcode", "pwd", "密码", "口令")
-"""Keywords that also redact `<keyword> is <value>` / `<keyword>是<value>` phrases."""
+"""Keywords that also redact `<keyword> is <value>`, `with <keyword> <value>` and
+`<keyword>是<value>` phrases."""
 # Words that follow "password is" in ordinary sentences: not secrets.
 # fmt: off
 _NOT_SECRETS = frozenset((
@@ -114,11 +135,12 @@ _NOT_SECRETS = frozenset((
     "updated", "set", "not", "too", "the", "a", "an", "being", "now", "still", "missing", "empty",
     "weak", "strong", "valid", "case", "at", "of", "and", "in", "on", "for", "to", "only", "also",
     "same", "different", "saved", "stored", "encrypted", "hashed", "needed", "sensitive",
-    "secure", "protected",
+    "secure", "protected", "this", "that", "it", "your", "my", "our", "their", "his", "her",
+    "no", "never", "always", "please", "here", "there", "below", "above", "following",
 ))
 # fmt: on
 _TRAILING = ".,;:!?)]}>"
-_VALUE_GROUPS = ("cred_v", "cred_vq", "cred_vs", "cred_is", "cred_zh")
+_VALUE_GROUPS = ("cred_v", "cred_vq", "cred_vs", "cred_is", "cred_with", "cred_zh")
 
 # Fields of events and payloads that hold ids, names, numbers and enums, never free text.
 # fmt: off
@@ -239,10 +261,13 @@ class _Gate:
     """Look for a run of 19 token characters (the shortest key) and a key prefix."""
     bearer: bool
     """Look for `bearer`."""
+    urls: bool
+    """Look for `://` and `@` (`scheme://user:secret@host`)."""
     phrases_rx: re.Pattern[str] | None
     """Searched in `text.lower()[::-1]` when `text` holds a `:` or `=`: `<key>: value`."""
     is_phrases: bool
-    """Look for `is` and a password word (`my password is x`)."""
+    """Look for a password word and `is`, `was`, `with` or `us(e|ing)` (`my password is x`,
+    `with password x`)."""
     wide_words: tuple[str, ...]
     """Any of them in a non-ASCII `text`: CJK keys."""
     custom: re.Pattern[str] | None
@@ -262,6 +287,7 @@ class _Gate:
             digits=bool(enabled & {"card", "id_card"}),
             api_keys="api_key" in enabled,
             bearer="token" in enabled,
+            urls="url_password" in enabled,
             phrases_rx=phrases,
             is_phrases=any(w in ascii_words for w in _PASSWORD_WORDS),
             wide_words=tuple(sorted(w for w in words if not w.isascii())),
@@ -293,7 +319,13 @@ class _Gate:
             and self.phrases_rx.search(low[::-1])
         ):
             return True
-        if self.is_phrases and "is" in low and ("passw" in low or "passc" in low or "pwd" in low):
+        if self.urls and "://" in text and "@" in text:
+            return True
+        if (
+            self.is_phrases
+            and ("passw" in low or "passc" in low or "pwd" in low)
+            and ("is" in low or "was" in low or "with" in low or "us" in low)
+        ):
             return True
         if self.wide_words and not text.isascii():
             for word in self.wide_words:
@@ -445,6 +477,10 @@ class Redactor:
             return self._replace_phrase(m)
         if group == "bearer":  # keep the scheme: `Bearer [REDACTED:token]`
             return self._splice(m, "bearer_v", self._labels[group])
+        if group == "url":  # keep the user name: `postgresql://li:[REDACTED:url_password]@db`
+            if self._head and m.group("url_v").startswith(self._head):
+                return m.group()
+            return self._splice(m, "url_v", self._labels[group])
         return self._placeholder(self._labels.get(group or "", "secret"))
 
     def _splice(self, m: re.Match[str], group: str, name: str, end: int | None = None) -> str:
@@ -457,13 +493,15 @@ class Redactor:
         group = next(g for g in _VALUE_GROUPS if m.group(g) is not None)
         value = m.group(group)
         end = m.end(group)
-        if group in ("cred_v", "cred_is", "cred_zh"):  # "password: hunter2," keeps the comma
+        if group in ("cred_v", "cred_is", "cred_with", "cred_zh"):  # "pw: x," keeps the comma
             stripped = value.rstrip(_TRAILING)
             end -= len(value) - len(stripped)
             value = stripped
         if not value or (self._head and value.startswith(self._head)):
             return m.group()
         if group == "cred_is" and value.casefold() in _NOT_SECRETS:
+            return m.group()
+        if group == "cred_with" and (value.isalpha() or value.casefold() in _NOT_SECRETS):
             return m.group()
         label = self.key_label(m.string[m.start() : m.start(group)]) or "secret"
         return self._splice(m, group, label, end)
@@ -620,10 +658,22 @@ def _phrases_regex(words: set[str], head: str) -> str:
     phrases = [rf"(?:{keyword})(?:\\?[\"'])?[ \t]*[:=：][ \t]*{scheme}(?:{quoted}|{bare})"]
     pw_ascii = "|".join(w for w in _PASSWORD_WORDS if w.isascii() and w in words)
     pw_other = "|".join(w for w in _PASSWORD_WORDS if not w.isascii() and w in words)
-    if pw_ascii:  # "my password is hunter2" (the `_NOT_SECRETS` words are let through)
-        phrases.append(rf"(?<![A-Za-z])(?ai:{pw_ascii})\s+(?ai:is)\s+(?P<cred_is>{guard}[!-~]+)")
-    if pw_other:  # "密码是abc123": passwords are ASCII, so "密码是错误的" is not one
-        phrases.append(rf"(?:{pw_other})\s*[是为]\s*(?P<cred_zh>{guard}[!-~]+)")
+    if pw_ascii:
+        # "my password is hunter2", "the password was: hunter2" (the `_NOT_SECRETS` words are
+        # let through)
+        phrases.append(
+            rf"(?<![A-Za-z])(?ai:{pw_ascii})\s+(?ai:is|was)(?:[ \t]*[:：][ \t]*|\s+)"
+            rf"(?P<cred_is>{guard}[!-~]+)"
+        )
+        # "log in with password hunter2", "using the pwd hunter2": the value needs a digit or a
+        # symbol, so "with password reset link" and "with password managers" are left alone
+        phrases.append(
+            rf"(?<![A-Za-z])(?ai:with|using|use)\s+(?:(?ai:the|my|a|this|your)\s+)?"
+            rf"(?ai:{pw_ascii})\s+(?!(?ai:is|was)(?:[\s:：]|$))(?P<cred_with>{guard}[!-~]+)"
+        )
+    if pw_other:
+        # "密码是abc123", "密码为：abc123": passwords are ASCII, so "密码是错误的" is not one
+        phrases.append(rf"(?:{pw_other})\s*[是为][ \t]*[:：]?\s*(?P<cred_zh>{guard}[!-~]+)")
     return "(?P<cred>" + "|".join(f"(?:{p})" for p in phrases) + ")"
 
 
