@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
+import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from baton.backends.audit import GENESIS, KEY_ENV, chain_hash, message_digest, record_body
 from baton.cli.app import app
 from baton.core.events import event_from_json
 
 DESK = "examples.customer_service:team"
+KEY = "cli-evidence-key"
+
+
+@pytest.fixture(autouse=True)
+def _no_audit_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests choose their audit key; a BATON_AUDIT_KEY in the caller's shell must not leak in."""
+    monkeypatch.delenv(KEY_ENV, raising=False)
+
+
 INVOICE = "please check the invoice for order ORD-202607-99"
 
 
@@ -180,8 +193,19 @@ def test_audit_verify_counts_every_event(runner, asked, store_url):
     n = len(events.splitlines())
     result = runner.invoke(app, ["audit", "verify", "--store", store_url])
     assert result.exit_code == 0, result.output
-    assert f"chain intact: {n} records" in result.stdout
+    (messages,) = _plain(store_url).execute("SELECT COUNT(*) FROM messages").fetchone()
+    assert messages > 0
+    assert (
+        f"chain intact: {n} records; {n} events and {messages} messages agree with it"
+        in result.stdout
+    )
     assert re.search(rf"head: {n}:[0-9a-f]{{64}}", result.stdout)
+
+
+def _plain(store_url: str) -> sqlite3.Connection:
+    """A raw connection to the store file, triggers in place (events and messages are not
+    protected by triggers: anyone with the file can edit them)."""
+    return sqlite3.connect(store_url.removeprefix("sqlite:///"), isolation_level=None)
 
 
 def _raw(store_url: str) -> sqlite3.Connection:
@@ -220,8 +244,11 @@ def test_audit_verify_with_an_anchor_catches_a_cut_end(runner, asked, store_url)
     anchor = re.search(r"head: (\S+)", ok.stdout)
     assert anchor
     conn = _raw(store_url)
+    (vouched,) = conn.execute("SELECT messages FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
     conn.execute("DELETE FROM audit WHERE seq = (SELECT MAX(seq) FROM audit)")
     conn.execute("DELETE FROM events WHERE seq = (SELECT MAX(seq) FROM events)")
+    for message_id, _ in json.loads(vouched or "[]"):  # and the messages it vouched for
+        conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
     conn.close()
     assert runner.invoke(app, ["audit", "verify", "--store", store_url]).exit_code == 0
     result = runner.invoke(
@@ -267,3 +294,160 @@ def test_chinese_requests_render_in_every_view(runner, in_repo, store_url):
     assert "hand-off triage -> tech_support: server incident" in why.output
     tree = runner.invoke(app, ["trace", sid, "--store", store_url, "--view", "tree"])
     assert text in tree.output and "restart_server ok" in tree.output
+
+
+# ---------------------------------------------------------- audit: the rows people read
+def _verify(runner: CliRunner, store_url: str, key: str | None = None):
+    return runner.invoke(
+        app, ["audit", "verify", "--store", store_url], env={KEY_ENV: key} if key else None
+    )
+
+
+def _forge_handoff(conn: sqlite3.Connection, to: str = "refunds") -> int:
+    seq, data = conn.execute(
+        "SELECT seq, data FROM events WHERE type = 'handoff' ORDER BY seq LIMIT 1"
+    ).fetchone()
+    assert '"target":"billing"' in data
+    conn.execute(
+        "UPDATE events SET data = ? WHERE seq = ?",
+        (data.replace('"target":"billing"', f'"target":"{to}"'), seq),
+    )
+    return int(seq)
+
+
+def test_a_forged_handoff_shows_in_trace_and_fails_verify(runner, in_repo, store_url):
+    sid = run(runner, store_url, INVOICE)
+    conn = _plain(store_url)
+    row = _forge_handoff(conn, "tech_support")
+    conn.close()
+    trace = runner.invoke(app, ["trace", sid, "--store", store_url, "-f", "json"]).stdout
+    handoffs = [e for e in map(event_from_json, trace.splitlines()) if e.type == "handoff"]
+    assert handoffs[0].payload.target == "tech_support"  # what a reader of the trace sees
+    result = _verify(runner, store_url)
+    assert result.exit_code == 1
+    assert f"chain broken: events row {row} edited: events row {row} (handoff " in result.stderr
+    assert "no longer match audit record" in result.stderr
+
+
+def test_a_forged_message_fails_verify(runner, in_repo, store_url):
+    run(runner, store_url, INVOICE)
+    conn = _plain(store_url)
+    (seq,) = conn.execute("SELECT MAX(seq) FROM messages WHERE role = 'assistant'").fetchone()
+    conn.execute(
+        "UPDATE messages SET data = json_set(data, '$.content', 'Your refund of 5000 CNY is "
+        "approved.') WHERE seq = ?",
+        (seq,),
+    )
+    conn.close()
+    result = _verify(runner, store_url)
+    assert result.exit_code == 1
+    assert f"chain broken: messages row {seq} edited: messages row {seq} (assistant " in (
+        result.stderr
+    )
+
+
+def test_a_deleted_message_fails_verify(runner, in_repo, store_url):
+    run(runner, store_url, INVOICE)
+    conn = _plain(store_url)
+    (mid,) = conn.execute("SELECT id FROM messages WHERE seq = 1").fetchone()
+    conn.execute("DELETE FROM messages WHERE seq = 1")
+    conn.close()
+    result = _verify(runner, store_url)
+    assert result.exit_code == 1
+    assert "deleted" in result.stderr and f"messages row {mid} is gone" in result.stderr
+
+
+def test_an_inserted_event_row_fails_verify(runner, in_repo, store_url):
+    sid = run(runner, store_url, INVOICE)
+    conn = _plain(store_url)
+    cols = "session_id, trace_id, run_id, type, ts"
+    cur = conn.execute(  # a second hand-off, as if triage had also passed the baton on
+        f"INSERT INTO events (id, data, {cols}) SELECT 'ev_forged', "
+        "json_set(data, '$.id', 'ev_forged'), "
+        f"{cols} FROM events WHERE type = 'handoff' ORDER BY seq LIMIT 1"
+    )
+    conn.close()
+    assert (
+        "ev_forged" in runner.invoke(app, ["trace", sid, "--store", store_url, "-f", "json"]).stdout
+    )
+    result = _verify(runner, store_url)
+    assert result.exit_code == 1
+    assert f"events row {cur.lastrowid} (handoff ev_forged) has no audit record" in result.stderr
+
+
+def _rehash(store_url: str) -> None:
+    """Edit a hand-off, then re-seal the whole chain with plain sha256 (no key)."""
+    conn = _raw(store_url)
+    _forge_handoff(conn)
+    events = dict(conn.execute("SELECT id, data FROM events"))
+    digests = {
+        r[0]: message_digest(*r)
+        for r in conn.execute("SELECT id, session_id, run_id, role, agent, ts, data FROM messages")
+    }
+    prev = GENESIS
+    rows = conn.execute(
+        "SELECT seq, event_id, type, session_id, trace_id, ts, data, messages FROM audit "
+        "ORDER BY seq"
+    ).fetchall()
+    for seq, eid, kind, sid, tid, ts, data, messages in rows:
+        data = events.get(eid, data)
+        if messages:
+            messages = json.dumps(
+                [[m, digests[m]] for m, _ in json.loads(messages)], separators=(",", ":")
+            )
+        digest = chain_hash(prev, record_body(eid, kind, sid, tid, ts, data, messages))
+        conn.execute(
+            "UPDATE audit SET data = ?, messages = ?, prev_hash = ?, hash = ? WHERE seq = ?",
+            (data, messages, prev, digest, seq),
+        )
+        prev = digest
+    conn.close()
+
+
+def test_with_the_key_a_rehashed_chain_fails_verify(runner, in_repo, tmp_path, monkeypatch):
+    plain, keyed = f"sqlite:///{tmp_path}/plain.db", f"sqlite:///{tmp_path}/keyed.db"
+    run(runner, plain, INVOICE)
+    monkeypatch.setenv(KEY_ENV, KEY)  # `baton run` with the key set seals with it
+    run(runner, keyed, INVOICE)
+    ok = _verify(runner, keyed, KEY)
+    assert ok.exit_code == 0, ok.output
+    assert re.search(r"keyed: \d+ records sealed with the key", ok.stdout)
+    monkeypatch.delenv(KEY_ENV)
+    unkeyed = _verify(runner, keyed)
+    assert unkeyed.exit_code == 1 and f"set {KEY_ENV} to verify" in unkeyed.stderr
+    _rehash(plain)
+    _rehash(keyed)
+    # without a key a full re-hash is indistinguishable from the original (the documented
+    # limit: keep an anchor elsewhere, or use the key)
+    assert _verify(runner, plain).exit_code == 0
+    caught = _verify(runner, keyed, KEY)
+    assert caught.exit_code == 1
+    assert "no record is sealed with the audit key" in caught.stderr
+
+
+def test_verify_opens_a_read_only_copy_and_writes_nothing(runner, asked, store_url, tmp_path):
+    db = Path(store_url.removeprefix("sqlite:///"))
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    copy = evidence / "copy.db"
+    shutil.copyfile(db, copy)  # `baton run` closed the store: the file holds everything
+    os.chmod(copy, 0o444)
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in evidence.iterdir()}
+    result = _verify(runner, f"sqlite:///{copy}")
+    assert result.exit_code == 0, result.output
+    assert "chain intact: " in result.stdout and "messages agree with it" in result.stdout
+    shown = runner.invoke(app, ["audit", "show", "--store", f"sqlite:///{copy}", "-n", "2"])
+    assert shown.exit_code == 0, shown.output
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in evidence.iterdir()}
+    assert after == before
+
+
+def test_verify_of_an_empty_file_says_so_and_leaves_it_empty(runner, tmp_path):
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    for command in ("verify", "show"):
+        result = runner.invoke(app, ["audit", command, "--store", f"sqlite:///{empty}"])
+        assert result.exit_code == 1
+        assert "not a Baton store: the file is empty" in result.stderr
+    assert empty.stat().st_size == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]

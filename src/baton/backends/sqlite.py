@@ -6,6 +6,9 @@ Open it with a URL: `sqlite:///relative/path.db` (relative to the working direct
 Several processes may share one file: WAL lets readers run while one writer commits, the
 busy timeout makes writers wait for each other, commits compare and set the session's version
 under the write lock, and lock, lease and checkpoint writes are single atomic statements.
+
+`SQLiteStore(url, read_only=True)` opens an existing file for reading only (to verify the
+audit chain of an evidence copy): nothing is migrated or written, not even the WAL setting.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +36,17 @@ from baton.backends._conflicts import (
 from baton.backends.audit import (
     GENESIS,
     AuditRecord,
+    EventRow,
+    MessageRow,
     Unsealed,
     VerifyResult,
+    agree,
     link,
+    message_digest,
+    messages_only,
     prepare,
     record_body,
+    resolve_key,
     verify,
 )
 from baton.backends.base import (
@@ -51,7 +61,7 @@ from baton.core.events import EscalationCard, Event, event_from_json
 from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of the table layout, kept in `PRAGMA user_version`."""
 
 _MEMORY = ":memory:"
@@ -72,8 +82,14 @@ _AUDIT_FIELDS = (
     "data",
     "prev_hash",
     "hash",
+    "messages",
 )
 _AUDIT_COLUMNS = ", ".join(_AUDIT_FIELDS)
+_AUDIT_COLUMNS_V2 = _AUDIT_COLUMNS.replace("messages", "'' AS messages")
+"""The audit columns of a store (read only) from before messages were audited (schema 2, 3)."""
+
+_MIGRATION_KEY: ContextVar[bytes | None] = ContextVar("_MIGRATION_KEY", default=None)
+"""The audit key of the store being migrated (the records a migration appends are keyed)."""
 
 Migration = str | Callable[[sqlite3.Connection], None]
 """One migration step: an SQL statement, or a function run on the connection."""
@@ -177,6 +193,13 @@ _MIGRATIONS: dict[int, tuple[Migration, ...]] = {
         "ALTER TABLE human_queue ADD COLUMN updated_at REAL NOT NULL DEFAULT 0",
         "UPDATE human_queue SET updated_at = created_at",
     ),
+    4: (
+        # The audit chain covers messages: a record carries the digests of the messages
+        # committed with it; the messages already stored are chained at the end, as they are
+        # now (nothing vouches for them before this migration).
+        "ALTER TABLE audit ADD COLUMN messages TEXT NOT NULL DEFAULT ''",
+        lambda conn: _backfill_message_audit(conn),  # defined below
+    ),
 }
 
 _SESSION_COLUMNS = (
@@ -234,6 +257,52 @@ def _backfill_audit(conn: sqlite3.Connection) -> None:
         seq, prev, after = records[-1].seq, records[-1].hash, rows[-1][0]
 
 
+def _append_audit(conn: sqlite3.Connection, records: Sequence[AuditRecord]) -> None:
+    """Insert chained records (schema 4: with the digests of their messages)."""
+    conn.executemany(
+        f"INSERT INTO audit ({_AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                r.seq,
+                r.event_id,
+                r.type,
+                r.session_id,
+                r.trace_id,
+                r.ts,
+                r.data,
+                r.prev_hash,
+                r.hash,
+                r.messages,
+            )
+            for r in records
+        ],
+    )
+
+
+def _backfill_message_audit(conn: sqlite3.Connection) -> None:
+    """Chain the messages a schema-3 database already holds, in the order they were stored:
+    one record of type `messages` per page of them, after the chain's tip."""
+    seq, prev = _audit_tip(conn)
+    key = _MIGRATION_KEY.get()
+    after = 0
+    while True:
+        rows = conn.execute(
+            "SELECT seq, id, session_id, run_id, role, agent, ts, data FROM messages "
+            "WHERE seq > ? ORDER BY seq LIMIT ?",
+            (after, _AUDIT_PAGE),
+        ).fetchall()
+        if not rows:
+            return
+        entries = [
+            (mid, message_digest(mid, sid, run, role, agent, ts, data))
+            for _, mid, sid, run, role, agent, ts, data in rows
+        ]
+        item = messages_only(entries, note="stored before messages were audited")
+        records = link([item], seq, prev, key)
+        _append_audit(conn, records)
+        seq, prev, after = records[-1].seq, records[-1].hash, rows[-1][0]
+
+
 def parse_sqlite_url(url: str) -> str:
     """The database path of a `sqlite:///...` URL: absolute, or ':memory:'."""
     if not isinstance(url, str) or not url.startswith(_PREFIX):
@@ -260,7 +329,14 @@ class SQLiteStore:
 
     shared = True
 
-    def __init__(self, url: str, *, busy_timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        busy_timeout_s: float = 5.0,
+        read_only: bool = False,
+        audit_key: str | bytes | None = None,
+    ) -> None:
         self.url = url
         self.path = parse_sqlite_url(url)
         """Absolute path of the database file, or ':memory:'."""
@@ -268,9 +344,26 @@ class SQLiteStore:
         """How long a write waits for another connection's write lock before failing."""
         self.shared = self.path != _MEMORY
         """Whether other processes reach this data: True for a file, False for ':memory:'."""
+        self.read_only = read_only
+        """Opened for reading only: no migration, no write (an evidence copy may be 0444)."""
+        self.audit_key = resolve_key(audit_key)
+        """HMAC key of the audit chain (`audit_key`, else `$BATON_AUDIT_KEY`), or None."""
         self._mutex = threading.Lock()
         self._claims = 0
         self._leases = 0
+        self._schema = SCHEMA_VERSION
+        self._audit_columns = _AUDIT_COLUMNS
+        self._conn: sqlite3.Connection | None = (
+            self._open_read_only() if read_only else self._open()
+        )
+        try:
+            self._setup()
+        except BaseException:
+            self._conn.close()
+            self._conn = None
+            raise
+
+    def _open(self) -> sqlite3.Connection:
         if self.path != _MEMORY:
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -287,22 +380,43 @@ class SQLiteStore:
         # mutex only matters when several threads share it (hence check_same_thread=False).
         # Only a write held up by another process blocks, and at most `busy_timeout_s`.
         with self._errors("open"):
-            self._conn: sqlite3.Connection | None = sqlite3.connect(
+            return sqlite3.connect(
                 self.path,
-                timeout=busy_timeout_s,
+                timeout=self.busy_timeout_s,
                 isolation_level=None,  # autocommit; transactions are explicit BEGIN/COMMIT
                 check_same_thread=False,
             )
-        try:
-            self._setup()
-        except BaseException:
-            self._conn.close()
-            self._conn = None
-            raise
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A read-only connection that creates and changes nothing beside the file either.
+
+        Without a `-wal` file next to it (nobody has the store open, or an evidence copy) the
+        file is opened immutable: SQLite then creates no `-wal`/`-shm` files and takes no
+        locks, so a file in a read-only directory opens too. With one, the file is opened
+        `mode=ro` so that commits still in the WAL are read.
+        """
+        if self.path == _MEMORY:
+            raise StoreError("a read-only SQLite store needs a file, not ':memory:'")
+        path = Path(self.path)
+        if not path.is_file():
+            raise StoreError(f"no SQLite store at {path}: the file does not exist")
+        live = Path(f"{self.path}-wal").exists()
+        uri = f"{path.as_uri()}?mode=ro{'' if live else '&immutable=1'}"
+        with self._errors("open"):
+            return sqlite3.connect(
+                uri,
+                uri=True,
+                timeout=self.busy_timeout_s,
+                isolation_level=None,
+                check_same_thread=False,
+            )
 
     # ------------------------------------------------------------------ plumbing
     def _setup(self) -> None:
         conn = self._db()
+        if self.read_only:
+            self._setup_read_only(conn)
+            return
         with self._errors("open"):
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
             conn.execute("PRAGMA journal_mode = WAL")
@@ -311,14 +425,56 @@ class SQLiteStore:
                 with self._transaction(conn):
                     # re-read under the write lock: another process may have migrated meanwhile
                     found = self._schema_version(conn)
-                    for version in range(found + 1, SCHEMA_VERSION + 1):
-                        for step in _MIGRATIONS[version]:
-                            if isinstance(step, str):
-                                conn.execute(step)
-                            else:
-                                step(conn)
+                    token = _MIGRATION_KEY.set(self.audit_key)
+                    try:
+                        for version in range(found + 1, SCHEMA_VERSION + 1):
+                            for step in _MIGRATIONS[version]:
+                                if isinstance(step, str):
+                                    conn.execute(step)
+                                else:
+                                    step(conn)
+                    finally:
+                        _MIGRATION_KEY.reset(token)
                     if found < SCHEMA_VERSION:
                         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _setup_read_only(self, conn: sqlite3.Connection) -> None:
+        """Check that the file is a Baton store, and note what its schema holds; no writes."""
+        with self._errors("open"):
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            found = self._schema_version(conn)
+            tables = {
+                str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            if found == 0 or "events" not in tables:
+                if Path(self.path).stat().st_size == 0:
+                    what = "the file is empty (0 bytes)"
+                elif not tables:
+                    what = (
+                        "it holds no tables (a copy of a store in use needs its -wal file "
+                        "beside it, or copy the store after it is closed)"
+                    )
+                else:
+                    what = "it holds no Baton tables (schema version 0)"
+                raise StoreError(
+                    f"{self.path} is not a Baton store: {what}; pass the URL of a store "
+                    "that `baton run` wrote (nothing was written to the file)"
+                )
+            self._schema = found
+            if "audit" in tables:
+                columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(audit)")}
+                if "messages" not in columns:
+                    self._audit_columns = _AUDIT_COLUMNS_V2
+
+    def _audited(self, action: str) -> bool:
+        """Whether the store has an audit table (raises if not); True when its records carry
+        message digests (schema 4 and later)."""
+        if self._schema < 2:
+            raise StoreError(
+                f"SQLite store {self.path}: {action}: schema version {self._schema} predates "
+                "the audit chain; open the store read-write once (on a copy) to chain its events"
+            )
+        return self._audit_columns == _AUDIT_COLUMNS
 
     def _schema_version(self, conn: sqlite3.Connection) -> int:
         found = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -369,6 +525,8 @@ class SQLiteStore:
                 f"{where}: the file is not a readable SQLite database; restore a backup or "
                 "delete the file (its sessions and history will be lost)"
             )
+        if self.read_only and ("readonly" in low or "read-only" in low):
+            return f"{where}: the store was opened read-only (read_only=True)"
         if "unable to open" in low or "readonly" in low or "read-only" in low:
             return (
                 f"{where}: check that the path names a file (not a directory) and that this "
@@ -462,6 +620,9 @@ class SQLiteStore:
         message_rows = [
             (m.id, sid, m.run_id, m.role, m.agent, m.model_dump_json(), m.ts) for m in messages
         ]
+        digests = [
+            (r[0], message_digest(r[0], sid, r[2], r[3], r[4], r[6], r[5])) for r in message_rows
+        ]
         texts = [e.model_dump_json() for e in events]
         event_rows = [
             (e.id, e.session_id, e.trace_id, e.run_id, e.type, text, e.ts)
@@ -469,7 +630,8 @@ class SQLiteStore:
         ]
         # Audit bodies are built here; only the hash links need the chain's tip, read under
         # the write lock so that concurrent writers (other processes) chain one after another.
-        unsealed = prepare(events, texts)
+        # The last event's record carries the digests of the messages committed with it.
+        unsealed = prepare(events, texts, messages=digests, session_id=sid)
         cp_row = None
         if checkpoint is not None:
             cp = checkpoint
@@ -511,7 +673,7 @@ class SQLiteStore:
                     event_rows,
                 )
                 if unsealed:
-                    _insert_audit(conn, link(unsealed, *_audit_tip(conn)))
+                    _append_audit(conn, link(unsealed, *_audit_tip(conn), self.audit_key))
         session.version = read + 1
 
     async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
@@ -567,37 +729,76 @@ class SQLiteStore:
         self, session_id: str | None = None, limit: int | None = None
     ) -> list[AuditRecord]:
         """Audit records in chain order (the last `limit` if given; one session's if given)."""
+        self._audited("audit_records")
         if limit is not None and limit <= 0:
             return []
         params: list[Any] = []
         where = ""
         if session_id is not None:
             where, params = "WHERE session_id = ? ", [session_id]
-        sql = f"SELECT {_AUDIT_COLUMNS} FROM audit {where}ORDER BY seq"
+        sql = f"SELECT {self._audit_columns} FROM audit {where}ORDER BY seq"
         if limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT ?) ORDER BY seq"
             params.append(limit)
         return [self._audit_record(row) for row in self._query("audit_records", sql, params)]
 
     async def verify_audit(self, anchor: tuple[int, str] | None = None) -> VerifyResult:
-        """Verify the whole audit chain, and that every stored event has an audit record."""
-        ids = [r[0] for r in self._query("verify_audit", "SELECT id FROM events ORDER BY seq")]
-        return verify(self._iter_audit(), anchor=anchor, event_ids=ids)
+        """Verify the whole audit chain (keyed with `audit_key` if set), then that the stored
+        `events` and `messages` rows are exactly the ones it records, in order.
 
-    def _iter_audit(self) -> Iterator[AuditRecord]:
-        # page by position so no read (nor the store's mutex) stays open between pages
+        Reads one snapshot (a read transaction) so that commits meanwhile do not show as
+        tampering. `messages` is None in the result for a store opened read-only whose schema
+        predates message auditing (its messages were not checked).
+        """
+        covered = self._audited("verify_audit")
+        with self._mutex, self._errors("verify_audit"):
+            conn = self._db()
+            conn.execute("BEGIN")
+            try:
+                chain = verify(self._audit_pages(conn), anchor=anchor, key=self.audit_key)
+                if not chain.ok:
+                    return chain
+                rows = agree(
+                    self._audit_pages(conn),
+                    self._event_pages(conn),
+                    self._message_pages(conn) if covered else None,
+                    records_again=self._audit_pages(conn),
+                    head_seq=chain.head_seq,
+                )
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+        if not rows.ok:
+            return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
+        return chain.model_copy(update={"events": rows.events, "messages": rows.messages})
+
+    def _pages(self, conn: sqlite3.Connection, sql: str) -> Iterator[tuple[Any, ...]]:
+        """Rows of `sql` (`... WHERE seq > ? ORDER BY seq LIMIT ?`, seq first), page by page."""
         after = 0
         while True:
-            rows = self._query(
-                "verify_audit",
-                f"SELECT {_AUDIT_COLUMNS} FROM audit WHERE seq > ? ORDER BY seq LIMIT ?",
-                (after, _AUDIT_PAGE),
-            )
+            rows = conn.execute(sql, (after, _AUDIT_PAGE)).fetchall()
             if not rows:
                 return
-            for row in rows:
-                yield self._audit_record(row)
+            yield from rows
             after = rows[-1][0]
+
+    def _audit_pages(self, conn: sqlite3.Connection) -> Iterator[AuditRecord]:
+        sql = f"SELECT {self._audit_columns} FROM audit WHERE seq > ? ORDER BY seq LIMIT ?"
+        return map(self._audit_record, self._pages(conn, sql))
+
+    def _event_pages(self, conn: sqlite3.Connection) -> Iterator[EventRow]:
+        sql = (
+            "SELECT seq, id, type, session_id, trace_id, run_id, ts, data FROM events "
+            "WHERE seq > ? ORDER BY seq LIMIT ?"
+        )
+        return (EventRow(*row) for row in self._pages(conn, sql))
+
+    def _message_pages(self, conn: sqlite3.Connection) -> Iterator[MessageRow]:
+        sql = (
+            "SELECT seq, id, session_id, run_id, role, agent, ts, data FROM messages "
+            "WHERE seq > ? ORDER BY seq LIMIT ?"
+        )
+        return (MessageRow(*row) for row in self._pages(conn, sql))
 
     @staticmethod
     def _audit_record(row: tuple[Any, ...]) -> AuditRecord:

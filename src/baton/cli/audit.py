@@ -1,4 +1,9 @@
-"""`baton audit verify` and `baton audit show`: the store's hash-chained audit trail."""
+"""`baton audit verify` and `baton audit show`: the store's hash-chained audit trail.
+
+Both open a SQLite store read-only: they migrate nothing and write nothing (an evidence copy
+may be read-only, and a file that is not a Baton store stays as it is). `$BATON_AUDIT_KEY`,
+when set, is the key the chain was sealed with.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +40,15 @@ def _with_trail(url: str, action: Callable[[AuditTrail], Coroutine[Any, Any, T]]
     db = sqlite_file(url)
     if db is not None and not db.exists():
         raise CLIError(f"no store at {db}: run `baton run ...` first, or pass --store URL", code=1)
-    store = open_cli_store(url)
+    if db is not None:
+        from baton.backends.sqlite import SQLiteStore
+
+        try:
+            store: Any = SQLiteStore(url, read_only=True)
+        except BatonError as exc:
+            raise CLIError(f"cannot read the audit trail of {url}: {exc}", code=1) from None
+    else:
+        store = open_cli_store(url)
 
     async def go() -> T:
         try:
@@ -65,7 +78,11 @@ def verify(
         ),
     ] = None,
 ) -> None:
-    """Check every audit record's hash and link; exit 1 naming the first bad record."""
+    """Check every audit record's hash and link, and that the stored events and messages are
+    the ones the chain records; exit 1 naming the first bad record or row.
+
+    The store is opened read-only. Set BATON_AUDIT_KEY to the key the store was written with.
+    """
     from rich.console import Console
     from rich.text import Text
 
@@ -83,21 +100,51 @@ def verify(
         fail(err, exc)
         raise typer.Exit(exc.code) from None
     if not result.ok:
+        if result.table is not None and result.row is not None:
+            where = f"{result.table} row {result.row}"
+        else:  # a record, or a row it vouches for that is gone (the problem names its id)
+            where = f"record {result.first_bad_seq}"
         err.print(
             Text.assemble(
                 ("chain broken: ", "bold red"),
-                f"record {result.first_bad_seq} {result.tamper}: {result.problem} ",
+                f"{where} {result.tamper}: {result.problem} ",
                 (f"({result.checked} records checked)", "dim"),
             ),
             soft_wrap=True,
         )
         raise typer.Exit(1)
+    rows = [f"{result.events} events"] if result.events is not None else []
+    if result.messages is not None:
+        rows.append(f"{result.messages} messages")
+    agreed = f"; {' and '.join(rows)} agree with it" if rows else ""
     out.print(
-        Text.assemble(("chain intact: ", "bold green"), f"{result.checked} records"),
+        Text.assemble(("chain intact: ", "bold green"), f"{result.checked} records{agreed}"),
         soft_wrap=True,
     )
     if result.checked:
         out.print(Text.assemble(("head: ", "dim"), result.anchor), soft_wrap=True)
+    if result.keyed_from is not None:
+        before = (
+            f"; records 1 to {result.keyed_from - 1} predate the key (plain sha256, vouched "
+            f"for by record {result.keyed_from})"
+            if result.keyed_from > 1
+            else ""
+        )
+        out.print(
+            Text.assemble(
+                ("keyed: ", "dim"), f"{result.keyed} records sealed with the key{before}"
+            ),
+            soft_wrap=True,
+        )
+    if result.events is not None and result.messages is None:
+        out.print(
+            Text.assemble(
+                ("note: ", "bold yellow"),
+                "this store predates message auditing (schema version 3 or older): its "
+                "messages were not checked; open it read-write once (on a copy) to chain them",
+            ),
+            soft_wrap=True,
+        )
 
 
 @audit_app.command("show")
