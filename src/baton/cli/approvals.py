@@ -14,7 +14,8 @@ from baton.cli.options import QuietOption, StoreOption, TeamOption, VerboseOptio
 from baton.cli.output import ago, print_outcome
 from baton.core.approval import ApprovalCard
 from baton.core.errors import ApprovalError, BatonError, ConflictError, NoRunToResume
-from baton.observe.console import ConsoleSink, clip
+from baton.observe.console import ConsoleSink
+from baton.observe.terminal import safe, safe_clip, safe_text
 from baton.runtime.result import RunResult
 from baton.topologies.team import Team
 
@@ -48,7 +49,7 @@ def list_approvals(store: StoreOption = None) -> None:
         try:
             checkpoints = with_store(url, lambda st: st.list_checkpoints("awaiting_approval"))
         except BatonError as exc:
-            raise CLIError(f"cannot read the store {url}: {exc}", code=1) from None
+            raise CLIError(safe_text(f"cannot read the store {url}: {exc}"), code=1) from None
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None
@@ -58,15 +59,16 @@ def list_approvals(store: StoreOption = None) -> None:
         if "approval" in cp.meta
     ]
     if not cards:
-        out.print(f"no approvals waiting in {url}")
+        out.print(safe(f"no approvals waiting in {url}"), soft_wrap=True)
         return
     out.print(approval_table(cards))
 
 
 def approval_table(cards: Sequence[ApprovalCard]) -> Any:
-    """A rich table of approval cards (arguments shortened)."""
+    """A rich table of approval cards (arguments shortened); every cell is literal text."""
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for name in ("approval", "session", "agent", "tool/target", "arguments", "reason"):
@@ -79,16 +81,16 @@ def approval_table(cards: Sequence[ApprovalCard]) -> Any:
         signed = f"{len(signers)}/{card.needed}" + (f" ({', '.join(signers)})" if signers else "")
         args = json.dumps(card.arguments, ensure_ascii=False, default=str)
         table.add_row(
-            card.id,
-            card.session_id,
-            card.agent,
-            what,
-            clip(args, 48),
-            clip(card.reason, 60),
-            ", ".join(card.required_roles) or "anyone",
-            signed,
+            safe(card.id),
+            safe(card.session_id),
+            safe(card.agent),
+            safe(what),
+            safe_clip(args, 48),
+            safe_clip(card.reason, 60),
+            safe(", ".join(card.required_roles) or "anyone"),
+            safe(signed),
             ago(card.requested_at),
-            "[bold red]yes[/]" if card.expired() else "no",
+            Text("yes", style="bold red") if card.expired() else Text("no"),
         )
     return table
 
@@ -107,9 +109,9 @@ def _decide(
         try:
             result, log_file = with_team(target, url, decision, live=live, existing=True)
         except (ApprovalError, NoRunToResume, ConflictError) as exc:
-            raise CLIError(str(exc), code=1) from None
+            raise CLIError(safe_text(str(exc)), code=1) from None
         except BatonError as exc:
-            raise CLIError(f"the run failed: {exc}", code=1) from None
+            raise CLIError(safe_text(f"the run failed: {exc}"), code=1) from None
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None

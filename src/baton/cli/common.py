@@ -112,4 +112,7 @@ def fail(console: Console, error: CLIError) -> None:
     """Print `error` on `console` (stderr) as one clear line."""
     from rich.text import Text
 
-    console.print(Text.assemble(("error: ", "bold red"), error.message), soft_wrap=True)
+    from baton.observe.terminal import safe
+
+    # the message may quote what a user or a model wrote: shown, never obeyed by the terminal
+    console.print(Text.assemble(("error: ", "bold red"), safe(error.message)), soft_wrap=True)

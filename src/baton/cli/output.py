@@ -1,4 +1,8 @@
-"""What the run-type commands print: the live reply and events, a run's result, approval cards."""
+"""What the run-type commands print: the live reply and events, a run's result, approval cards.
+
+Text from users, models, tools and the store goes through `baton.observe.terminal.safe`: literal
+(never rich markup), with control, bidi and invisible characters shown as dim escapes.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from baton.core.events import (
 )
 from baton.core.ids import now
 from baton.observe.console import ConsoleSink, agent_style
+from baton.observe.terminal import safe
 from baton.runtime.result import RunResult
 
 if TYPE_CHECKING:
@@ -75,11 +80,11 @@ class LivePrinter:
         if self._speaking != agent:
             self.end_line()
             line = Text("  ")
-            line.append(agent, style=agent_style(agent))
+            line.append(safe(agent, agent_style(agent)))
             line.append(" says: ", style="dim")
             self.out.print(line, end="", soft_wrap=True)
             self._speaking = agent
-        self.out.print(Text(text), end="", soft_wrap=True)
+        self.out.print(safe(text, newlines=True), end="", soft_wrap=True)
 
     def end_line(self) -> None:
         """Close the reply line being streamed, if one is open."""
@@ -97,16 +102,21 @@ def print_result(out: Console, result: RunResult, url: str, events_file: str) ->
     )
     total = result.total_usage
     out.print()
-    out.print(Text.assemble(("reply: ", "bold"), result.output or "(no reply)"), soft_wrap=True)
-    out.print(Text.assemble(("path: ", "bold"), " -> ".join(result.path) or "-"), soft_wrap=True)
-    out.print(Text.assemble(("status: ", "bold"), (result.status, status_style)), soft_wrap=True)
+    reply = safe(result.output, newlines=True) if result.output else Text("(no reply)")
+    out.print(Text.assemble(("reply: ", "bold"), reply), soft_wrap=True)
+    out.print(
+        Text.assemble(("path: ", "bold"), safe(" -> ".join(result.path) or "-")), soft_wrap=True
+    )
+    out.print(
+        Text.assemble(("status: ", "bold"), safe(result.status, status_style)), soft_wrap=True
+    )
     if result.escalation is not None:
         out.print(
-            Text.assemble(("escalated: ", "bold"), "; ".join(result.escalation.reasons)),
+            Text.assemble(("escalated: ", "bold"), safe("; ".join(result.escalation.reasons))),
             soft_wrap=True,
         )
     if result.error:
-        out.print(Text.assemble(("error: ", "bold red"), result.error), soft_wrap=True)
+        out.print(Text.assemble(("error: ", "bold red"), safe(result.error)), soft_wrap=True)
     out.print(
         Text.assemble(
             ("tokens: ", "bold"),
@@ -117,12 +127,12 @@ def print_result(out: Console, result: RunResult, url: str, events_file: str) ->
     out.print(
         Text.assemble(
             ("session: ", "bold"),
-            result.session_id,
-            (f"  (baton trace {result.session_id}{store_flag(url)})", "dim"),
+            safe(result.session_id),
+            safe(f"  (baton trace {result.session_id}{store_flag(url)})", "dim"),
         ),
         soft_wrap=True,
     )
-    out.print(Text.assemble(("events: ", "bold"), events_file), soft_wrap=True)
+    out.print(Text.assemble(("events: ", "bold"), safe(events_file)), soft_wrap=True)
 
 
 def decide_commands(card: ApprovalCard, target: str, url: str) -> tuple[str, str]:
@@ -143,13 +153,14 @@ def print_approval(out: Console, card: ApprovalCard, target: str, url: str) -> N
 
     signed = sum(1 for a in card.approvals if a.approved)
     title = "approval needed" + (f" ({signed}/{card.needed} signed)" if card.approvals else "")
-    out.print(Panel(Text(card.render()), title=title, border_style="yellow", expand=False))
+    body = safe(card.render(), newlines=True)
+    out.print(Panel(body, title=Text(title), border_style="yellow", expand=False))
     approve, reject = decide_commands(card, target, url)
     if card.required_roles and len(card.required_roles) > 1:
         roles = ", ".join(card.required_roles)
-        out.print(Text(f"(any of the roles {roles} may decide)", style="dim"), soft_wrap=True)
-    out.print(Text.assemble(("approve: ", "bold"), approve), soft_wrap=True)
-    out.print(Text.assemble(("reject:  ", "bold"), reject), soft_wrap=True)
+        out.print(safe(f"(any of the roles {roles} may decide)", "dim"), soft_wrap=True)
+    out.print(Text.assemble(("approve: ", "bold"), safe(approve)), soft_wrap=True)
+    out.print(Text.assemble(("reject:  ", "bold"), safe(reject)), soft_wrap=True)
 
 
 def print_outcome(out: Console, result: RunResult, url: str, events_file: str, target: str) -> None:

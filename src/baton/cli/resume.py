@@ -13,6 +13,7 @@ from baton.cli.options import QuietOption, StoreOption, VerboseOption
 from baton.cli.output import ago, print_outcome, utc
 from baton.core.errors import BatonError, ConflictError, NoRunToResume
 from baton.observe.console import ConsoleSink
+from baton.observe.terminal import safe, safe_text
 
 if TYPE_CHECKING:
     from baton.backends.base import Checkpoint, Store
@@ -66,8 +67,11 @@ def resume(
                 raise CLIError("give the SESSION whose unfinished run to discard")
             dropped = _discard(url, session)
             out.print(
-                f"discarded run {dropped.run_id} of session {session} "
-                f"({dropped.status}, checkpoint {dropped.seq})"
+                safe(
+                    f"discarded run {dropped.run_id} of session {session} "
+                    f"({dropped.status}, checkpoint {dropped.seq})"
+                ),
+                soft_wrap=True,
             )
             return
         if session is None or team is None:
@@ -82,9 +86,9 @@ def resume(
                 target, url, lambda t: t.resume(sid), live=live, existing=True
             )
         except (NoRunToResume, ConflictError) as exc:
-            raise CLIError(str(exc), code=1) from None
+            raise CLIError(safe_text(str(exc)), code=1) from None
         except BatonError as exc:
-            raise CLIError(f"the run failed: {exc}", code=1) from None
+            raise CLIError(safe_text(f"the run failed: {exc}"), code=1) from None
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None
@@ -103,9 +107,9 @@ def _discard(url: str, session_id: str) -> Checkpoint:
     try:
         dropped = with_store(url, drop)
     except BatonError as exc:
-        raise CLIError(str(exc), code=1) from None
+        raise CLIError(safe_text(str(exc)), code=1) from None
     if dropped is None:
-        raise CLIError(f"no store at {url}", code=1)
+        raise CLIError(safe_text(f"no store at {url}"), code=1)
     return dropped
 
 
@@ -113,15 +117,17 @@ def _list(out: Any, url: str) -> None:
     try:
         checkpoints = with_store(url, lambda st: st.list_checkpoints())
     except BatonError as exc:
-        raise CLIError(f"cannot read the store {url}: {exc}", code=1) from None
+        raise CLIError(safe_text(f"cannot read the store {url}: {exc}"), code=1) from None
     if not checkpoints:
-        out.print(f"no unfinished runs in {url}")
+        out.print(safe(f"no unfinished runs in {url}"), soft_wrap=True)
         return
     out.print(checkpoint_table(checkpoints))
 
 
 def checkpoint_table(checkpoints: Sequence[Checkpoint]) -> Any:
-    """A rich table of unfinished runs: session, run, status, agent, approval, updated."""
+    """A rich table of unfinished runs: session, run, status, agent, approval, updated.
+
+    Every cell is literal text, control, bidi and invisible characters shown as escapes."""
     from rich import box
     from rich.table import Table
 
@@ -132,11 +138,11 @@ def checkpoint_table(checkpoints: Sequence[Checkpoint]) -> Any:
         card = cp.meta.get("approval") or {}
         status_style = "yellow" if cp.status == "awaiting_approval" else "red"
         table.add_row(
-            cp.session_id,
-            cp.run_id,
-            f"[{status_style}]{cp.status}[/]",
-            str(cp.meta.get("agent") or "-"),
-            str(card.get("id") or "-"),
+            safe(cp.session_id),
+            safe(cp.run_id),
+            safe(cp.status, status_style),
+            safe(str(cp.meta.get("agent") or "-")),
+            safe(str(card.get("id") or "-")),
             f"{utc(cp.updated_at)} ({ago(cp.updated_at)} ago)",
         )
     return table

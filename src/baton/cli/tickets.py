@@ -13,7 +13,7 @@ from baton.cli.driver import require_store, with_store, with_team
 from baton.cli.options import StoreOption, TeamOption
 from baton.cli.output import ago
 from baton.core.errors import BatonError, ConfigError, ConflictError, TicketError
-from baton.observe.console import clip
+from baton.observe.terminal import safe, safe_clip, safe_text
 from baton.runtime.tickets import Tickets
 
 if TYPE_CHECKING:
@@ -73,19 +73,21 @@ def _list(status: StatusChoice, store: str | None) -> None:
         try:
             tickets = with_store(url, lambda st: st.list_human(wanted))
         except BatonError as exc:
-            raise CLIError(f"cannot read the store {url}: {exc}", code=1) from None
+            raise CLIError(safe_text(f"cannot read the store {url}: {exc}"), code=1) from None
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None
     if not tickets:
         which = "" if wanted is None else f"{wanted} "
-        out.print(f"no {which}tickets in {url}")
+        out.print(safe(f"no {which}tickets in {url}"), soft_wrap=True)
         return
     out.print(ticket_table(tickets))
 
 
 def ticket_table(tickets: Sequence[HumanTicket]) -> Any:
-    """A rich table of tickets: id, status, session, path, reasons, user's words, who, age."""
+    """A rich table of tickets: id, status, session, path, reasons, user's words, who, age.
+
+    Every cell is literal text, control, bidi and invisible characters shown as escapes."""
     from rich import box
     from rich.table import Table
 
@@ -101,13 +103,13 @@ def ticket_table(tickets: Sequence[HumanTicket]) -> Any:
         card = t.card
         table.add_row(
             str(t.id),
-            t.status,
-            card.session_id,
-            " -> ".join(card.path) or "-",
-            clip("; ".join(card.reasons), 60),
-            clip(card.last_user_message, 60),
-            t.claimed_by or "-",
-            clip(" · ".join(x for x in (t.answer, t.note) if x) or "-", 40),
+            safe(t.status),
+            safe(card.session_id),
+            safe(" -> ".join(card.path) or "-"),
+            safe_clip("; ".join(card.reasons), 60),
+            safe_clip(card.last_user_message, 60),
+            safe(t.claimed_by or "-"),
+            safe_clip(" · ".join(x for x in (t.answer, t.note) if x) or "-", 40),
             f"{ago(t.updated_at)} ago",
         )
     return table
@@ -119,9 +121,9 @@ def _step(url: str, action: Callable[[Store], Coroutine[Any, Any, HumanTicket]])
     try:
         ticket = with_store(url, action)
     except (TicketError, ConflictError) as exc:
-        raise CLIError(str(exc), code=1) from None
+        raise CLIError(safe_text(str(exc)), code=1) from None
     except BatonError as exc:
-        raise CLIError(f"cannot update the store {url}: {exc}", code=1) from None
+        raise CLIError(safe_text(f"cannot update the store {url}: {exc}"), code=1) from None
     assert ticket is not None  # the store file exists
     return ticket
 
@@ -135,7 +137,10 @@ def claim(ticket_id: IdArg, by: ByOption, store: StoreOption = None) -> None:
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None
-    out.print(f"ticket {ticket.id} claimed by {by} (session {ticket.card.session_id})")
+    out.print(
+        safe(f"ticket {ticket.id} claimed by {by} (session {ticket.card.session_id})"),
+        soft_wrap=True,
+    )
 
 
 @tickets_app.command("answer")
@@ -167,11 +172,12 @@ def answer(
                 existing=True,
             )
         except ConfigError as exc:
-            raise CLIError(str(exc)) from None
+            raise CLIError(safe_text(str(exc))) from None
         except (TicketError, ConflictError) as exc:
-            raise CLIError(str(exc), code=1) from None
+            raise CLIError(safe_text(str(exc)), code=1) from None
         except BatonError as exc:
-            raise CLIError(f"cannot answer ticket {ticket_id}: {exc}", code=1) from None
+            message = f"cannot answer ticket {ticket_id}: {exc}"
+            raise CLIError(safe_text(message), code=1) from None
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None
@@ -181,8 +187,10 @@ def answer(
         else "the baton stays with a person: the user's next message comes to the queue"
     )
     out.print(
-        f"ticket {ticket.id} answered by {by}; the reply is in session "
-        f"{ticket.card.session_id}; {holder}",
+        safe(
+            f"ticket {ticket.id} answered by {by}; the reply is in session "
+            f"{ticket.card.session_id}; {holder}"
+        ),
         soft_wrap=True,
     )
 
@@ -203,4 +211,4 @@ def close(
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None
-    out.print(f"ticket {ticket.id} closed by {by}: {ticket.note}", soft_wrap=True)
+    out.print(safe(f"ticket {ticket.id} closed by {by}: {ticket.note}"), soft_wrap=True)

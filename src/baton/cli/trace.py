@@ -1,6 +1,10 @@
 """`baton trace`: a session's stored events as a tree, a timeline, a table, JSON or Mermaid.
 
 `--why SLOT` answers where a state slot's value came from (see `baton.observe.causality`).
+
+Whatever a user, a model or a tool wrote is printed through `baton.observe.terminal`: as literal
+text (never rich markup), with control, bidi and invisible characters shown as escapes; the JSON
+formats write those characters as JSON escapes (the same text to a parser).
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, open_cli_store, 
 from baton.core.errors import BatonError
 from baton.core.events import Event
 from baton.observe.causality import SlotWrite, slot_history, written_slots
-from baton.observe.console import agent_style, clip, fmt_ms
+from baton.observe.console import agent_style, fmt_ms
+from baton.observe.terminal import json_safe, one_line, safe, safe_clip, safe_text
 from baton.observe.tree import RunNode, Step, Turn, build_tree
 
 if TYPE_CHECKING:
@@ -76,9 +81,11 @@ def _step_text(step: Step) -> Text:
     t = Text()
     t.append(step.label, style=_STEP_STYLES.get(step.kind, "") or ("red" if step.failed else ""))
     t.append("  ")
-    t.append(step.detail, style="red" if step.failed and step.kind != "refusal" else "")
+    t.append(safe(step.detail, "red" if step.failed and step.kind != "refusal" else ""))
     if step.keys and step.kind in ("handoff", "escalation"):
-        t.append(f"  [state keys: {', '.join(step.keys)}]", style="bold")
+        t.append("  [state keys: ", style="bold")
+        t.append(safe(", ".join(step.keys), "bold"))
+        t.append("]", style="bold")
     extra = [x for x in (_tokens(step) and f"{_tokens(step)} tokens",) if x]
     if step.latency_ms is not None:
         extra.append(fmt_ms(step.latency_ms))
@@ -91,10 +98,11 @@ def _turn_text(turn: Turn) -> Text:
     from rich.text import Text
 
     t = Text()
-    t.append(turn.agent, style=agent_style(turn.agent))
+    t.append(safe(turn.agent, agent_style(turn.agent)))
     t.append(f"  hop {turn.hop}", style="dim")
     if turn.reason:
-        t.append(f"  {clip(turn.reason, 60)}")
+        t.append("  ")
+        t.append(safe_clip(turn.reason, 60))
     calls = sum(s.kind == "model_call" for s in turn.steps)
     tools = sum(s.kind == "tool_call" for s in turn.steps)
     parts = [f"{calls} model call{'s' if calls != 1 else ''}"]
@@ -113,7 +121,8 @@ def run_tree(run: RunNode) -> object:
 
     head = Text()
     head.append(f"run {run.index}", style="bold")
-    head.append(f"  {run.status}", style=_status_style(run.status))
+    head.append("  ")
+    head.append(safe(run.status, _status_style(run.status)))
     total = run.input_tokens + run.output_tokens
     head.append(
         f"  · {total} tokens ({run.input_tokens} in / {run.output_tokens} out)"
@@ -172,7 +181,7 @@ def run_timeline(run: RunNode) -> Table:
         style = agent_style(turn.agent)
         table.add_row(
             at(turn.start),
-            Text(turn.agent, style=style),
+            safe(turn.agent, style),
             Text("turn", style="bold"),
             fmt_ms(turn.latency_ms).removesuffix(" ms"),
             _bar(turn.start, turn.end, run, style),
@@ -209,10 +218,10 @@ def run_table(run: RunNode) -> Table:
         ms = "" if step.latency_ms is None else fmt_ms(step.latency_ms).removesuffix(" ms")
         table.add_row(
             str(n),
-            Text(agent, style=agent_style(agent) if agent != "-" else "dim"),
+            safe(agent, agent_style(agent) if agent != "-" else "dim"),
             Text(step.label, style=_STEP_STYLES.get(step.kind, "")),
-            Text(step.detail),
-            Text(keys, style="bold"),
+            safe(step.detail),
+            safe(keys, "bold"),
             _tokens(step),
             ms,
         )
@@ -229,15 +238,16 @@ def run_summary(run: RunNode) -> Text:
 
     t = Text()
     t.append("path: ", style="dim")
-    t.append(" -> ".join(run.path) or "-", style="bold")
+    t.append(safe(" -> ".join(run.path) or "-", "bold"))
     t.append("  status: ", style="dim")
-    t.append(run.status, style=_status_style(run.status))
+    t.append(safe(run.status, _status_style(run.status)))
     t.append("  tokens: ", style="dim")
     t.append(_usage_text(run.input_tokens, run.output_tokens))
     t.append("  latency: ", style="dim")
     t.append(fmt_ms(run.latency_ms))
     if run.error:
-        t.append(f"\nerror: {clip(run.error, 200)}", style="red")
+        t.append("\nerror: ", style="red")
+        t.append(safe_clip(run.error, 200, "red"))
     return t
 
 
@@ -248,13 +258,13 @@ def render_trace(console: Console, events: Sequence[Event], view: TraceView | No
     runs = build_tree(events)
     session = events[0].session_id if events else "-"
     for run in runs:
-        console.rule(Text(f"run {run.index}/{len(runs)} · {run.run_id} · trace {run.trace_id}"))
+        console.rule(safe(f"run {run.index}/{len(runs)} · {run.run_id} · trace {run.trace_id}"))
         if run.message is not None:
             head = Text()
             head.append("user: ", style="bold")
-            head.append(clip(run.message, 200))
+            head.append(safe_clip(run.message, 200))
             if run.user_id:
-                head.append(f"  (user {run.user_id})", style="dim")
+                head.append(safe(f"  (user {run.user_id})", "dim"))
             console.print(head, soft_wrap=True)
         if view in (None, TraceView.tree):
             console.print(run_tree(run))
@@ -265,7 +275,9 @@ def render_trace(console: Console, events: Sequence[Event], view: TraceView | No
         if view is TraceView.table:
             console.print(run_table(run))
         if run.output:
-            console.print(Text.assemble(("reply: ", "bold"), clip(run.output, 300)), soft_wrap=True)
+            console.print(
+                Text.assemble(("reply: ", "bold"), safe_clip(run.output, 300)), soft_wrap=True
+            )
         console.print(run_summary(run), soft_wrap=True)
     console.print()
     tokens_in = sum(r.input_tokens for r in runs if r.status != "unfinished")
@@ -273,7 +285,7 @@ def render_trace(console: Console, events: Sequence[Event], view: TraceView | No
     console.print(
         Text.assemble(
             ("session ", "dim"),
-            (session, "bold"),
+            safe(session, "bold"),
             (f": {len(runs)} run{'s' if len(runs) != 1 else ''}, ", "dim"),
             f"{tokens_in + tokens_out} tokens ({tokens_in} in / {tokens_out} out)",
         ),
@@ -283,8 +295,9 @@ def render_trace(console: Console, events: Sequence[Event], view: TraceView | No
 
 # ------------------------------------------------------------------------------ mermaid
 def _mm(text: str | None, limit: int = 80) -> str:
-    """Text safe inside a Mermaid message: one line, no statement or entity breakers."""
-    return clip(text, limit).replace("#", "#35;").replace(";", "#59;") or "-"
+    """Text safe inside a Mermaid message: one line, no statement or entity breakers, and no
+    control, bidi or invisible characters (shown as escapes: the diagram goes to a terminal)."""
+    return safe_text(one_line(text, limit)).replace("#", "#35;").replace(";", "#59;") or "-"
 
 
 def to_mermaid(runs: Sequence[RunNode]) -> str:
@@ -316,8 +329,8 @@ def to_mermaid(runs: Sequence[RunNode]) -> str:
         if last is not None and run.output:
             lines.append(f"    {ids[last]}-->>U: {_mm(run.output, 60)}")
         elif last is not None:
-            lines.append(f"    Note over {ids[last]}: run {run.index} {run.status}")
-    return "\n".join(lines) + "\n"
+            lines.append(f"    Note over {ids[last]}: run {run.index} {_mm(run.status)}")
+    return safe_text("\n".join(lines) + "\n", newlines=True)
 
 
 def _mermaid_step(step: Step, me: str, ids: dict[str, str]) -> list[str]:
@@ -349,9 +362,9 @@ def render_why(console: Console, session: str, slot: str, writes: Sequence[SlotW
     n = len(writes)
     console.print(
         Text.assemble(
-            (slot, "bold"),
-            f" in session {session}: written {n} time{'s' if n != 1 else ''}; last value ",
-            (_value(writes[-1].value), "bold"),
+            safe(slot, "bold"),
+            safe(f" in session {session}: written {n} time{'s' if n != 1 else ''}; last value "),
+            safe(_value(writes[-1].value), "bold"),
         ),
         soft_wrap=True,
     )
@@ -366,11 +379,11 @@ def render_why(console: Console, session: str, slot: str, writes: Sequence[SlotW
             str(i),
             str(w.run),
             str(w.hop),
-            Text(agent, style=agent_style(agent)),
-            source,
-            _value(w.value),
-            cause,
-            Text(f"{w.event_id} <- {w.cause.event_id if w.cause else '-'}", style="dim"),
+            safe(agent, agent_style(agent)),
+            safe(source),
+            safe(_value(w.value)),
+            safe(cause),
+            safe(f"{w.event_id} <- {w.cause.event_id if w.cause else '-'}", "dim"),
         )
     console.print(table)
 
@@ -392,15 +405,16 @@ async def _load_events(store: Store, session: str) -> tuple[list[Event], list[st
 def _read(url: str, session: str) -> list[Event]:
     db = sqlite_file(url)
     if db is not None and not db.exists():
-        raise CLIError(f"no store at {db}: run `baton run ...` first, or pass --store URL", code=1)
+        message = f"no store at {db}: run `baton run ...` first, or pass --store URL"
+        raise CLIError(safe_text(message), code=1)
     st = open_cli_store(url)
     try:
         events, recent = asyncio.run(_load_events(st, session))
     except BatonError as exc:
-        raise CLIError(f"cannot read the store {url}: {exc}", code=1) from None
+        raise CLIError(safe_text(f"cannot read the store {url}: {exc}"), code=1) from None
     if not events:
         hint = f"; recent sessions: {', '.join(recent)}" if recent else ""
-        raise CLIError(f"session {session!r} has no events in {url}{hint}", code=1)
+        raise CLIError(safe_text(f"session {session!r} has no events in {url}{hint}"), code=1)
     return events
 
 
@@ -413,10 +427,11 @@ def _why(out: Console, session: str, slot: str, events: list[Event], fmt: TraceF
             if known
             else "; no state writes are recorded for this session"
         )
-        raise CLIError(f"slot {slot!r} was never written in session {session!r}{hint}", code=1)
+        message = f"slot {slot!r} was never written in session {session!r}{hint}"
+        raise CLIError(safe_text(message), code=1)
     if fmt is TraceFormat.json:
         doc = {"session_id": session, "slot": slot, "writes": [w.model_dump() for w in writes]}
-        typer.echo(json.dumps(doc, ensure_ascii=False, indent=2, default=str))
+        typer.echo(json_safe(json.dumps(doc, ensure_ascii=False, indent=2, default=str)))
     else:
         render_why(out, session, slot, writes)
 
@@ -463,15 +478,15 @@ def trace(
         fail(err, exc)
         raise typer.Exit(exc.code) from None
     if format is TraceFormat.mermaid:
-        typer.echo(to_mermaid(build_tree(events)), nl=False)
+        typer.echo(to_mermaid(build_tree(events)), nl=False)  # escaped by `_mm` and at the end
     elif format is TraceFormat.json and view is TraceView.tree:
         doc = {
             "session_id": session,
             "runs": [r.model_dump(mode="json") for r in build_tree(events)],
         }
-        typer.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        typer.echo(json_safe(json.dumps(doc, ensure_ascii=False, indent=2)))
     elif format is TraceFormat.json:
         for event in events:
-            typer.echo(event.model_dump_json())
+            typer.echo(json_safe(event.model_dump_json()))
     else:
         render_trace(out, events, view)

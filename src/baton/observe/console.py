@@ -24,6 +24,7 @@ from baton.core.events import (
     ToolRefused,
 )
 from baton.core.messages import Usage
+from baton.observe.terminal import safe, safe_clip
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -94,97 +95,118 @@ class ConsoleSink:
                 log.warning("ConsoleSink could not print an event: %s", exc)
 
     def render(self, event: Event) -> Text | None:
-        """The rich `Text` line for `event`, or None when it is not shown."""
+        """The rich `Text` line for `event`, or None when it is not shown.
+
+        Every value from a user, a model, a tool or the store goes through `safe` / `safe_clip`
+        (`baton.observe.terminal`): appended as literal text (never markup), with control,
+        bidi and invisible format characters shown as dim escapes.
+        """
         from rich.text import Text
 
         t = Text()
         if isinstance(event, RunStarted):
             t.append("▶ run ", style="bold")
-            t.append(event.run_id, style="dim")
+            t.append(safe(event.run_id, "dim"))
             t.append("  session ", style="dim")
-            t.append(event.session_id, style="dim")
+            t.append(safe(event.session_id, "dim"))
             if event.user_id:
-                t.append(f"  user {event.user_id}", style="dim")
+                t.append("  user ", style="dim")
+                t.append(safe(event.user_id, "dim"))
             t.append("\n  user: ", style="bold")
-            t.append(clip(event.message, 200))
+            t.append(safe_clip(event.message, 200))
         elif isinstance(event, RouteDecided):
             if not self.verbose:
                 return None
             t.append("  route → ", style="dim")
-            t.append(event.target, style=agent_style(event.target))
-            t.append(f" ({event.tier})", style="dim")
+            _agent(t, event.target)
+            t.append(" (", style="dim")
+            t.append(safe(event.tier, "dim"))
+            t.append(")", style="dim")
         elif isinstance(event, AgentStarted):
             t.append("● ", style=agent_style(event.agent))
-            t.append(event.agent or "?", style=agent_style(event.agent))
+            _agent(t, event.agent)
             t.append(" takes the baton", style="bold")
             if event.reason:
-                t.append(f"  ({clip(event.reason, 80)})", style="dim")
+                t.append("  (", style="dim")
+                t.append(safe_clip(event.reason, 80, "dim"))
+                t.append(")", style="dim")
         elif isinstance(event, ModelCalled):
             self._prefix(t, event.agent)
             t.append("model ", style="bold")
-            t.append(event.model, style="dim")
+            t.append(safe(event.model, "dim"))
             if event.reask:
                 t.append(" (re-ask)", style="yellow")
             t.append(f"  tokens {event.usage.input_tokens} in / {event.usage.output_tokens} out")
             t.append(f"  {fmt_ms(event.latency_ms)}", style="dim")
             if event.error:
-                t.append(f"  error: {clip(event.error, 120)}", style="bold red")
+                t.append("  error: ", style="bold red")
+                t.append(safe_clip(event.error, 120, "bold red"))
             elif event.tool_calls:
                 t.append("  → ", style="dim")
-                t.append(", ".join(event.tool_calls), style="bold")
+                t.append(safe(", ".join(event.tool_calls), "bold"))
             else:
                 t.append("  → reply", style="dim")
             if self.verbose and event.text:
-                t.append(f"\n    “{clip(event.text, 160)}”", style="italic dim")
+                t.append("\n    “", style="italic dim")
+                t.append(safe_clip(event.text, 160, "italic dim"))
+                t.append("”", style="italic dim")
         elif isinstance(event, ToolCalled):
             self._prefix(t, event.agent)
             t.append("tool ", style="bold")
-            t.append(event.tool, style="bold")
+            t.append(safe(event.tool, "bold"))
             if event.ok:
                 t.append("  ok", style="green")
             else:
-                t.append(f"  error: {clip(event.error, 120)}", style="bold red")
+                t.append("  error: ", style="bold red")
+                t.append(safe_clip(event.error, 120, "bold red"))
             t.append(f"  {fmt_ms(event.latency_ms)}", style="dim")
             if self.verbose:
-                t.append(f"  args: {state_keys(event.arguments)}", style="dim")
+                t.append("  args: ", style="dim")
+                t.append(safe(state_keys(event.arguments), "dim"))
                 t.append(f"  result {event.result_chars} chars", style="dim")
                 if event.truncated:
                     t.append(" (truncated)", style="yellow")
         elif isinstance(event, Handoff):
             p = event.payload
             t.append("⇢ hand-off ", style="bold")
-            t.append(p.source, style=agent_style(p.source))
+            _agent(t, p.source)
             t.append(" -> ")
-            t.append(p.target, style=agent_style(p.target))
+            _agent(t, p.target)
             t.append(f"  hop {p.hop}", style="dim")
             t.append("  reason: ", style="dim")
-            t.append(clip(p.reason, 100))
+            t.append(safe_clip(p.reason, 100))
             t.append("  state keys: ", style="dim")
-            t.append(state_keys(p.state), style="bold")
+            t.append(safe(state_keys(p.state), "bold"))
             if p.priority != "normal":
-                t.append(f"  priority {p.priority}", style="yellow")
+                t.append("  priority ", style="yellow")
+                t.append(safe(p.priority, "yellow"))
             if self.verbose:
-                t.append(f"\n    objective: {clip(p.objective, 160)}", style="dim")
+                t.append("\n    objective: ", style="dim")
+                t.append(safe_clip(p.objective, 160, "dim"))
         elif isinstance(event, HandoffRefused):
             t.append("✗ hand-off refused ", style="bold red")
-            t.append(event.agent or "?", style=agent_style(event.agent))
+            _agent(t, event.agent)
             t.append(" -> ")
-            t.append(event.target, style=agent_style(event.target))
-            t.append(f"  {clip(event.reason, 160)}", style="red")
+            _agent(t, event.target)
+            t.append("  ", style="red")
+            t.append(safe_clip(event.reason, 160, "red"))
         elif isinstance(event, GuardTripped):
             t.append("⚠ guard ", style="bold yellow")
-            t.append(event.guard, style="bold yellow")
+            t.append(safe(event.guard, "bold yellow"))
             if event.agent:
-                t.append(f"  at {event.agent}", style="dim")
-            t.append(f"  {clip(event.detail, 160)}", style="yellow")
+                t.append("  at ", style="dim")
+                t.append(safe(event.agent, "dim"))
+            t.append("  ", style="yellow")
+            t.append(safe_clip(event.detail, 160, "yellow"))
         elif isinstance(event, Escalated):
             card = event.card
             t.append("⇡ escalated ", style="bold red")
-            t.append(f"to {event.to}", style="bold")
+            t.append("to ", style="bold")
+            t.append(safe(event.to, "bold"))
             t.append("  reasons: ", style="dim")
-            t.append(clip("; ".join(card.reasons), 160))
+            t.append(safe_clip("; ".join(card.reasons), 160))
             t.append("  state keys: ", style="dim")
-            t.append(state_keys(card.state), style="bold")
+            t.append(safe(state_keys(card.state), "bold"))
         elif isinstance(event, RunFinished):
             style = {
                 "completed": "bold green",
@@ -192,46 +214,62 @@ class ConsoleSink:
             }.get(event.status, "bold yellow")
             total = total_usage(event.usage)
             t.append("■ run ", style="bold")
-            t.append(event.status, style=style)
+            t.append(safe(event.status, style))
             t.append("  path: ", style="dim")
-            t.append(" -> ".join(event.path) or "-")
+            t.append(safe(" -> ".join(event.path) or "-"))
             t.append(
                 f"  tokens {total.total_tokens} ({total.input_tokens} in / "
                 f"{total.output_tokens} out)"
             )
             t.append(f"  {fmt_ms(event.latency_ms)}", style="dim")
             if event.error:
-                t.append(f"\n  error: {clip(event.error, 200)}", style="red")
+                t.append("\n  error: ", style="red")
+                t.append(safe_clip(event.error, 200, "red"))
         elif isinstance(event, ApprovalRequested):
             ask = event.card
-            what = f"tool {ask.tool}" if ask.kind == "tool" else f"hand-off to {ask.target}"
             self._prefix(t, ask.agent)
             t.append("⏸ approval needed ", style="bold yellow")
-            t.append(what, style="bold")
-            t.append(f"  {ask.id}", style="dim")
+            if ask.kind == "tool":
+                t.append("tool ", style="bold")
+                t.append(safe(ask.tool, "bold"))
+            else:
+                t.append("hand-off to ", style="bold")
+                t.append(safe(ask.target, "bold"))
+            t.append("  ", style="dim")
+            t.append(safe(ask.id, "dim"))
         elif isinstance(event, ApprovalDecided):
             style = {"approved": "bold green", "pending": "bold yellow"}.get(
                 event.decision, "bold red"
             )
             t.append("✔ " if event.decision in ("approved", "pending") else "✘ ", style=style)
-            t.append(f"approval {event.approval_id} ", style="bold")
-            t.append(event.decision, style=style)
+            t.append("approval ", style="bold")
+            t.append(safe(event.approval_id, "bold"))
+            t.append(" ", style="bold")
+            t.append(safe(event.decision, style))
             if event.by:
-                t.append(f" by {event.by}")
+                t.append(" by ")
+                t.append(safe(event.by))
             if event.role:
-                t.append(f" ({event.role})", style="dim")
+                t.append(" (", style="dim")
+                t.append(safe(event.role, "dim"))
+                t.append(")", style="dim")
             if event.reason:
-                t.append(f"  {clip(event.reason, 120)}", style="dim")
+                t.append("  ", style="dim")
+                t.append(safe_clip(event.reason, 120, "dim"))
         elif isinstance(event, RunResumed):
             t.append("↻ run resumed ", style="bold")
-            t.append(f"from checkpoint {event.checkpoint}", style="dim")
+            t.append("from checkpoint ", style="dim")
+            t.append(safe(str(event.checkpoint), "dim"))
             if event.reason:
-                t.append(f"  ({clip(event.reason, 120)})", style="dim")
+                t.append("  (", style="dim")
+                t.append(safe_clip(event.reason, 120, "dim"))
+                t.append(")", style="dim")
         elif isinstance(event, ToolRefused):
             self._prefix(t, event.agent)
             t.append("✗ tool refused ", style="bold red")
-            t.append(event.tool, style="bold")
-            t.append(f"  {clip(event.reason, 160)}", style="red")
+            t.append(safe(event.tool, "bold"))
+            t.append("  ", style="red")
+            t.append(safe_clip(event.reason, 160, "red"))
         else:  # text deltas are for the stream (`team.stream`), not for event lines
             return None
         return t
@@ -239,5 +277,10 @@ class ConsoleSink:
     @staticmethod
     def _prefix(t: Text, agent: str | None) -> None:
         t.append("  ")
-        t.append(agent or "?", style=agent_style(agent))
+        _agent(t, agent or "?")
         t.append(" · ", style="dim")
+
+
+def _agent(t: Text, name: str | None) -> None:
+    """Append an agent name (a model may invent one: a hand-off target) in its colour."""
+    t.append(safe(name or "?", agent_style(name)))

@@ -4,6 +4,9 @@
 counts per step; the CLI renders them as a tree, a timeline, a JSON document or a Mermaid
 diagram. Events carry their end time (`ts`) and, for calls, their latency, so a step starts
 at `ts - latency`.
+
+Details keep the raw text of users and models (one line, shortened, but control and bidi
+characters untouched): a renderer for a terminal shows them through `baton.observe.terminal`.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from baton.core.events import (
     StateUpdated,
     ToolCalled,
 )
-from baton.observe.console import clip, total_usage
+from baton.observe.console import total_usage
+from baton.observe.terminal import one_line
 
 StepKind = Literal[
     "route", "model_call", "tool_call", "handoff", "refusal", "guard", "escalation", "state"
@@ -145,11 +149,11 @@ def _step(event: Event) -> Step | None:
         )
     if isinstance(event, ModelCalled):
         if event.error:
-            detail = f"error: {clip(event.error, 80)}"
+            detail = f"error: {one_line(event.error, 80)}"
         elif event.tool_calls:
             detail = "requests " + ", ".join(event.tool_calls)
         else:
-            detail = "reply: " + clip(event.text, 60)
+            detail = "reply: " + one_line(event.text, 60)
         if event.reask:
             detail = "(re-ask) " + detail
         return Step(
@@ -163,7 +167,7 @@ def _step(event: Event) -> Step | None:
             **base,
         )
     if isinstance(event, ToolCalled):
-        detail = event.tool + (" ok" if event.ok else f" error: {clip(event.error, 80)}")
+        detail = event.tool + (" ok" if event.ok else f" error: {one_line(event.error, 80)}")
         if event.truncated:
             detail += " (result truncated)"
         return Step(
@@ -177,7 +181,7 @@ def _step(event: Event) -> Step | None:
         )
     if isinstance(event, Handoff):
         p = event.payload
-        detail = f"{p.source} -> {p.target}: {clip(p.reason, 80)}"
+        detail = f"{p.source} -> {p.target}: {one_line(p.reason, 80)}"
         if p.priority != "normal":
             detail += f" [{p.priority}]"
         base["hop"] = p.hop  # the hand-off's own number (1 for the run's first)
@@ -194,13 +198,13 @@ def _step(event: Event) -> Step | None:
         detail = f"{', '.join(event.slots)} set by {by}"
         return Step(kind="state", detail=detail, start=event.ts, keys=list(event.slots), **base)
     if isinstance(event, HandoffRefused):
-        detail = f"-> {event.target}: {clip(event.reason, 100)}"
+        detail = f"-> {event.target}: {one_line(event.reason, 100)}"
         return Step(kind="refusal", detail=detail, start=event.ts, failed=True, **base)
     if isinstance(event, GuardTripped):
-        detail = f"{event.guard}: {clip(event.detail, 100)}"
+        detail = f"{event.guard}: {one_line(event.detail, 100)}"
         return Step(kind="guard", detail=detail, start=event.ts, failed=True, **base)
     if isinstance(event, Escalated):
-        detail = f"to {event.to}: {clip('; '.join(event.card.reasons), 100)}"
+        detail = f"to {event.to}: {one_line('; '.join(event.card.reasons), 100)}"
         return Step(
             kind="escalation",
             detail=detail,
