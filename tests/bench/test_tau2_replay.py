@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -26,7 +27,8 @@ from baton.bench.tau2 import (
     replay,
 )
 from baton.bench.tau2.oracle import make_tools
-from baton.bench.tau2.toolkit import TRANSFER, WRITE
+from baton.bench.tau2.retail import RetailTools
+from baton.bench.tau2.toolkit import TRANSFER, WRITE, ActionRefused
 from baton.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,6 +107,54 @@ def test_gold_failures_are_the_documented_ones(retail: Domain, airline: Domain) 
     assert len(retail_errors) == 18 and airline_errors == []
     # every one is a rule of the domain refusing the call, none a bug or a schema mismatch
     assert all(e.startswith("ActionRefused: ") for e in retail_errors)
+
+
+def raw_difference(db: dict[str, Any], arguments: Mapping[str, Any]) -> float | None:
+    """The float sum of `new price - old price` over the call's items, item by item, or None
+    when an id does not resolve (the tool then refuses the call)."""
+    order = db["orders"].get(arguments["order_id"])
+    if order is None:
+        return None
+    total = 0.0
+    for old_id, new_id in zip(arguments["item_ids"], arguments["new_item_ids"], strict=False):
+        old = next((i for i in order["items"] if i["item_id"] == old_id), None)
+        variant = db["products"][old["product_id"]]["variants"].get(new_id) if old else None
+        if old is None or variant is None:
+            return None
+        total += variant["price"] - old["price"]
+    return total
+
+
+def test_retail_money_follows_upstream_arithmetic(retail: Domain) -> None:
+    """Issue 15, item 12: upstream's modify_pending_order_items stores the float sum of
+    `new price - old price` unrounded, while the exchange rounds it to cents. Walk every gold
+    action, recompute each difference from the database just before the call and check what
+    was stored; on 35 of the 114 tasks rounding would have changed a stored float."""
+    changed_by_rounding: set[str] = set()
+    modifications = exchanges = 0
+    for task in retail.tasks:
+        tools = RetailTools(retail.fresh_db())
+        for action in task.actions:
+            raw = None
+            if action.name in ("modify_pending_order_items", "exchange_delivered_order_items"):
+                raw = raw_difference(tools.db, action.arguments)
+            try:
+                result = tools.call(action.name, action.arguments)
+            except ActionRefused:
+                continue
+            if action.name == "modify_pending_order_items":
+                assert raw is not None, task.id
+                modifications += 1
+                entry = result["payment_history"][-1]
+                assert entry["amount"] == abs(raw), (task.id, entry, raw)
+                if round(raw, 2) != raw:
+                    changed_by_rounding.add(task.id)
+            elif action.name == "exchange_delivered_order_items":
+                assert raw is not None, task.id
+                exchanges += 1
+                assert result["exchange_price_difference"] == round(raw, 2), (task.id, raw)
+    assert modifications > 0 and exchanges > 0
+    assert len(changed_by_rounding) == 35, sorted(changed_by_rounding, key=int)
 
 
 # ---------------------------------------------------------------------------- acceptance
@@ -210,7 +260,7 @@ def test_dropping_or_corrupting_a_write_is_caught_by_the_database(name: str) -> 
 # a second cancellation appends refunds again, a second booking books again, two bookings
 # swapped swap their new ids, two address changes swapped leave the other address.
 STATEFUL = {
-    "retail": [("22", Mutation("reorder")), ("112", Mutation("reorder"))],
+    "retail": [("22", Mutation("reorder"))],
     "airline": [
         ("19", Mutation("duplicate")),  # cancel_reservation
         ("39", Mutation("duplicate")),  # cancel_reservation
@@ -234,6 +284,16 @@ def test_repeating_or_reordering_stateful_writes_is_caught_by_the_database(name:
             assert not r.db_match and not r.writes_match and not r.passed, (task_id, mutation)
 
     asyncio.run(check())
+
+
+def test_swapped_gift_card_modifications_are_caught_by_the_write_log(retail: Domain) -> None:
+    """Task 112 modifies two orders, both paid with one gift card. With upstream's unrounded
+    differences the two orders give the same balance either way, so τ²'s database check cannot
+    see the swap (it only did while the differences were rounded to cents, by float luck); the
+    replay's write log still tells."""
+    replayer = Replayer(retail)
+    r = asyncio.run(replayer.run(retail.task("112"), Mutation("reorder")))
+    assert r.db_match and not r.writes_match and not r.passed
 
 
 @pytest.mark.parametrize("name", ["retail", "airline"])

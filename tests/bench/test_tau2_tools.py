@@ -209,6 +209,85 @@ def test_a_zero_difference_is_logged_as_a_refund_and_gift_cards_pay(retail: Reta
     assert db["users"]["ann_lee_1"]["payment_methods"]["gift_card_1"]["balance"] == 4.0
 
 
+def test_modify_items_stores_the_unrounded_price_difference(retail: RetailTools) -> None:
+    """Upstream keeps the float sum of `new - old` as it is: 10.1 - 10.0 is stored as
+    0.09999999999999964, never as 0.1 (issue 15, item 12: rounding it to cents made 35 retail
+    gold databases differ from the ones τ²'s own evaluator computes)."""
+    db = retail.db
+    db["products"]["p1"]["variants"]["112"]["price"] = 10.1
+    raw = 10.1 - 10.0
+    assert raw != round(raw, 2)  # the case where rounding would change the stored float
+    retail.call(
+        "modify_pending_order_items",
+        {
+            "order_id": "#W1",
+            "item_ids": ["111"],
+            "new_item_ids": ["112"],
+            "payment_method_id": "gift_card_1",
+        },
+    )
+    entry = db["orders"]["#W1"]["payment_history"][-1]
+    assert entry["transaction_type"] == "payment"
+    assert entry["amount"] == raw and entry["amount"] != 0.1
+    assert repr(entry["amount"]) == "0.09999999999999964"
+    balance = db["users"]["ann_lee_1"]["payment_methods"]["gift_card_1"]["balance"]
+    assert balance == 4.0 - raw and balance != 3.9  # the gift card pays the float sum too
+
+
+def test_modify_items_sums_the_differences_item_by_item_without_rounding(
+    retail: RetailTools,
+) -> None:
+    db = retail.db
+    db["products"]["p1"]["variants"]["112"]["price"] = 10.1
+    db["products"]["p2"]["variants"]["222"]["price"] = 20.2
+    retail.call(
+        "modify_pending_order_items",
+        {
+            "order_id": "#W1",
+            "item_ids": ["111", "221"],
+            "new_item_ids": ["112", "222"],
+            "payment_method_id": "credit_card_1",
+        },
+    )
+    raw = 0.0
+    raw += 10.1 - 10.0
+    raw += 20.2 - 30.0
+    assert raw != round(raw, 2)
+    entry = db["orders"]["#W1"]["payment_history"][-1]
+    assert entry == {
+        "transaction_type": "refund",
+        "amount": abs(raw),
+        "payment_method_id": "credit_card_1",
+    }
+    assert entry["amount"] != 9.7
+
+
+def test_exchange_rounds_the_price_difference_to_cents(retail: RetailTools) -> None:
+    """The exchange, unlike the modification, rounds the summed difference (the prose:
+    "summed and rounded"), before the gift-card check."""
+    retail.db["products"]["p1"]["variants"]["112"]["price"] = 10.1
+    order = retail.call(
+        "exchange_delivered_order_items",
+        {
+            "order_id": "#W2",
+            "item_ids": ["111"],
+            "new_item_ids": ["112"],
+            "payment_method_id": "credit_card_1",
+        },
+    )
+    assert order["exchange_price_difference"] == 0.1
+    assert repr(order["exchange_price_difference"]) == "0.1"
+
+
+def test_cancel_rounds_gift_card_refunds_to_cents(retail: RetailTools) -> None:
+    db = retail.db
+    db["users"]["ann_lee_1"]["payment_methods"]["gift_card_1"]["balance"] = 0.1
+    db["orders"]["#W1"]["payment_history"][0]["amount"] = 0.2
+    assert 0.1 + 0.2 != 0.3
+    retail.call("cancel_pending_order", {"order_id": "#W1", "reason": "no longer needed"})
+    assert db["users"]["ann_lee_1"]["payment_methods"]["gift_card_1"]["balance"] == 0.3
+
+
 def test_modify_payment_needs_a_single_payment_and_moves_gift_card_money(
     retail: RetailTools,
 ) -> None:

@@ -283,8 +283,14 @@ class AirlineTools(DomainTools):
             raise ActionRefused("No reservation id left for a new booking")
         count = len(passengers)
         segments = [self._bookable(f["flight_number"], f["date"], cabin, count) for f in flights]
-        total = sum(s["price"] for s in segments) * count
-        total += (30 * count if insurance == "yes" else 0) + 50 * nonfree_baggages
+        # in the prose's order ("prices[cabin] x passengers per flight, + 30 x passengers if
+        # insured, + 50 x nonfree_baggages"), which decides the float sum if prices are floats
+        total: float = 0
+        for segment in segments:
+            total += segment["price"] * count
+        if insurance == "yes":
+            total += 30 * count
+        total += 50 * nonfree_baggages
         methods = user["payment_methods"]
         for pay in payment_methods:
             method = methods.get(pay["payment_id"])

@@ -83,8 +83,14 @@ class RetailTools(DomainTools):
         *,
         must_differ: bool,
     ) -> tuple[float, list[dict[str, Any]]]:
-        """(new total - old total rounded to 2 dp, the new variants in order); each new id must
-        be an available variant of the old item's product."""
+        """(new total - old total, the new variants in order); each new id must be an available
+        variant of the old item's product.
+
+        The difference is the plain float sum of `new price - old price`, item by item, never
+        rounded here: `modify_pending_order_items` stores it as it is (as upstream does), and
+        `exchange_delivered_order_items` rounds it to cents itself (the prose: "summed and
+        rounded"). Rounding it here made 35 retail gold databases differ from upstream's.
+        """
         if len(item_ids) != len(new_item_ids):
             raise ActionRefused("The number of items to be exchanged should match")
         diff = 0.0
@@ -98,7 +104,7 @@ class RetailTools(DomainTools):
                 raise ActionRefused(f"New item {new_id} not found or not available")
             diff += variant["price"] - old["price"]
             variants.append(variant)
-        return round(diff, 2), variants
+        return diff, variants
 
     # ------------------------------------------------------------------ reads
     def find_user_id_by_email(self, email: str) -> str:
@@ -245,6 +251,7 @@ class RetailTools(DomainTools):
         if order["status"] != "pending":
             raise ActionRefused("Non-pending order cannot be modified")
         self._check_items(order, item_ids)
+        # unrounded, as upstream: the payment entry and the gift card take the float sum itself
         diff, variants = self._price_difference(order, item_ids, new_item_ids, must_differ=True)
         self._payment_method(order["user_id"], payment_method_id)
         card = self._gift_card(order["user_id"], payment_method_id)
@@ -328,7 +335,8 @@ class RetailTools(DomainTools):
         if order["status"] != "delivered":
             raise ActionRefused("Non-delivered order cannot be exchanged")
         self._check_items(order, item_ids)
-        diff, _ = self._price_difference(order, item_ids, new_item_ids, must_differ=False)
+        raw, _ = self._price_difference(order, item_ids, new_item_ids, must_differ=False)
+        diff = round(raw, 2)  # summed, then rounded to cents before the gift-card check
         self._payment_method(order["user_id"], payment_method_id)
         card = self._gift_card(order["user_id"], payment_method_id)
         if card is not None and card["balance"] < diff:
