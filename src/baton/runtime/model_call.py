@@ -104,6 +104,12 @@ def over_budget(k: Runner, r: RunState, plan: AgentPlan, starting: bool) -> Trip
     """The `budget` trip when the run spent a per-run budget (before a call: up to its limit;
     after one: past it), else None."""
     guards = k.cfg.guards
+    if (
+        guards.max_model_calls_per_run is None
+        and guards.max_tokens_per_run is None
+        and guards.max_cost_per_run is None
+    ):
+        return None  # no budget set (the default): nothing to count
     tokens = sum([u.total_tokens for u in r.usage.values()])
     detail = check_budget(guards, r.model_calls, tokens, r.cost, starting)
     model = plan.model.name
