@@ -245,3 +245,39 @@ async def test_the_escalated_event_keeps_the_card_it_was_emitted_with() -> None:
     assert result.escalation is not None and len(result.escalation.reasons) == 2
     [ticket] = await team.tickets.list()
     assert ticket.card.reasons == result.escalation.reasons
+
+
+def test_two_threads_running_one_session_never_hang() -> None:
+    """Each `run_sync` has its own event loop: the second run waits for the session (it never
+    takes the first, live run for a crashed one); neither hangs, nothing is lost or doubled."""
+    import threading
+    import time
+
+    from baton.core.errors import ConflictError
+
+    @tool
+    def slow(n: int) -> str:
+        """Work a little."""
+        time.sleep(0.2)
+        return "ok"
+
+    model = S(lambda rq: S.say("done") if rq.messages[-1].role == "tool" else S.call("slow", n=1))
+    team = Team([Agent(name="a", tools=[slow])], entry="a", model=model)
+    outcomes: list[str] = []
+
+    def go() -> None:
+        try:
+            outcomes.append(team.run_sync("x", session_id="S").status)
+        except ConflictError as exc:  # pragma: no cover - the failure this test looks for
+            outcomes.append(f"conflict: {exc}")
+
+    threads = [threading.Thread(target=go) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=10)
+    assert not any(th.is_alive() for th in threads), "a run_sync hung"
+    assert outcomes == ["completed", "completed"]  # the second waited for the first
+    stored = asyncio.run(team.store.get_messages("S"))
+    assert [m.role for m in stored].count("user") == 2
+    assert len({m.id for m in stored}) == len(stored)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import threading
 import time
 import weakref
 
@@ -43,16 +44,60 @@ class SessionLocks:
         self.users: dict[str, int] = {}
 
 
-_BY_STORE: weakref.WeakKeyDictionary[Store, SessionLocks] = weakref.WeakKeyDictionary()
-"""The session locks of each store object (two teams on one `MemoryStore` take turns); it
-holds nothing once the store is gone."""
+_BY_STORE: weakref.WeakKeyDictionary[
+    Store, weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, SessionLocks]
+] = weakref.WeakKeyDictionary()
+"""The session locks of each store object (two teams on one `MemoryStore` take turns), per
+event loop (an asyncio lock belongs to one loop: two threads each in `run_sync` have their
+own); it holds nothing once the store or the loop is gone."""
+
+
+class LiveSessions:
+    """The sessions of one store object that a run of this process holds, across threads
+    (each `run_sync` has its own event loop and so its own asyncio locks): a run in another
+    thread is waited for, never taken for a crashed run and resumed under it."""
+
+    __slots__ = ("guard", "held")
+
+    def __init__(self) -> None:
+        self.guard = threading.Lock()
+        self.held: set[str] = set()
+
+    def take(self, session_id: str) -> bool:
+        """Hold `session_id` if no other thread's run does."""
+        with self.guard:
+            if session_id in self.held:
+                return False
+            self.held.add(session_id)
+            return True
+
+    def give(self, session_id: str) -> None:
+        with self.guard:
+            self.held.discard(session_id)
+
+
+_LIVE: weakref.WeakKeyDictionary[Store, LiveSessions] = weakref.WeakKeyDictionary()
+_LIVE_GUARD = threading.Lock()
+
+
+def live_sessions(store: Store) -> LiveSessions:
+    """The sessions of `store` held by runs of this process."""
+    with _LIVE_GUARD:
+        found = _LIVE.get(store)
+        if found is None:
+            found = _LIVE[store] = LiveSessions()
+        return found
 
 
 def session_locks(store: Store) -> SessionLocks:
-    """The session locks of `store` in this process."""
-    found = _BY_STORE.get(store)
+    """The session locks of `store` for the running event loop."""
+    loop = asyncio.get_running_loop()
+    per_loop = _BY_STORE.get(store)
+    if per_loop is None:
+        per_loop = _BY_STORE[store] = weakref.WeakKeyDictionary()
+    found = per_loop.get(loop)
     if found is None:
-        found = _BY_STORE[store] = SessionLocks()
+        found = per_loop[loop] = SessionLocks()
     return found
 
 
@@ -66,14 +111,16 @@ class Resumer:
         self.owner = new_id("own_")
         """This process's (team's) name in the store's leases."""
         runner.fence = self.fence
-        self._held: tuple[Store, SessionLocks] | None = None
+        self._held: tuple[Store, asyncio.AbstractEventLoop, SessionLocks] | None = None
 
     def _locks(self, store: Store) -> SessionLocks:
-        """The session locks of the team's store (looked up again after `use_store`)."""
+        """The session locks of the team's store on this loop (looked up again after
+        `use_store`, or from another thread's loop)."""
         held = self._held
-        if held is None or held[0] is not store:
-            held = self._held = (store, session_locks(store))
-        return held[1]
+        loop = asyncio.get_running_loop()
+        if held is None or held[0] is not store or held[1] is not loop:
+            held = self._held = (store, loop, session_locks(store))
+        return held[2]
 
     async def fence(self, session_id: str) -> None:
         """Renew this process's lease on the session, or stop the run: another process took
@@ -105,16 +152,35 @@ class Resumer:
         except BaseException:
             _leave_lock(held, session_id)
             raise
+        live = live_sessions(store)
+        try:
+            await self._wait_for_other_threads(live, session_id)
+        except BaseException:
+            lock.release()
+            _leave_lock(held, session_id)
+            raise
         if not store.shared:
             return None
         key = f"session|{session_id}"
         try:
             await self._acquire(key, session_id, self.lease_s)
         except BaseException:
+            live.give(session_id)
             lock.release()
             _leave_lock(held, session_id)
             raise
         return asyncio.ensure_future(self._renew(key))
+
+    async def _wait_for_other_threads(self, live: LiveSessions, session_id: str) -> None:
+        deadline = time.monotonic() + 2 * self.lease_s
+        while not live.take(session_id):
+            if time.monotonic() > deadline:
+                raise ConflictError(
+                    f"session {session_id!r} is held by a run in another thread of this "
+                    f"process for over {2 * self.lease_s:g}s; retry when it has finished",
+                    key=session_id,
+                )
+            await asyncio.sleep(_POLL_S)
 
     async def leave(self, session_id: str, renewal: asyncio.Task[None] | None) -> None:
         """Give the session up (lease, then lock)."""
@@ -127,6 +193,7 @@ class Resumer:
                     await renewal
                 await store.release_lease(f"session|{session_id}", self.owner)
         finally:
+            live_sessions(store).give(session_id)
             held.locks[session_id].release()
             _leave_lock(held, session_id)
 
