@@ -42,8 +42,11 @@ class ToolContext:
     agent: str
     call_id: str
     user_id: str | None = None
+    """The user the session belongs to (a tool can check the caller with it)."""
     state: Mapping[str, Any] = field(default_factory=dict)
     """The session's slots when the call started (a copy)."""
+    scopes: tuple[str, ...] = ()
+    """The scopes of the agent that made the call."""
 
 
 _CONTEXT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(

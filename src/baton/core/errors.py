@@ -64,6 +64,10 @@ class NoRunToResume(BatonError):
     """`team.resume` named a session that has no unfinished run."""
 
 
+class SessionOwnerError(BatonError, PermissionError):
+    """A run named a session that belongs to another user; nothing ran and nothing changed."""
+
+
 class TicketError(BatonError):
     """A human-queue ticket cannot take that step (unknown id, claimed by someone else, or
     already answered or closed)."""

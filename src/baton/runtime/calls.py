@@ -232,6 +232,7 @@ async def run_tool(
         call_id=pc.call.id,
         user_id=r.user_id,
         state=dict(r.session.state),
+        scopes=tuple(plan.agent.scopes),
     )
     started = time.perf_counter()
     try:

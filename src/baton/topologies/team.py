@@ -11,7 +11,13 @@ from baton.agents import Agent
 from baton.backends import open_store
 from baton.backends.base import Checkpoint, HumanTicket, SessionRecord, Store
 from baton.core.approval import ApprovalCard
-from baton.core.errors import ApprovalError, BatonError, ConfigError, TicketError
+from baton.core.errors import (
+    ApprovalError,
+    BatonError,
+    ConfigError,
+    SessionOwnerError,
+    TicketError,
+)
 from baton.core.events import Event
 from baton.core.ids import new_id
 from baton.core.text import clean_text
@@ -194,6 +200,13 @@ class Team:
         sid = session_id or new_id("s_")
         message = clean_text(message)
         async with self._held(sid):
+            session = await self.store.get_session(sid)
+            if session is not None and session.user_id and user_id and user_id != session.user_id:
+                # checked before anything runs (an interrupted run of the owner's included)
+                raise SessionOwnerError(
+                    f"session {sid!r} belongs to another user; user {user_id!r} may not run "
+                    "in it. Start a new session for this user"
+                )
             await self._resumer.finish_crashed(sid)
             session = await self.store.get_session(sid) or SessionRecord(sid, user_id=user_id)
             return await self._runner.run(message, session, user_id, listener)
