@@ -604,3 +604,35 @@ async def test_a_fallback_agent_cannot_pass_the_baton_on_not_even_back() -> None
     assert [r.target for r in refused] == ["billing"]
     calls = [e for e in of_type(result.events, "tool_called") if e.agent == "supervisor"]
     assert [c.tool for c in calls] == ["transfer_back"] and not calls[0].ok
+
+
+async def test_an_oversized_hand_off_payload_is_refused_with_the_reason() -> None:
+    big = "很长的背景说明。" * 1200  # ~29 KB of UTF-8
+    model = S(
+        {
+            "triage": [
+                handoff("billing", objective=big),
+                handoff("billing", objective="Send the invoice", state={"order_id": "ORD-1"}),
+            ],
+            "billing": [S.say("Billing here.")],
+        }
+    )
+    team = Team(
+        [Agent(name="triage", handoffs=["billing"]), Agent(name="billing")],
+        entry="triage",
+        model=model,
+    )
+    result = await team.run("invoice for ORD-1", session_id="S")
+    assert result.status == "completed" and result.path == ["triage", "billing"]
+    (refused,) = of_type(result.events, "handoff_refused")
+    assert "bytes, over the 8,192 a hand-off may carry" in refused.reason
+    assert result.handoffs[0].objective == "Send the invoice"
+    # the cap can be raised or turned off
+    model2 = S({"triage": [handoff("billing", objective=big)], "billing": [S.say("ok")]})
+    team2 = Team(
+        [Agent(name="triage", handoffs=["billing"]), Agent(name="billing")],
+        entry="triage",
+        model=model2,
+        guards=Guards(max_payload_bytes=0),
+    )
+    assert (await team2.run("x", session_id="S")).path == ["triage", "billing"]

@@ -41,6 +41,12 @@ class Guards(BaseModel):
         description="After this many receivers hand the request straight back (no tool called) "
         "in one run, re-route it through the team's router or fallback; 0 turns it off.",
     )
+    max_payload_bytes: int = Field(
+        default=8192,
+        ge=0,
+        description="Largest hand-off payload (the model's arguments, UTF-8 bytes) the kernel "
+        "accepts; a larger one is refused with the reason; 0 turns the cap off.",
+    )
     max_model_calls_per_run: int | None = Field(
         default=None, ge=1, description="Model calls (re-asks included) allowed in one run."
     )

@@ -1,9 +1,9 @@
 """Accepting a hand-off: one short function over named steps.
 
-permitted -> validated -> grounded -> entities merged -> refusal / re-route -> loop guards ->
-approved -> duplicate lock -> summary -> redaction -> recorded. The steps before the approval
-gate run again when a paused hand-off resumes, so they record nothing a second time that
-matters (a refusal counts once per call). Each step either passes the payload
+permitted -> within size -> validated -> grounded -> entities merged -> refusal / re-route ->
+loop guards -> approved -> duplicate lock -> summary -> redaction -> recorded. The steps before
+the approval gate run again when a paused hand-off resumes, so they record nothing a second time
+that matters (a refusal counts once per call). Each step either passes the payload
 on or ends the attempt with a refusal (the model reads why and may try again), a trip, or the
 human queue. Whether an agent may hand to a target is decided in one place: `plan.may_hand_to`.
 """
@@ -91,6 +91,7 @@ async def accept(
     source = t.agent
     try:
         permitted(plan, target, back)
+        within_size(k, pc)
         payload = validated(r, source, target, pc.args or {})
         if target == HUMAN:
             why = f"{source} asked for a human: {payload.reason}"
@@ -121,6 +122,21 @@ def permitted(plan: AgentPlan, target: str, back: bool) -> None:
     if not back and not plan.may_hand_to(target):
         allowed = ", ".join(sorted(plan.handoff_targets)) or "none"
         raise Refused(f"{plan.agent.name} may not hand off to {target!r} (allowed: {allowed})")
+
+
+def within_size(k: Runner, pc: PendingCall) -> None:
+    """The payload is no larger than `Guards.max_payload_bytes` (what crosses a hand-off is a
+    brief, not a document)."""
+    cap = k.cfg.guards.max_payload_bytes
+    if not cap or len(pc.call.arguments) * 4 <= cap:  # 4 bytes a character at the most
+        return
+    size = len(pc.call.arguments.encode("utf-8", "surrogatepass"))
+    if size > cap:
+        raise Refused(
+            f"the payload is {size:,} bytes, over the {cap:,} a hand-off may carry "
+            "(Guards.max_payload_bytes); pass ids, state slots and a short objective, not "
+            "documents: the receiver can call fetch_history"
+        )
 
 
 def validated(r: RunState, source: str, target: str, args: dict[str, Any]) -> HandoffPayload:
