@@ -13,14 +13,14 @@ import typer
 from baton.cli.approvals import approvals_app
 from baton.cli.audit import audit_app
 from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team
-from baton.cli.driver import with_team
+from baton.cli.driver import run_and_report
 from baton.cli.metrics import metrics as metrics_command
-from baton.cli.output import LivePrinter, print_outcome
+from baton.cli.output import LivePrinter
 from baton.cli.resume import resume as resume_command
 from baton.cli.tau2 import bench_tau2
 from baton.cli.tickets import tickets_app
 from baton.cli.trace import trace as trace_command
-from baton.core.errors import ApprovalError, BatonError
+from baton.core.errors import BatonError
 from baton.observe.console import ConsoleSink
 from baton.runtime.result import RunResult
 from baton.topologies.team import Team
@@ -112,22 +112,9 @@ def run(
     out, err = _consoles()
     url = store or DEFAULT_STORE_URL
     printer = LivePrinter(out, quiet=quiet, verbose=verbose)
-    try:
-        try:
-            result, log_file = with_team(
-                target, url, lambda team: _streamed(team, printer, message, session, user)
-            )
-        except ValueError as exc:
-            raise CLIError(str(exc)) from None
-        except ApprovalError as exc:
-            raise CLIError(str(exc), code=1) from None
-        except BatonError as exc:
-            raise CLIError(f"the run failed: {exc}", code=1) from None
-    except CLIError as exc:
-        fail(err, exc)
-        raise typer.Exit(exc.code) from None
-    print_outcome(out, result, url, str(log_file), target)
-    raise typer.Exit(1 if result.status == "failed" else 0)
+    run_and_report(
+        out, err, target, url, lambda team: _streamed(team, printer, message, session, user)
+    )
 
 
 app.command("resume")(resume_command)

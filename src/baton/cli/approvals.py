@@ -9,13 +9,13 @@ from typing import Annotated, Any
 import typer
 
 from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail
-from baton.cli.driver import with_store, with_team
+from baton.cli.driver import run_and_report, with_store
 from baton.cli.options import QuietOption, StoreOption, TeamOption, VerboseOption
-from baton.cli.output import ago, print_outcome
+from baton.cli.output import ago
 from baton.core.approval import ApprovalCard
-from baton.core.errors import ApprovalError, BatonError, ConflictError, NoRunToResume
+from baton.core.errors import BatonError
 from baton.observe.console import ConsoleSink
-from baton.observe.terminal import safe, safe_clip, safe_text
+from baton.observe.terminal import safe, safe_clip
 from baton.runtime.result import RunResult
 from baton.topologies.team import Team
 
@@ -49,7 +49,7 @@ def list_approvals(store: StoreOption = None) -> None:
         try:
             checkpoints = with_store(url, lambda st: st.list_checkpoints("awaiting_approval"))
         except BatonError as exc:
-            raise CLIError(safe_text(f"cannot read the store {url}: {exc}"), code=1) from None
+            raise CLIError(f"cannot read the store {url}: {exc}", code=1) from None
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None
@@ -105,18 +105,7 @@ def _decide(
     """Run `decision(team)` (approve or reject) and print the continued run's result."""
     out, err = _consoles()
     live = None if quiet else ConsoleSink(out, verbose=verbose)
-    try:
-        try:
-            result, log_file = with_team(target, url, decision, live=live, existing=True)
-        except (ApprovalError, NoRunToResume, ConflictError) as exc:
-            raise CLIError(safe_text(str(exc)), code=1) from None
-        except BatonError as exc:
-            raise CLIError(safe_text(f"the run failed: {exc}"), code=1) from None
-    except CLIError as exc:
-        fail(err, exc)
-        raise typer.Exit(exc.code) from None
-    print_outcome(out, result, url, str(log_file), target)
-    raise typer.Exit(1 if result.status == "failed" else 0)
+    run_and_report(out, err, target, url, decision, live=live, existing=True)
 
 
 @approvals_app.command("approve")

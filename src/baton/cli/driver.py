@@ -11,13 +11,33 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import typer
 
 from baton.backends.base import Store
-from baton.cli.common import CLIError, events_path, load_team, open_cli_store, sqlite_file
+from baton.cli.common import (
+    CLIError,
+    events_path,
+    fail,
+    load_team,
+    open_cli_store,
+    sqlite_file,
+)
+from baton.core.errors import (
+    ApprovalError,
+    BatonError,
+    ConflictError,
+    NoRunToResume,
+    SessionOwnerError,
+)
 from baton.observe.base import EventSink
 from baton.observe.jsonl import JSONLSink
+from baton.runtime.result import RunResult
 from baton.topologies.team import Team
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 T = TypeVar("T")
 
@@ -93,3 +113,42 @@ def with_store(url: str, action: Callable[[Store], Coroutine[Any, Any, T]]) -> T
             await store.close()
 
     return asyncio.run(go())
+
+
+CLEAR_ERRORS: tuple[type[BaseException], ...] = (
+    ApprovalError,
+    NoRunToResume,
+    ConflictError,
+    SessionOwnerError,
+)
+"""Errors whose own message is the whole story (printed as they are, exit 1)."""
+
+
+def run_and_report(
+    out: Console,
+    err: Console,
+    target: str,
+    url: str,
+    action: Callable[[Team], Coroutine[Any, Any, RunResult]],
+    *,
+    live: EventSink | None = None,
+    existing: bool = False,
+) -> NoReturn:
+    """Run `action(team)`, print the run's outcome and exit: 1 when it failed or the team
+    refused it (with one clear line, no traceback), 2 for a usage mistake, else 0."""
+    from baton.cli.output import print_outcome
+
+    try:
+        try:
+            result, log_file = with_team(target, url, action, live=live, existing=existing)
+        except ValueError as exc:  # what the caller gave is wrong (an empty message, ...)
+            raise CLIError(str(exc)) from None
+        except CLEAR_ERRORS as exc:
+            raise CLIError(str(exc), code=1) from None
+        except BatonError as exc:
+            raise CLIError(f"the run failed: {exc}", code=1) from None
+    except CLIError as exc:
+        fail(err, exc)
+        raise typer.Exit(exc.code) from None
+    print_outcome(out, result, url, str(log_file), target)
+    raise typer.Exit(1 if result.status == "failed" else 0)

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail
-from baton.cli.driver import with_store, with_team
+from baton.cli.driver import run_and_report, with_store
 from baton.cli.options import QuietOption, StoreOption, VerboseOption
-from baton.cli.output import ago, print_outcome, utc
-from baton.core.errors import BatonError, ConflictError, NoRunToResume
+from baton.cli.output import ago, utc
+from baton.core.errors import BatonError, NoRunToResume
 from baton.observe.console import ConsoleSink
-from baton.observe.terminal import safe, safe_text
+from baton.observe.terminal import safe
 
 if TYPE_CHECKING:
     from baton.backends.base import Checkpoint, Store
@@ -79,21 +79,12 @@ def resume(
                 "give the SESSION to resume and its --team MODULE:ATTRIBUTE "
                 "(or --list to see the unfinished runs)"
             )
-        sid, target = session, team
-        live = None if quiet else ConsoleSink(out, verbose=verbose)
-        try:
-            result, log_file = with_team(
-                target, url, lambda t: t.resume(sid), live=live, existing=True
-            )
-        except (NoRunToResume, ConflictError) as exc:
-            raise CLIError(safe_text(str(exc)), code=1) from None
-        except BatonError as exc:
-            raise CLIError(safe_text(f"the run failed: {exc}"), code=1) from None
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None
-    print_outcome(out, result, url, str(log_file), target)
-    raise typer.Exit(1 if result.status == "failed" else 0)
+    sid = session
+    live = None if quiet else ConsoleSink(out, verbose=verbose)
+    run_and_report(out, err, team, url, lambda t: t.resume(sid), live=live, existing=True)
 
 
 def _discard(url: str, session_id: str) -> Checkpoint:
@@ -107,9 +98,9 @@ def _discard(url: str, session_id: str) -> Checkpoint:
     try:
         dropped = with_store(url, drop)
     except BatonError as exc:
-        raise CLIError(safe_text(str(exc)), code=1) from None
+        raise CLIError(str(exc), code=1) from None
     if dropped is None:
-        raise CLIError(safe_text(f"no store at {url}"), code=1)
+        raise CLIError(f"no store at {url}", code=1)
     return dropped
 
 
@@ -117,7 +108,7 @@ def _list(out: Any, url: str) -> None:
     try:
         checkpoints = with_store(url, lambda st: st.list_checkpoints())
     except BatonError as exc:
-        raise CLIError(safe_text(f"cannot read the store {url}: {exc}"), code=1) from None
+        raise CLIError(f"cannot read the store {url}: {exc}", code=1) from None
     if not checkpoints:
         out.print(safe(f"no unfinished runs in {url}"), soft_wrap=True)
         return

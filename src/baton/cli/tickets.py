@@ -13,7 +13,7 @@ from baton.cli.driver import require_store, with_store, with_team
 from baton.cli.options import StoreOption, TeamOption
 from baton.cli.output import ago
 from baton.core.errors import BatonError, ConfigError, ConflictError, TicketError
-from baton.observe.terminal import safe, safe_clip, safe_text
+from baton.observe.terminal import safe, safe_clip
 from baton.runtime.tickets import Tickets
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def _list(status: StatusChoice, store: str | None) -> None:
         try:
             tickets = with_store(url, lambda st: st.list_human(wanted))
         except BatonError as exc:
-            raise CLIError(safe_text(f"cannot read the store {url}: {exc}"), code=1) from None
+            raise CLIError(f"cannot read the store {url}: {exc}", code=1) from None
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None
@@ -121,9 +121,9 @@ def _step(url: str, action: Callable[[Store], Coroutine[Any, Any, HumanTicket]])
     try:
         ticket = with_store(url, action)
     except (TicketError, ConflictError) as exc:
-        raise CLIError(safe_text(str(exc)), code=1) from None
+        raise CLIError(str(exc), code=1) from None
     except BatonError as exc:
-        raise CLIError(safe_text(f"cannot update the store {url}: {exc}"), code=1) from None
+        raise CLIError(f"cannot update the store {url}: {exc}", code=1) from None
     assert ticket is not None  # the store file exists
     return ticket
 
@@ -172,12 +172,12 @@ def answer(
                 existing=True,
             )
         except ConfigError as exc:
-            raise CLIError(safe_text(str(exc))) from None
+            raise CLIError(str(exc)) from None
         except (TicketError, ConflictError) as exc:
-            raise CLIError(safe_text(str(exc)), code=1) from None
+            raise CLIError(str(exc), code=1) from None
         except BatonError as exc:
             message = f"cannot answer ticket {ticket_id}: {exc}"
-            raise CLIError(safe_text(message), code=1) from None
+            raise CLIError(message, code=1) from None
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None

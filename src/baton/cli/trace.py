@@ -406,15 +406,15 @@ def _read(url: str, session: str) -> list[Event]:
     db = sqlite_file(url)
     if db is not None and not db.exists():
         message = f"no store at {db}: run `baton run ...` first, or pass --store URL"
-        raise CLIError(safe_text(message), code=1)
+        raise CLIError(message, code=1)
     st = open_cli_store(url)
     try:
         events, recent = asyncio.run(_load_events(st, session))
     except BatonError as exc:
-        raise CLIError(safe_text(f"cannot read the store {url}: {exc}"), code=1) from None
+        raise CLIError(f"cannot read the store {url}: {exc}", code=1) from None
     if not events:
         hint = f"; recent sessions: {', '.join(recent)}" if recent else ""
-        raise CLIError(safe_text(f"session {session!r} has no events in {url}{hint}"), code=1)
+        raise CLIError(f"session {session!r} has no events in {url}{hint}", code=1)
     return events
 
 
@@ -428,7 +428,7 @@ def _why(out: Console, session: str, slot: str, events: list[Event], fmt: TraceF
             else "; no state writes are recorded for this session"
         )
         message = f"slot {slot!r} was never written in session {session!r}{hint}"
-        raise CLIError(safe_text(message), code=1)
+        raise CLIError(message, code=1)
     if fmt is TraceFormat.json:
         doc = {"session_id": session, "slot": slot, "writes": [w.model_dump() for w in writes]}
         typer.echo(json_safe(json.dumps(doc, ensure_ascii=False, indent=2, default=str)))

@@ -42,11 +42,11 @@ class ReplyScanner:
     """Incremental scanner: feed a JSON object's text in pieces, get its answer's characters.
 
     Streams the value of the first top-level answer key (`final`, `answer`, `reply`, ...) as it
-    arrives, decoding escapes (`\\n`, `\\"`, `\\uXXXX`, surrogate pairs) exactly as `json.loads`
-    does, whichever way the text is split. Nothing is streamed once a tool-name key (`tool`,
-    `name`, ...) has appeared at the top level, nor from nested values (a tool's arguments),
-    nor from text that is not a JSON object. Lenient where JSON is not: an unknown escape
-    yields its character, a raw control character is kept.
+    arrives, decoding escapes (`\\n`, `\\"`, `\\u` and four hex digits, surrogate pairs) as
+    `json.loads` does, whichever way the text is split. Nothing is streamed once a tool-name key
+    (`tool`, `name`, ...) has appeared at the top level, nor from nested values (a tool's
+    arguments), nor from text that is not a JSON object. Lenient where JSON is not: an unknown
+    escape yields its character, a raw control character is kept.
     """
 
     def __init__(self) -> None:

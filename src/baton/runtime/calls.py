@@ -92,16 +92,7 @@ async def run_calls(
             content = _skipped(k, r, t, pc)
         elif pc.error is not None:
             content = error_content(f"could not parse the arguments: {pc.error}")
-            k.emit(
-                r,
-                ToolCalled(
-                    **r.base(t.agent),
-                    tool=pc.call.name,
-                    call_id=pc.call.id,
-                    ok=False,
-                    error=pc.error,
-                ),
-            )
+            called(k, r, t, pc, ok=False, error=pc.error)
         else:
             entry = table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
             if entry is None:
@@ -142,6 +133,13 @@ async def run_calls(
     return ended
 
 
+def called(k: Runner, r: RunState, t: TurnState, pc: PendingCall, **fields: Any) -> ToolCalled:
+    """Record the `tool_called` event of `pc` (ok or not); returns it (its id is a cause)."""
+    event = ToolCalled(**r.base(t.agent), tool=pc.call.name, call_id=pc.call.id, **fields)
+    k.emit(r, event)
+    return event
+
+
 def _skipped(k: Runner, r: RunState, t: TurnState, pc: PendingCall) -> str:
     if t.accepted is not None:
         target = handoff_target(pc.call.name)
@@ -162,9 +160,7 @@ def _unknown(k: Runner, r: RunState, plan: AgentPlan, t: TurnState, pc: PendingC
     table = plan.table_for(t.incoming is not None and not t.fallback)
     available = sorted(n for n, e in table.items() if e.kind != "back" or t.incoming)
     msg = f"unknown tool {pc.call.name!r}; available tools: {', '.join(available) or 'none'}"
-    k.emit(
-        r, ToolCalled(**r.base(t.agent), tool=pc.call.name, call_id=pc.call.id, ok=False, error=msg)
-    )
+    called(k, r, t, pc, ok=False, error=msg)
     return error_content(msg)
 
 
@@ -204,17 +200,7 @@ async def run_tool(
     if tool.approval is not None and not pc.approved:
         if pc.rejection is not None:
             msg = f"not executed: {pc.rejection}"
-            k.emit(
-                r,
-                ToolCalled(
-                    **r.base(name),
-                    tool=tool.name,
-                    call_id=pc.call.id,
-                    arguments=args,
-                    ok=False,
-                    error=msg,
-                ),
-            )
+            called(k, r, t, pc, arguments=args, ok=False, error=msg)
             return error_content(msg + "; tell the user, do not retry it"), None
         needed, why = tool.approval.needs(args, r.session.state)
         if needed:
@@ -258,10 +244,12 @@ async def run_tool(
             same = content == error_content(error)
             content = error_content(hidden) if same else red.redact_text(content)
             error = hidden
-    done = ToolCalled(
-        **r.base(name),
-        tool=tool.name,
-        call_id=pc.call.id,
+    t.tools_called += 1  # after the call: an interrupted call that runs again counts once
+    done = called(
+        k,
+        r,
+        t,
+        pc,
         arguments=args,
         ok=ok,
         error=error,
@@ -269,8 +257,6 @@ async def run_tool(
         result_chars=n,
         truncated=truncated,
     )
-    t.tools_called += 1  # after the call: an interrupted call that runs again counts once
-    k.emit(r, done)
     if ok:
         keep = tool.records
         slots = {
@@ -300,17 +286,7 @@ def _refuse_ungrounded(
         "earlier tool results; use only ids you were given, or ask the user for it"
     )
     k.trip(r, t.agent, "ungrounded_id", f"{pc.call.name}: {listed}")
-    k.emit(
-        r,
-        ToolCalled(
-            **r.base(t.agent),
-            tool=pc.call.name,
-            call_id=pc.call.id,
-            arguments=args,
-            ok=False,
-            error=msg,
-        ),
-    )
+    called(k, r, t, pc, arguments=args, ok=False, error=msg)
     return error_content(msg)
 
 
@@ -334,18 +310,16 @@ async def run_history(
         ok, error = True, None
         content = await fetch_history(k.cfg.store, t.incoming.history_ref, *parsed)
     t.tools_called += 1
-    k.emit(
+    called(
+        k,
         r,
-        ToolCalled(
-            **r.base(t.agent),
-            tool=pc.call.name,
-            call_id=pc.call.id,
-            arguments=args,
-            ok=ok,
-            error=error,
-            latency_ms=(time.perf_counter() - started) * 1000,
-            result_chars=len(content),
-        ),
+        t,
+        pc,
+        arguments=args,
+        ok=ok,
+        error=error,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        result_chars=len(content),
     )
     return content, None
 

@@ -411,10 +411,7 @@ class Runner:
         if self.fence is not None and store.shared:
             await self.fence(r.session.session_id)
         r.seq += 1
-        agent = r.turn.agent if r.turn is not None else None
-        await store.put_checkpoint(
-            Checkpoint(r.session.session_id, r.run_id, r.seq, "running", r, None, {"agent": agent})
-        )
+        await store.put_checkpoint(self._checkpoint(r, "running", r))
 
     async def commit_so_far(self, r: RunState, paused: bool) -> None:
         """Commit what the run did so far (its messages and events: a paused run shows in
@@ -438,6 +435,7 @@ class Runner:
             raise
 
     def _checkpoint(self, r: RunState, status: CheckpointStatus, state: RunState) -> Checkpoint:
+        """The checkpoint of `r` (its agent, and the approval it waits for, in `meta`)."""
         meta: dict[str, Any] = {"agent": r.turn.agent if r.turn is not None else None}
         if r.approval is not None:
             meta["approval"] = r.approval.model_dump(mode="json")
