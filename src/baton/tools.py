@@ -69,6 +69,8 @@ class ToolOutcome:
     truncated: bool = False
     raw_chars: int = 0
     value: Any = None
+    fatal: bool = False
+    """The tool tried to end the process (`SystemExit`): the run stops `failed`."""
 
 
 def _json_default(obj: Any) -> Any:
@@ -313,6 +315,12 @@ class Tool:
         except Exception as exc:
             msg = f"{type(exc).__name__}: {exc}"
             return ToolOutcome(ok=False, content=error_content(msg), error=msg)
+        except SystemExit as exc:  # `sys.exit()` in a tool must not take the process down
+            msg = (
+                f"{self.name} tried to exit the process (SystemExit({exc.code!r})); the run "
+                "stops here. A tool should raise an exception to report a failure"
+            )
+            return ToolOutcome(ok=False, content=error_content(msg), error=msg, fatal=True)
         finally:
             if token is not None:
                 _CONTEXT.reset(token)

@@ -43,6 +43,7 @@ from baton.backends.sqlite import SQLiteStore
 from baton.core.errors import ConflictError, NoRunToResume
 from baton.core.messages import Message
 from baton.models.base import ModelRequest
+from baton.runtime.cancel import CALLER
 from baton.runtime.state import RunState
 
 SID = "s_durable"
@@ -494,8 +495,9 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url(tmp_path / "b.db") if request.param == "sqlite" else "memory://"
 
 
+@pytest.mark.usefixtures("dies_when_cancelled")
 @pytest.mark.parametrize("where", ["tool", "model"])
-async def test_cancelled_run_is_finished_by_the_next_run(
+async def test_an_interrupted_run_is_finished_by_the_next_run(
     tmp_path: Path, store_url: str, where: str
 ) -> None:
     ledger = tmp_path / "ledger"
@@ -545,11 +547,9 @@ async def test_cancelled_run_is_finished_by_the_next_run(
         await team.aclose()
 
 
-async def test_run_cancelled_before_its_first_checkpoint_leaves_nothing(tmp_path: Path) -> None:
-    """Documented edge: nothing is saved before the first model call returns, so a run
-    cancelled during it leaves no checkpoint (the caller got the cancellation) and the next
-    run starts clean."""
-    ledger = tmp_path / "ledger"
+async def test_a_run_cancelled_in_its_first_model_call_is_recorded(tmp_path: Path) -> None:
+    """Cancelled before anything was checkpointed: the user's message and the cancellation
+    are committed all the same; the next message goes on from there."""
     slow = {"on": True}
 
     def respond(request: ModelRequest) -> Any:
@@ -560,12 +560,15 @@ async def test_run_cancelled_before_its_first_checkpoint_leaves_nothing(tmp_path
     try:
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(team.run("first", session_id=SID), 0.3)
-        assert await team.unfinished() == []
+        [cp] = await team.unfinished()
+        assert cp.status == "cancelled"
+        finished = [e for e in await team.store.get_events(SID) if e.type == "run_finished"]
+        assert [(e.status, e.error) for e in finished] == [("cancelled", CALLER)]
         slow["on"] = False
         result = await team.run("second", session_id=SID)
         assert result.status == "completed"
-        assert [m.content for m in await team.store.get_messages(SID)] == ["second", "hi"]
-        assert not ledger.exists()
+        assert [m.content for m in await team.store.get_messages(SID)] == ["first", "second", "hi"]
+        assert await team.unfinished() == []  # the new message ended the cancelled run's chance
     finally:
         await team.aclose()
 
@@ -657,6 +660,7 @@ NESTED = {
 }
 
 
+@pytest.mark.usefixtures("dies_when_cancelled")
 async def test_checkpoint_json_round_trip_with_chinese_nested_args_and_a_1mb_result(
     tmp_path: Path,
 ) -> None:

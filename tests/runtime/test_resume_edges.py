@@ -62,6 +62,7 @@ def desk(ledger: list[str], store: Any = None, gate: bool = True, **pay: Any) ->
     return Team([clerk], entry="clerk", model=S(script), store=store)
 
 
+@pytest.mark.usefixtures("dies_when_cancelled")
 async def test_an_interrupted_run_that_then_pauses_is_never_dropped_by_a_new_message() -> None:
     ledger: list[str] = []
     team = desk(ledger)
@@ -128,6 +129,7 @@ async def test_logs_of_an_approved_call_are_redacted_too(caplog: pytest.LogCaptu
     assert "charging [REDACTED" in logged and card_no not in logged
 
 
+@pytest.mark.usefixtures("dies_when_cancelled")
 async def test_a_decision_is_durable_before_its_call_runs() -> None:
     gate = asyncio.Event()
     ran: list[str] = []

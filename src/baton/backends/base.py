@@ -52,7 +52,10 @@ class HumanTicket:
     updated_at: float = field(default_factory=now)
 
 
-CheckpointStatus = Literal["running", "awaiting_approval"]
+CheckpointStatus = Literal["running", "awaiting_approval", "cancelled"]
+"""`running`: the run goes on (or its process died: resume it); `awaiting_approval`: it waits
+for a person; `cancelled`: it was cancelled, what it did is committed, and `resume` may still
+continue it until the session's next message."""
 
 
 @dataclass(slots=True)

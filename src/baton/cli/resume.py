@@ -127,7 +127,7 @@ def checkpoint_table(checkpoints: Sequence[Checkpoint]) -> Any:
         table.add_column(name, no_wrap=True)
     for cp in checkpoints:
         card = cp.meta.get("approval") or {}
-        status_style = "yellow" if cp.status == "awaiting_approval" else "red"
+        status_style = {"awaiting_approval": "yellow", "cancelled": "magenta"}.get(cp.status, "red")
         table.add_row(
             safe(cp.session_id),
             safe(cp.run_id),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from baton.core.events import HandoffRefused, ToolCalled, ToolRefused
 from baton.core.messages import Message
@@ -21,7 +21,7 @@ from baton.runtime.grounding import context_text, id_like, ungrounded
 from baton.runtime.handoffs import hand_back, hand_off
 from baton.runtime.history import fetch_history, parse_args
 from baton.runtime.model_call import Parsed
-from baton.runtime.outcomes import HandedOff, Paused, ToHuman, Tripped
+from baton.runtime.outcomes import Failed, HandedOff, Paused, ToHuman, Tripped
 from baton.runtime.state import PendingCall, RunState, TurnState
 from baton.runtime.timeouts import timed
 from baton.tools import ToolContext, error_content
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from baton.runtime.plan import AgentPlan, CallEntry
     from baton.runtime.runner import Runner
 
-Effect = HandedOff | Tripped | ToHuman | None
+Effect = HandedOff | Tripped | ToHuman | Failed | None
 """What a call does to the turn besides answering the model."""
 Handled = tuple[str, Effect] | Paused
 """A handler's result: the content the model reads and its effect, or a pause for approval."""
@@ -75,9 +75,21 @@ def classify(r: RunState, t: TurnState, text: str | None, calls: list[Parsed]) -
     )
 
 
+_HALTS: dict[type, Literal["trip", "human", "fail"]] = {
+    Tripped: "trip",
+    ToHuman: "human",
+    Failed: "fail",
+}
+_ENDS: dict[str, type[Tripped | ToHuman | Failed]] = {
+    "trip": Tripped,
+    "human": ToHuman,
+    "fail": Failed,
+}
+
+
 async def run_calls(
     k: Runner, r: RunState, plan: AgentPlan, t: TurnState
-) -> HandedOff | Tripped | ToHuman | Paused | None:
+) -> HandedOff | Tripped | ToHuman | Failed | Paused | None:
     """Answer the turn's open calls in order; the first accepted hand-off ends the turn.
 
     Returns how the turn ends (a hand-off, a trip, the human queue, a pause) or None when the
@@ -105,7 +117,7 @@ async def run_calls(
                 if isinstance(effect, HandedOff):
                     t.accepted = effect.payload
                 elif effect is not None:
-                    t.halt = "trip" if isinstance(effect, Tripped) else "human"
+                    t.halt = _HALTS[type(effect)]
                     t.halt_reason = effect.reason
         pc.content = content
         t.scratch.append(
@@ -124,9 +136,9 @@ async def run_calls(
             # (a call that ends the turn is followed by the hand-off's checkpoint, the
             # escalation's or the commit: nothing with side effects runs in between)
             await k.checkpoint(r)
-    ended: HandedOff | Tripped | ToHuman | None = None
+    ended: HandedOff | Tripped | ToHuman | Failed | None = None
     if t.halt is not None:
-        ended = Tripped(t.halt_reason) if t.halt == "trip" else ToHuman(t.halt_reason)
+        ended = _ENDS[t.halt](t.halt_reason)
     elif t.accepted is not None:
         ended = HandedOff(t.accepted)
     t.calls, t.accepted, t.halt, t.halt_reason = [], None, None, ""
@@ -221,6 +233,7 @@ async def run_tool(
         scopes=tuple(plan.agent.scopes),
     )
     started = time.perf_counter()
+    pc.started = True
     try:
         out = await timed(tool.invoke(args, k.cfg.max_result_chars, context), limit)
         ok, content, error, truncated, n = (
@@ -230,11 +243,12 @@ async def run_tool(
             out.truncated,
             out.raw_chars,
         )
+        fatal = out.fatal
     except TimeoutError:
         short = f"{tool.name} timed out after {limit}s"
         # says whether it may still be running, so the agent does not repeat a side effect
         ok, error, truncated, n = False, tool.timeout_error(limit), False, 0
-        content = error_content(error)
+        content, fatal = error_content(error), False
         k.trip(r, name, "tool_timeout", short)
     red = k.cfg.redactor
     if not ok and red is not None and error is not None:
@@ -269,6 +283,8 @@ async def run_tool(
             and (red is None or (red.key_label(key) is None and red.redact_value(v) is v))
         }
         k.set_state(r, slots, name, "tool", done.id, tool=tool.name)
+    if fatal:
+        return content, Failed(error or "")
     return content, None
 
 

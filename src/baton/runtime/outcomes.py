@@ -44,14 +44,22 @@ class Failed:
 
 
 @dataclass(frozen=True, slots=True)
+class Cancelled:
+    """The run was cancelled (`team.cancel`, `task.cancel()`, a caller's timeout); what it did
+    is committed and it may be resumed until the session's next message."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Paused:
     """A call waits for a person's approval; the run stops and can be resumed."""
 
     card: ApprovalCard
 
 
-TurnOutcome = Answered | HandedOff | Tripped | ToHuman | Failed | Paused
-"""Every way a turn can end."""
+TurnOutcome = Answered | HandedOff | Tripped | ToHuman | Failed | Paused | Cancelled
+"""Every way a turn (and so a run) can end."""
 
 TurnEnd = Tripped | ToHuman | Failed | Paused
 """Endings that stop a turn in the middle of its calls."""

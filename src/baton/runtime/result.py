@@ -11,7 +11,7 @@ from baton.core.events import EscalationCard, Event, HandoffUsage
 from baton.core.messages import Usage
 from baton.core.payload import HandoffPayload
 
-RunStatus = Literal["completed", "escalated", "awaiting_approval", "failed"]
+RunStatus = Literal["completed", "escalated", "awaiting_approval", "failed", "cancelled"]
 
 
 # A slotted dataclass, not a pydantic model: as a model it would re-validate (rebuild) every
@@ -21,7 +21,7 @@ class RunResult(Data):
     """The outcome of one run (one user message)."""
 
     status: RunStatus
-    """completed, escalated, awaiting_approval or failed."""
+    """completed, escalated, awaiting_approval, failed or cancelled."""
     output: str | None = None
     """Final text to the user."""
     path: list[str] = field(default_factory=list)
@@ -46,7 +46,7 @@ class RunResult(Data):
     state: dict[str, Any] = field(default_factory=dict)
     """Session slots after the run."""
     error: str | None = None
-    """What went wrong, when failed."""
+    """What went wrong, when failed; why, when cancelled."""
 
     @property
     def usage_by_policy(self) -> dict[str, Usage]:

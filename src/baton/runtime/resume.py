@@ -191,7 +191,15 @@ class Resumer:
                 renewal.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await renewal
-                await store.release_lease(f"session|{session_id}", self.owner)
+                try:
+                    await store.release_lease(f"session|{session_id}", self.owner)
+                except StoreError as exc:  # the lease lapses on its own after `lease_s`
+                    self.runner.cfg.log.warning(
+                        "could not release the lease on session %s (it lapses in %gs): %s",
+                        session_id,
+                        self.lease_s,
+                        exc,
+                    )
         finally:
             live_sessions(store).give(session_id)
             held.locks[session_id].release()
@@ -277,6 +285,9 @@ class Resumer:
         cp = await self.runner.cfg.store.get_checkpoint(session_id)
         if cp is None:
             return
+        if cp.status == "cancelled":  # the user moves on: the cancellation stands
+            await self.runner.cfg.store.delete_checkpoint(session_id, cp.run_id)
+            return
         if cp.status == "awaiting_approval":
             card = cp.meta.get("approval", {})
             raise ApprovalError(
@@ -300,7 +311,18 @@ class Resumer:
             if expire(self.runner, r):
                 return await self.runner.expired(r)
             return self.runner.result(r, "awaiting_approval", None, None)
+        if cp.status == "cancelled":
+            return await self.runner.resume(r, why="continued after it was cancelled")
         return await self.runner.resume(r, why="continued after an interruption")
+
+    async def cancel(self, session_id: str, reason: str) -> RunResult | None:
+        """End the session's unfinished run (crashed, or waiting for approval) as cancelled;
+        None when it has none (the caller holds the session)."""
+        cp = await self.runner.cfg.store.get_checkpoint(session_id)
+        if cp is None or cp.status == "cancelled":
+            return None
+        _, r = await self._load(session_id)
+        return await self.runner.cancel(r, reason)
 
     async def decide(
         self,

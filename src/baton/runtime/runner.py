@@ -1,6 +1,7 @@
 """The kernel: one run = turns of the agent holding the baton, until it answers or a guard trips.
 
 Read it top to bottom, like Swarm's `core.py`: `run` opens the run and picks the first holder;
+`settle` makes whatever stops it (a cancellation, a store failure, a bug) a recorded ending;
 `drive` is the holder loop (a hand-off starts the receiver's turn, a trip escalates, anything
 else finishes the run); `turn` is the turn loop (ask the model, run its calls, until it
 answers or the turn ends). Everything the loops know lives in `RunState`/`TurnState`, saved as
@@ -11,12 +12,13 @@ in any process. Policies live in their own modules: `model_call`, `calls`, `hand
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from baton.backends.base import Checkpoint, CheckpointStatus, SessionRecord
-from baton.core.errors import ConflictError
+from baton.core.errors import BatonError, ConflictError, StoreError
 from baton.core.events import (
     AgentStarted,
     Event,
@@ -33,12 +35,14 @@ from baton.core.payload import HandoffPayload
 from baton.core.policies import STRUCTURED, ContextPolicy
 from baton.models.base import estimate_tokens
 from baton.runtime.calls import HANDLERS, Handler, classify, run_calls
+from baton.runtime.cancel import CALLER, LiveRun, answer_open_calls, consume_cancellation
 from baton.runtime.context import build_view, system_prompt
 from baton.runtime.entities import EntityMemo
 from baton.runtime.escalation import escalate, to_queue
 from baton.runtime.model_call import ask
 from baton.runtime.outcomes import (
     Answered,
+    Cancelled,
     Failed,
     HandedOff,
     Paused,
@@ -72,6 +76,8 @@ class Runner:
         self.entity_memo = EntityMemo()
         """What the entity guard found in recent user messages (a hand-off late in a long
         session reads every earlier message again)."""
+        self.live: dict[str, LiveRun] = {}
+        """Session id -> the run going on in this process (`team.cancel` stops it)."""
 
     # ------------------------------------------------------------------ the holder loop
     async def run(
@@ -84,12 +90,16 @@ class Runner:
         """Run one user message until it answers, escalates, fails or pauses. Never raises for
         model or tool misbehaviour."""
         r = RunState(session, message, user_id or session.user_id, listener=listener)
+        self.emit(r, RunStarted(**r.base(None), message=message, user_id=r.user_id))
+        r.user_msg_id = r.record(Message(role="user", content=message, run_id=r.run_id)).id
+        return await self.settle(r, self.start(r))
+
+    async def start(self, r: RunState) -> RunResult:
+        """Read the session's transcript, pick the first holder, and drive the run."""
         await self.load_earlier(r)
         r.last_reply = next(
             (m.content for m in reversed(r.earlier) if m.role == "assistant" and m.content), None
         )
-        self.emit(r, RunStarted(**r.base(None), message=message, user_id=r.user_id))
-        r.user_msg_id = r.record(Message(role="user", content=message, run_id=r.run_id)).id
         first = await self.first_turn(r)
         if first is None:  # the router sent the request straight to the human queue
             return await self.finish(r, ToHuman(r.card.reasons[0] if r.card else ""))
@@ -110,7 +120,7 @@ class Runner:
         r.listener = listener
         agent = r.turn.agent if r.turn is not None else None
         self.emit(r, RunResumed(**r.base(agent), checkpoint=r.seq, reason=why))
-        return await self.drive(r)
+        return await self.settle(r, self.drive(r))
 
     async def expired(self, r: RunState) -> RunResult:
         """A run whose approval timed out: its waiting calls are answered as not executed and
@@ -137,7 +147,74 @@ class Runner:
             )
         t.calls, r.approval = [], None
         self.trip(r, t.agent, "approval_timeout", detail)
-        return await self.drive(r, self.turn_done(r, t, Tripped(detail)))
+        return await self.settle(r, self.drive(r, self.turn_done(r, t, Tripped(detail))))
+
+    async def cancel(self, r: RunState, reason: str) -> RunResult:
+        """End a run that is not going on (crashed, or waiting for approval) as cancelled."""
+        return await self.settle(r, self.cancelled(r, reason))
+
+    # ------------------------------------------------------------------ how a run stops
+    async def settle(self, r: RunState, work: Awaitable[RunResult]) -> RunResult:
+        """Await the run's loops; whatever stops them ends in a recorded state.
+
+        A cancellation is committed as `cancelled` (`baton.runtime.cancel`) and raised on,
+        unless `team.cancel` asked for it (the run then returns its result). A store failure
+        says how to continue without repeating a side effect. Any other unexpected error ends
+        the run `failed`, with what it did so far committed.
+        """
+        sid = r.session.session_id
+        live = self.live[sid] = LiveRun()
+        result: RunResult | None = None
+        try:
+            result = await work
+            return result
+        except asyncio.CancelledError:
+            asked = live.reason
+            if r.ended is not None:  # it finished (and committed) as the cancellation landed
+                result = r.ended
+            else:
+                result = await self.cancelled(r, asked or CALLER)
+            if asked is None or not consume_cancellation():
+                raise
+            return result
+        except ConflictError:
+            raise
+        except StoreError as exc:
+            raise StoreError(self.stopped_by_store(r, exc)) from exc
+        except BatonError:
+            raise
+        except Exception as exc:  # a bug in a plug-in or in Baton: the run fails, recorded
+            self.cfg.log.exception("run %s failed unexpectedly", r.run_id)
+            if r.ended is not None:
+                raise
+            answer_open_calls(r, "failed")
+            result = await self.finish(r, Failed(f"internal error: {type(exc).__name__}: {exc}"))
+            return result
+        finally:
+            if self.live.get(sid) is live:
+                del self.live[sid]
+            live.end(result)
+
+    async def cancelled(self, r: RunState, reason: str) -> RunResult:
+        """Record the run as cancelled: its open calls answered, what it did committed with a
+        `cancelled` checkpoint (resumable until the session's next message)."""
+        answer_open_calls(r, "was cancelled")
+        return await self.finish(r, Cancelled(reason))
+
+    def stopped_by_store(self, r: RunState, exc: StoreError) -> str:
+        """What a store failure mid-run means for the run, and how to go on safely."""
+        sid = r.session.session_id
+        if r.seq == 0:
+            return (
+                f"{exc}. Nothing of run {r.run_id} was saved and none of its tools ran: "
+                "it is safe to send the message again once the store works"
+            )
+        return (
+            f"{exc}. Run {r.run_id} stopped; its checkpoint {r.seq} is saved: "
+            f"team.resume({sid!r}) (or `baton resume {sid}`) continues it once the store works, "
+            "and calls made after that checkpoint run again under the same idempotency keys. "
+            "Do not send the message again: that would start the request over"
+        )
 
     async def drive(self, r: RunState, outcome: TurnOutcome | None = None) -> RunResult:
         """Turns until one ends in something other than a hand-off (`outcome`: how the
@@ -338,6 +415,8 @@ class Runner:
                 output = text
             case Failed(reason):
                 status, error = "failed", reason
+            case Cancelled(reason):
+                status, error = "cancelled", reason
             case _:  # the human queue holds the card
                 status, output = "escalated", self.policy.escalation_message
                 # a conversation a person holds stays with the person
@@ -363,16 +442,27 @@ class Runner:
             ),
         )
         messages, events = r.messages[r.saved_messages :], r.events[r.saved_events :]
+        # a cancelled run stays resumable (its turn goes on from here) until the next message
+        kept = self.resumable(r, "cancelled") if status == "cancelled" and t is not None else None
+        version = session.version
         try:
-            await self.cfg.store.commit_run(session, messages, events, run_id=r.run_id)
+            await self.cfg.store.commit_run(
+                session, messages, events, run_id=r.run_id, checkpoint=kept
+            )
         except ConflictError:
             # another writer committed the session since this run read it: this run gives up
             # cleanly (nothing of it is stored) and leaves no checkpoint that would conflict
             # again on every resume; the caller may run the message again on the fresh state
             await self.cfg.store.delete_checkpoint(session.session_id, r.run_id)
             raise
+        except asyncio.CancelledError:
+            if session.version != version:  # committed all the same: the run is over
+                r.turn = None
+                r.ended = self.result(r, status, output, error)
+            raise
         r.turn = None
-        return self.result(r, status, output, error)
+        result = r.ended = self.result(r, status, output, error)
+        return result
 
     def result(
         self, r: RunState, status: RunStatus, output: str | None, error: str | None
@@ -411,7 +501,11 @@ class Runner:
         if self.fence is not None and store.shared:
             await self.fence(r.session.session_id)
         r.seq += 1
-        await store.put_checkpoint(self._checkpoint(r, "running", r))
+        try:
+            await store.put_checkpoint(self._checkpoint(r, "running", r))
+        except StoreError:
+            r.seq -= 1  # not saved: `seq` counts what the store holds
+            raise
 
     async def commit_so_far(self, r: RunState, paused: bool) -> None:
         """Commit what the run did so far (its messages and events: a paused run shows in
@@ -419,20 +513,24 @@ class Runner:
         transaction. For a pause, and for a person's decision before its call runs."""
         if self.fence is not None and self.cfg.store.shared:
             await self.fence(r.session.session_id)
-        r.seq += 1
         messages, events = r.messages[r.saved_messages :], r.events[r.saved_events :]
-        saved = (r.saved_messages, r.saved_events)
+        saved = (r.saved_messages, r.saved_events, r.seq)
+        kept = self.resumable(r, "awaiting_approval" if paused else "running")
+        try:
+            await self.cfg.store.commit_run(r.session, messages, events, checkpoint=kept)
+        except BaseException:
+            r.saved_messages, r.saved_events, r.seq = saved
+            raise
+
+    def resumable(self, r: RunState, status: CheckpointStatus) -> Checkpoint:
+        """The checkpoint to commit with the run's messages and events so far: a copy of the
+        state as it will be once that commit succeeds (everything saved, the session's next
+        version)."""
+        r.seq += 1
         r.saved_messages, r.saved_events = len(r.messages), len(r.events)
         state = r.snapshot()
         state.session.version += 1  # what the store holds once this commit succeeds
-        status: CheckpointStatus = "awaiting_approval" if paused else "running"
-        try:
-            await self.cfg.store.commit_run(
-                r.session, messages, events, checkpoint=self._checkpoint(r, status, state)
-            )
-        except BaseException:
-            r.saved_messages, r.saved_events = saved
-            raise
+        return self._checkpoint(r, status, state)
 
     def _checkpoint(self, r: RunState, status: CheckpointStatus, state: RunState) -> Checkpoint:
         """The checkpoint of `r` (its agent, and the approval it waits for, in `meta`)."""

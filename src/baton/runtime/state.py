@@ -43,6 +43,9 @@ class PendingCall:
     """A person signed the call off (its approval gate is passed)."""
     rejection: str | None = None
     """Why a person refused the call (it is then answered with this, never run)."""
+    started: bool = False
+    """Its tool was invoked (a run cancelled meanwhile tells the model that the call may have
+    taken effect; a resumed run runs an unfinished call again under the same key)."""
 
 
 @dataclass(slots=True)
@@ -81,8 +84,9 @@ class TurnState:
     """The calls of the latest response; the turn goes on once every one has content."""
     accepted: HandoffPayload | None = None
     """The first valid hand-off of the latest response."""
-    halt: Literal["trip", "human"] | None = None
-    """A guard trip or human escalation decided among the latest response's calls."""
+    halt: Literal["trip", "human", "fail"] | None = None
+    """A guard trip, a human escalation or a failure decided among the latest response's
+    calls."""
     halt_reason: str = ""
 
     def open_calls(self) -> list[PendingCall]:
@@ -140,6 +144,8 @@ class RunState:
     """An event sink raised (logged once per run)."""
     listener: Callable[[Event], None] | None = None
     """Receives every event as it happens (`team.stream`); never saved."""
+    ended: Any = None
+    """The `RunResult`, once the run's final commit succeeded; never saved."""
 
     @property
     def refusals(self) -> int:
@@ -194,11 +200,12 @@ class RunState:
             card=None if self.card is None else self.card.model_copy(deep=True),
             approval=None if self.approval is None else self.approval.model_copy(deep=True),
             listener=None,
+            ended=None,
         )
 
     def to_json(self) -> str:
         """The state as JSON text (what a persistent store keeps), without `earlier`."""
-        return _adapter().dump_json(self, exclude={"listener", "earlier"}).decode()
+        return _adapter().dump_json(self, exclude={"listener", "earlier", "ended"}).decode()
 
     @classmethod
     def from_json(cls, text: str) -> RunState:

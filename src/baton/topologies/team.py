@@ -241,6 +241,25 @@ class Team:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
+    async def cancel(
+        self, session_id: str, *, reason: str = "cancelled by the caller (team.cancel)"
+    ) -> RunResult | None:
+        """Cancel the session's run, from any task or thread: a run going on in this process
+        stops at its next await and returns status `cancelled` to its caller; a run that
+        crashed or waits for approval is ended `cancelled`. What the run did is committed
+        (a tool that was running may have taken effect, and the run says so), and
+        `team.resume` may still continue it until the session's next message.
+
+        Returns the run's result (`completed` etc. when it ended before the cancellation
+        reached it), or None when the session has no run to cancel. A run going on in another
+        process is not reached: it ends on its own, then nothing is left to cancel."""
+        live = self._runner.live.get(session_id)
+        if live is not None and live.task is not asyncio.current_task():
+            live.stop(reason)
+            return await asyncio.wrap_future(live.done())
+        async with self._held(session_id):
+            return await self._resumer.cancel(session_id, reason)
+
     async def resume(self, session_id: str) -> RunResult:
         """Continue the session's unfinished run from its last checkpoint (in any process).
 
