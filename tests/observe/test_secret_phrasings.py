@@ -6,11 +6,11 @@ x", "password: x.", "密码是x", "密码：x。", "pwd=x", "with password x,", 
 ...). The secret goes everywhere a user, a model or a tool can put it: the user's message, a
 tool's arguments (under a sensitive key and inside free text), a tool's exception and log line,
 and a hand-off to the human queue (its reason, objective, reply and state). It must not survive
-in any event of the run, the JSONL file, the OTel spans, the stored events, the audit chain,
-the `human_queue` row and its card, the log records, nor in what the model reads back from the
-tool; and no tool argument holding it becomes a state slot another agent is shown.
-
-The transcript (`messages`) keeps what the user wrote, by design (docs/context.md, Redaction).
+in any event of the run, the JSONL file, the OTel spans, any row of any table of the store (the
+transcript and the session's slots are masked at rest; the events, the audit chain, the
+`human_queue` row and its card), the log records, nor in what the model reads back from the
+tool; and no tool argument holding it becomes a state slot another agent is shown. The live
+run keeps the real text (the user's message reaches the model as written).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tests.runtime.runtime_kit import handoff
@@ -201,8 +202,7 @@ def run_once(p: Planted) -> Run:
                 result = await team.run(f"hi, {p.phrase} — order {ORDER}", session_id="S")
                 session = await team.store.get_session("S")
                 assert session is not None
-                # the stored results of the team's tools (a hand-off's acknowledgement echoes
-                # its payload into the transcript, which keeps real text by design)
+                # the stored results of the team's tools
                 stored = [
                     m.model_dump_json()
                     for m in await team.store.get_messages("S")
@@ -227,6 +227,12 @@ def run_once(p: Planted) -> Run:
                 "human_queue": repr(con.execute("SELECT * FROM human_queue").fetchall()),
                 "tool messages": tool_messages,
             }
+            tables = [
+                r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            ]
+            for table in tables:  # every row the store keeps, the transcript and slots included
+                files[f"table {table}"] = repr(con.execute(f"SELECT * FROM {table}").fetchall())
+            assert {"messages", "sessions"} <= set(tables)
         finally:
             con.close()
     logs = "\n".join(
@@ -383,3 +389,34 @@ async def test_the_human_queue_card_is_stored_redacted() -> None:
     await plain.run(f"my password is {PW}, card {CARD}, order {ORDER}", session_id="S")
     (ticket,) = await plain.store.list_human()
     assert PW in ticket.card.last_user_message
+
+
+@pytest.mark.parametrize("mask", [True, False])
+async def test_the_transcript_and_slots_are_masked_at_rest_unless_opted_out(mask: bool) -> None:
+    """The live run keeps the real text (the model reads it, the receiver's known facts hold
+    it); what the store keeps is masked, unless `mask_at_rest=False`."""
+    said = f"my password is {PW}, card {CARD}, order {ORDER}"
+    model = S(
+        {
+            "triage": [handoff("billing", state={"order_id": ORDER, "card_number": CARD})],
+            "billing": [S.say(f"Noted: your password is {PW}."), S.say("Welcome.")],
+        }
+    )
+    agents = [Agent(name="triage", handoffs=["billing"]), Agent(name="billing")]
+    team = Team(agents, entry="triage", model=model, mask_at_rest=mask)
+    result = await team.run(said, session_id="S")
+    assert result.status == "completed"
+    assert result.output == f"Noted: your password is {PW}."  # the live reply
+    assert model.requests[0].messages[-1].content == said  # the model read the real text
+    assert result.state["card_number"] == CARD
+    stored = "\n".join(m.model_dump_json() for m in await team.store.get_messages("S"))
+    session = await team.store.get_session("S")
+    assert session is not None
+    for secret in (PW, CARD):
+        assert (secret in stored) is not mask
+    assert (session.state["card_number"] == CARD) is not mask
+    assert ORDER in stored and session.state["order_id"] == ORDER
+    again = await team.run("thanks", session_id="S")  # reads the stored transcript
+    assert again.status == "completed"
+    seen = "\n".join(m.content or "" for m in model.requests[-1].messages)
+    assert (PW in seen) is not mask

@@ -221,6 +221,9 @@ class KernelSettings:
     """Writes `summary`-policy summaries; None uses the handing-over agent's model."""
     redactor: Redactor | None = None
     """Redacts sensitive keys and values in payloads and events; None turns redaction off."""
+    at_rest: Redactor | None = None
+    """Masks the stored transcript and session slots (`baton.runtime.at_rest`); None keeps
+    them in clear."""
     extractors: list[Extractor] | None = None
     """Entity extractors of the entity guard (`Guards.entity_guard`); None: the defaults."""
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("baton"))

@@ -34,6 +34,7 @@ from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 from baton.core.policies import STRUCTURED, ContextPolicy
 from baton.models.base import estimate_tokens
+from baton.runtime.at_rest import masked_messages, masked_session
 from baton.runtime.calls import HANDLERS, Handler, classify, run_calls
 from baton.runtime.cancel import CALLER, LiveRun, answer_open_calls, consume_cancellation
 from baton.runtime.context import build_view, system_prompt
@@ -446,9 +447,7 @@ class Runner:
         kept = self.resumable(r, "cancelled") if status == "cancelled" and t is not None else None
         version = session.version
         try:
-            await self.cfg.store.commit_run(
-                session, messages, events, run_id=r.run_id, checkpoint=kept
-            )
+            await self.commit(r, messages, events, run_id=r.run_id, checkpoint=kept)
         except ConflictError:
             # another writer committed the session since this run read it: this run gives up
             # cleanly (nothing of it is stored) and leaves no checkpoint that would conflict
@@ -517,10 +516,40 @@ class Runner:
         saved = (r.saved_messages, r.saved_events, r.seq)
         kept = self.resumable(r, "awaiting_approval" if paused else "running")
         try:
-            await self.cfg.store.commit_run(r.session, messages, events, checkpoint=kept)
+            await self.commit(r, messages, events, checkpoint=kept)
         except BaseException:
             r.saved_messages, r.saved_events, r.seq = saved
             raise
+
+    async def commit(
+        self,
+        r: RunState,
+        messages: list[Message],
+        events: list[Event],
+        *,
+        run_id: str | None = None,
+        checkpoint: Checkpoint | None = None,
+    ) -> None:
+        """`Store.commit_run` of the run's session, with the transcript and the slots masked
+        as the store keeps them (`KernelSettings.at_rest`; the run goes on with the real
+        text, and a checkpoint keeps it for a resumed run)."""
+        mask, session = self.cfg.at_rest, r.session
+        if mask is None:
+            await self.cfg.store.commit_run(
+                session, messages, events, run_id=run_id, checkpoint=checkpoint
+            )
+            return
+        stored = masked_session(mask, session)
+        try:
+            await self.cfg.store.commit_run(
+                stored,
+                masked_messages(mask, messages),
+                events,
+                run_id=run_id,
+                checkpoint=checkpoint,
+            )
+        finally:
+            session.version = stored.version  # the store's verdict, committed or not
 
     def resumable(self, r: RunState, status: CheckpointStatus) -> Checkpoint:
         """The checkpoint to commit with the run's messages and events so far: a copy of the

@@ -11,13 +11,17 @@ from baton.backends.base import HumanTicket, SessionRecord, Store, TicketStatus
 from baton.core.errors import ConflictError, TicketError
 from baton.core.ids import now
 from baton.core.messages import Message
+from baton.runtime.at_rest import masked_message
+from baton.runtime.redact import Redactor
 
 
 class Tickets:
     """The store's human queue, with the steps a person takes."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, at_rest: Redactor | None = None) -> None:
         self.store = store
+        self.at_rest = at_rest
+        """Masks the reply as the session's transcript keeps it (`baton.runtime.at_rest`)."""
 
     async def list(self, status: str | None = "open") -> list[HumanTicket]:
         """Tickets with `status` (None: all), oldest first."""
@@ -66,6 +70,8 @@ class Tickets:
             sid, user_id=ticket.card.user_id
         )
         message = Message(role="assistant", content=reply, agent="human")
+        if self.at_rest is not None:
+            message = masked_message(self.at_rest, message)
         session.holder, session.incoming = holder, None
         session.holder_since = message.id
         session.updated_at = now()

@@ -76,6 +76,7 @@ class Team:
         redact: Redactor | bool = True,
         extractors: Sequence[Extractor] | None = None,
         lease_s: float = 30.0,
+        mask_at_rest: bool = True,
     ) -> None:
         self.agents: dict[str, Agent] = {}
         for a in agents:
@@ -110,6 +111,7 @@ class Team:
             max_result_chars=max_result_chars,
             summariser=resolve_model(summariser) if summariser is not None else None,
             redactor=redactor,
+            at_rest=redactor if mask_at_rest else None,
             extractors=list(extractors) if extractors is not None else None,
         )
         self.policy = SwarmPolicy(
@@ -120,7 +122,7 @@ class Team:
         )
         self._runner = Runner(self._settings, compile_plans(self.agents, model), self.policy)
         self._resumer = Resumer(self._runner, lease_s)
-        self.tickets = Tickets(self.store)
+        self.tickets = Tickets(self.store, self._settings.at_rest)
         """The human queue: list, claim, answer and close escalation tickets."""
 
     def _router(self, entry: str | Router) -> Router | None:
@@ -154,7 +156,7 @@ class Team:
         """Switch the team to another store (a URL or a Store object) for future runs."""
         self.store = open_store(store)
         self._settings.store = self.store
-        self.tickets = Tickets(self.store)
+        self.tickets = Tickets(self.store, self._settings.at_rest)
 
     async def aclose(self) -> None:
         """Close the store's connections (a Team is also an async context manager)."""
