@@ -167,7 +167,10 @@ def _checked(
         k.emit(r, GuardTripped(**r.base(name), guard="model_timeout", detail=detail))
         return Tripped(detail)
     if isinstance(response, Exception):  # provider failure: end the run cleanly
-        msg = f"model {model!r} failed for agent {name}: {type(response).__name__}: {response}"
+        # a provider's error text is as untrusted as its replies (a lone surrogate, ...)
+        msg = clean_text(
+            f"model {model!r} failed for agent {name}: {type(response).__name__}: {response}"
+        )
         if not isinstance(response, ModelError):
             msg += " (check the provider's URL, key and model name)"
         return _failed(k, r, name, model, request, started, msg)
