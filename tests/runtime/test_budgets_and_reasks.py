@@ -383,10 +383,12 @@ def _slow_desk(store: Any, guards: Guards, ran: list[str]) -> Team:
     )
 
 
-async def _cancel_during_the_tool(team: Team) -> None:
+async def _cancel_during_the_tool(team: Team, ran: list[str]) -> None:
     async with contextlib.aclosing(team.stream("where is ORD-1?", session_id="S")) as stream:
         async for item in stream:
             if getattr(item, "type", None) == "model_called" and item.agent == "orders":
+                while not ran:  # (the run yields to the store before the tool starts)
+                    await asyncio.sleep(0.005)
                 break  # the consumer walks away while the tool runs
 
 
@@ -399,7 +401,7 @@ async def test_a_resumed_run_keeps_counting_from_its_checkpoint(
 
     ran: list[str] = []
     first = _slow_desk(store(), Guards(max_model_calls_per_run=2), ran)
-    await _cancel_during_the_tool(first)
+    await _cancel_during_the_tool(first, ran)
     (checkpoint,) = await first.unfinished()
     assert checkpoint.status == "cancelled"
     assert RunState.from_json(checkpoint.state_json()).model_calls == 2
@@ -418,6 +420,6 @@ async def test_a_resumed_run_keeps_counting_from_its_checkpoint(
 async def test_a_resumed_run_within_its_budget_completes() -> None:
     ran: list[str] = []
     team = _slow_desk(None, Guards(max_model_calls_per_run=3, max_tokens_per_run=100_000), ran)
-    await _cancel_during_the_tool(team)
+    await _cancel_during_the_tool(team, ran)
     result = await team.resume("S")
     assert result.status == "completed" and result.output == "ORD-1 shipped today."

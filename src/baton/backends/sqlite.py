@@ -6,6 +6,8 @@ Open it with a URL: `sqlite:///relative/path.db` (relative to the working direct
 Several processes may share one file: WAL lets readers run while one writer commits, the
 busy timeout makes writers wait for each other, commits compare and set the session's version
 under the write lock, and lock, lease and checkpoint writes are single atomic statements.
+The sqlite3 calls run in one worker thread per store, so a writer waiting for the lock never
+freezes the event loop.
 
 `SQLiteStore(url, read_only=True)` opens an existing file for reading only (to verify the
 audit chain of an evidence copy): nothing is migrated or written, not even the WAL setting.
@@ -13,15 +15,17 @@ audit chain of an evidence copy): nothing is migrated or written, not even the W
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
@@ -303,6 +307,61 @@ def _backfill_message_audit(conn: sqlite3.Connection) -> None:
         seq, prev, after = records[-1].seq, records[-1].hash, rows[-1][0]
 
 
+T = TypeVar("T")
+
+
+class _Call(Generic[T]):
+    """One piece of work for a store's worker thread, and its outcome for the awaiting loop."""
+
+    __slots__ = ("error", "finished", "loop", "result", "waiter", "work")
+
+    result: T
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, work: Callable[[], T]) -> None:
+        self.loop = loop
+        self.work = work
+        self.waiter: asyncio.Future[None] = loop.create_future()
+        self.finished = False
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        """In the worker thread: do the work, then wake the awaiting coroutine."""
+        try:
+            self.result = self.work()
+        except BaseException as exc:  # handed to the awaiting coroutine, which raises it
+            self.error = exc
+        self.finished = True
+        # a closed loop (RuntimeError) has nobody left waiting for the outcome
+        with suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        if not self.waiter.done():
+            self.waiter.set_result(None)
+
+    async def outcome(self) -> T:
+        """The work's result (or error) once it has ended.
+
+        A cancellation does not cut the wait short: the work runs on in the thread whatever
+        the loop does, so the caller learns how it ended (a transaction committed or rolled
+        back whole) before the cancellation goes on.
+        """
+        cancelled: asyncio.CancelledError | None = None
+        while not self.finished:
+            try:
+                await self.waiter
+            except asyncio.CancelledError as exc:
+                cancelled = exc
+                if not self.finished:  # the cancellation cancelled the waiter: wait anew
+                    self.waiter = self.loop.create_future()
+        if cancelled is not None:
+            raise cancelled
+        error, self.error = self.error, None  # no reference cycle through the traceback
+        if error is not None:
+            raise error
+        return self.result
+
+
 def parse_sqlite_url(url: str) -> str:
     """The database path of a `sqlite:///...` URL: absolute, or ':memory:'."""
     if not isinstance(url, str) or not url.startswith(_PREFIX):
@@ -349,6 +408,12 @@ class SQLiteStore:
         self.audit_key = resolve_key(audit_key)
         """HMAC key of the audit chain (`audit_key`, else `$BATON_AUDIT_KEY`), or None."""
         self._mutex = threading.Lock()
+        """Held around every use of the connection, whichever thread uses it."""
+        self._pool_mutex = threading.Lock()
+        """Held while work is queued, so that nothing is queued behind `close`."""
+        self._pool: ThreadPoolExecutor | None = None
+        """The worker thread, started by the first call that needs it."""
+        self._closed = False
         self._claims = 0
         self._leases = 0
         self._schema = SCHEMA_VERSION
@@ -372,13 +437,14 @@ class SQLiteStore:
                     f"cannot create the directory for the SQLite store {self.path}: {exc}; "
                     "check the path in the store URL and the directory permissions"
                 ) from exc
-        # One connection per store, used synchronously on the event loop rather than through
-        # aiosqlite: on a local file a read takes a few microseconds and a WAL commit with
-        # synchronous=NORMAL tens of them, no more than the hop to a worker thread and back
-        # that aiosqlite adds to every call. No `await` ever happens inside a
-        # transaction, so coroutines sharing the store cannot interleave their writes; the
-        # mutex only matters when several threads share it (hence check_same_thread=False).
-        # Only a write held up by another process blocks, and at most `busy_timeout_s`.
+        # One connection per store, used by the store's one worker thread (`_run`), not on the
+        # event loop: a write waits up to `busy_timeout_s` while another connection holds the
+        # write lock, and that wait must not freeze every coroutine of the process. The hop to
+        # the thread and back costs microseconds, nothing against a model call. The thread
+        # runs the calls one at a time in the order they came, each transaction within one
+        # call, so coroutines sharing the store cannot interleave their writes; the mutex
+        # guards the connection against the opening thread and other threads too (hence
+        # check_same_thread=False).
         with self._errors("open"):
             return sqlite3.connect(
                 self.path,
@@ -487,7 +553,7 @@ class SQLiteStore:
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
-            raise StoreError(f"the SQLite store {self.path} is closed; open a new SQLiteStore")
+            raise self._closed_error()
         return self._conn
 
     @contextmanager
@@ -543,14 +609,39 @@ class SQLiteStore:
             "backup or delete the file"
         )
 
-    def _query(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._mutex, self._errors(action):
-            return self._db().execute(sql, params).fetchall()
+    def _closed_error(self) -> StoreError:
+        return StoreError(f"the SQLite store {self.path} is closed; open a new SQLiteStore")
+
+    async def _run(self, action: str, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work(connection)` in the store's worker thread, under the mutex, with sqlite3
+        errors turned into `StoreError`s; the event loop goes on meanwhile.
+
+        Calls run one at a time, in the order they were made, from any thread or event loop.
+        A cancelled caller still waits for `work` to end (`_Call.outcome`): when the
+        cancellation reaches the caller's caller, a commit is stored whole or not at all, and
+        a committed `SessionRecord` has its new version.
+        """
+
+        def locked() -> T:
+            with self._mutex, self._errors(action):
+                return work(self._db())
+
+        call = _Call(asyncio.get_running_loop(), locked)
+        with self._pool_mutex:
+            if self._closed:
+                raise self._closed_error()
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="baton-sqlite")
+            self._pool.submit(call.run)
+        return await call.outcome()
+
+    async def _query(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return await self._run(action, lambda conn: conn.execute(sql, params).fetchall())
 
     # ------------------------------------------------------------------ Store
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or None if it does not exist."""
-        rows = self._query(
+        rows = await self._query(
             "get_session",
             f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?",
             (session_id,),
@@ -636,8 +727,8 @@ class SQLiteStore:
         if checkpoint is not None:
             cp = checkpoint
             cp_row = (cp.session_id, cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp))
-        with self._mutex, self._errors("commit_run"):
-            conn = self._db()
+
+        def write(conn: sqlite3.Connection) -> None:
             with self._transaction(conn):
                 row = conn.execute("SELECT version FROM sessions WHERE id = ?", (sid,)).fetchone()
                 stored = 0 if row is None else int(row[0])
@@ -674,21 +765,24 @@ class SQLiteStore:
                 )
                 if unsealed:
                     _append_audit(conn, link(unsealed, *_audit_tip(conn), self.audit_key))
-        session.version = read + 1
+            # set with the commit, in the thread: a caller cancelled meanwhile still sees it
+            session.version = read + 1
+
+        await self._run("commit_run", write)
 
     async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
         """The session's transcript, oldest first (the last `limit` messages if given)."""
         if limit is not None and limit <= 0:
             return []
         if limit is not None:
-            rows = self._query(
+            rows = await self._query(
                 "get_messages",
                 "SELECT seq, data FROM (SELECT seq, data FROM messages WHERE session_id = ? "
                 "ORDER BY seq DESC LIMIT ?) ORDER BY seq",
                 (session_id, limit),
             )
         else:
-            rows = self._query(
+            rows = await self._query(
                 "get_messages",
                 "SELECT seq, data FROM messages WHERE session_id = ? ORDER BY seq",
                 (session_id,),
@@ -715,7 +809,7 @@ class SQLiteStore:
             params.append(trace_id)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         sql = f"SELECT seq, data FROM events{clause} ORDER BY seq"
-        rows = self._query("get_events", sql, params)
+        rows = await self._query("get_events", sql, params)
         out: list[Event] = []
         for seq, data in rows:
             try:
@@ -740,7 +834,7 @@ class SQLiteStore:
         if limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT ?) ORDER BY seq"
             params.append(limit)
-        return [self._audit_record(row) for row in self._query("audit_records", sql, params)]
+        return [self._audit_record(row) for row in await self._query("audit_records", sql, params)]
 
     async def verify_audit(self, anchor: tuple[int, str] | None = None) -> VerifyResult:
         """Verify the whole audit chain (keyed with `audit_key` if set), then that the stored
@@ -751,14 +845,14 @@ class SQLiteStore:
         predates message auditing (its messages were not checked).
         """
         covered = self._audited("verify_audit")
-        with self._mutex, self._errors("verify_audit"):
-            conn = self._db()
+
+        def check(conn: sqlite3.Connection) -> tuple[VerifyResult, VerifyResult | None]:
             conn.execute("BEGIN")
             try:
                 chain = verify(self._audit_pages(conn), anchor=anchor, key=self.audit_key)
                 if not chain.ok:
-                    return chain
-                rows = agree(
+                    return chain, None
+                return chain, agree(
                     self._audit_pages(conn),
                     self._event_pages(conn),
                     self._message_pages(conn) if covered else None,
@@ -768,6 +862,10 @@ class SQLiteStore:
             finally:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
+
+        chain, rows = await self._run("verify_audit", check)
+        if rows is None:
+            return chain
         if not rows.ok:
             return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
         return chain.model_copy(update={"events": rows.events, "messages": rows.messages})
@@ -812,7 +910,7 @@ class SQLiteStore:
 
     async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
         """Most recently updated sessions first."""
-        rows = self._query(
+        rows = await self._query(
             "list_sessions",
             f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, rowid LIMIT ?",
             (max(limit, 0),),
@@ -824,9 +922,9 @@ class SQLiteStore:
 
         Expiry uses wall-clock time because other processes sharing the file must agree on it.
         """
-        t = time.time()
-        with self._mutex, self._errors("claim_lock"):
-            conn = self._db()
+
+        def claim(conn: sqlite3.Connection) -> bool:
+            t = time.time()
             # One statement, hence atomic across connections: insert, or take over the key
             # only if its claim has expired; rowcount is 0 when a live claim exists.
             cur = conn.execute(
@@ -839,7 +937,9 @@ class SQLiteStore:
             self._claims += 1
             if self._claims % _PRUNE_EVERY == 0:
                 conn.execute("DELETE FROM locks WHERE expires_at <= ?", (t,))
-        return claimed
+            return claimed
+
+        return await self._run("claim_lock", claim)
 
     async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
         """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
@@ -848,9 +948,9 @@ class SQLiteStore:
         One statement, hence atomic across processes; expiry uses wall-clock time because
         other processes sharing the file must agree on it.
         """
-        t = time.time()
-        with self._mutex, self._errors("acquire_lease"):
-            conn = self._db()
+
+        def acquire(conn: sqlite3.Connection) -> bool:
+            t = time.time()
             cur = conn.execute(
                 "INSERT INTO leases (key, owner, expires_at) VALUES (?, ?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, "
@@ -862,11 +962,15 @@ class SQLiteStore:
             self._leases += 1
             if self._leases % _PRUNE_EVERY == 0:
                 conn.execute("DELETE FROM leases WHERE expires_at <= ?", (t,))
-        return acquired
+            return acquired
+
+        return await self._run("acquire_lease", acquire)
 
     async def release_lease(self, key: str, owner: str) -> None:
         """Give `key` up if `owner` holds it."""
-        self._query("release_lease", "DELETE FROM leases WHERE key = ? AND owner = ?", (key, owner))
+        await self._query(
+            "release_lease", "DELETE FROM leases WHERE key = ? AND owner = ?", (key, owner)
+        )
 
     # ------------------------------------------------------------------ checkpoints
     async def put_checkpoint(self, checkpoint: Checkpoint) -> None:
@@ -877,8 +981,10 @@ class SQLiteStore:
         """
         cp = checkpoint
         row = (cp.session_id, cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp))
-        with self._mutex, self._errors("put_checkpoint"):
-            cur = self._db().execute(
+
+        def save(conn: sqlite3.Connection) -> tuple[bool, Any]:
+            """(saved, the stored (seq, run_id) row when not saved)."""
+            cur = conn.execute(
                 f"INSERT INTO checkpoints ({_CHECKPOINT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (session_id) DO UPDATE SET run_id = excluded.run_id, "
                 "seq = excluded.seq, status = excluded.status, data = excluded.data, "
@@ -888,16 +994,17 @@ class SQLiteStore:
                 "OR (checkpoints.run_id = excluded.run_id AND checkpoints.seq < excluded.seq)",
                 row,
             )
-            saved = cur.rowcount == 1
+            if cur.rowcount == 1:
+                return True, None
+            return False, conn.execute(
+                "SELECT seq, run_id FROM checkpoints WHERE session_id = ?", (cp.session_id,)
+            ).fetchone()
+
+        saved, stored = await self._run("put_checkpoint", save)
         if not saved:
-            stored = self._query(
-                "put_checkpoint",
-                "SELECT seq, run_id FROM checkpoints WHERE session_id = ?",
-                (cp.session_id,),
-            )
-            if stored and stored[0][1] != cp.run_id:
-                raise paused_elsewhere(cp, str(stored[0][1]))
-            raise stale_checkpoint(cp, int(stored[0][0]) if stored else None)
+            if stored is not None and stored[1] != cp.run_id:
+                raise paused_elsewhere(cp, str(stored[1]))
+            raise stale_checkpoint(cp, int(stored[0]) if stored is not None else None)
 
     def _checkpoint_texts(self, cp: Checkpoint) -> tuple[str, str, float]:
         """(data, meta, updated_at) columns of a checkpoint row."""
@@ -917,7 +1024,7 @@ class SQLiteStore:
 
     async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
         """The session's checkpoint (state as JSON in `data`), or None."""
-        rows = self._query(
+        rows = await self._query(
             "get_checkpoint",
             f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE session_id = ?",
             (session_id,),
@@ -931,7 +1038,9 @@ class SQLiteStore:
         params: tuple[str, ...] = ()
         if status is not None:
             sql, params = f"{sql} WHERE status = ?", (status,)
-        rows = self._query("list_checkpoints", f"{sql} ORDER BY updated_at, session_id", params)
+        rows = await self._query(
+            "list_checkpoints", f"{sql} ORDER BY updated_at, session_id", params
+        )
         return [self._checkpoint(r) for r in rows]
 
     def _checkpoint(self, row: tuple[Any, ...]) -> Checkpoint:
@@ -954,7 +1063,7 @@ class SQLiteStore:
 
     async def delete_checkpoint(self, session_id: str, run_id: str) -> None:
         """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
-        self._query(
+        await self._query(
             "delete_checkpoint",
             "DELETE FROM checkpoints WHERE session_id = ? AND run_id = ?",
             (session_id, run_id),
@@ -963,19 +1072,17 @@ class SQLiteStore:
     # ------------------------------------------------------------------ human queue
     async def push_human(self, card: EscalationCard) -> int:
         """Put an escalation card in the human queue; returns its ticket id."""
-        with self._mutex, self._errors("push_human"):
-            cur = self._db().execute(
+        text = card.model_dump_json()
+
+        def push(conn: sqlite3.Connection) -> int | None:
+            cur = conn.execute(
                 "INSERT INTO human_queue (session_id, trace_id, card, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (
-                    card.session_id,
-                    card.trace_id,
-                    card.model_dump_json(),
-                    card.created_at,
-                    time.time(),
-                ),
+                (card.session_id, card.trace_id, text, card.created_at, time.time()),
             )
-            ticket = cur.lastrowid
+            return cur.lastrowid
+
+        ticket = await self._run("push_human", push)
         if ticket is None:  # pragma: no cover - sqlite3 always sets it after an INSERT
             raise StoreError(f"SQLite store {self.path}: push_human got no ticket id")
         return ticket
@@ -986,12 +1093,12 @@ class SQLiteStore:
         params: tuple[str, ...] = ()
         if status is not None:
             sql, params = f"{sql} WHERE status = ?", (status,)
-        rows = self._query("list_human", f"{sql} ORDER BY id", params)
+        rows = await self._query("list_human", f"{sql} ORDER BY id", params)
         return [self._ticket(r) for r in rows]
 
     async def get_human(self, ticket_id: int) -> HumanTicket | None:
         """One ticket, or None."""
-        rows = self._query(
+        rows = await self._query(
             "get_human", f"SELECT {_TICKET_COLUMNS} FROM human_queue WHERE id = ?", (ticket_id,)
         )
         return self._ticket(rows[0]) if rows else None
@@ -1020,34 +1127,50 @@ class SQLiteStore:
         both succeed.
         """
         check_ticket(ticket)
-        t = time.time()
-        with self._mutex, self._errors("update_human"):
-            cur = self._db().execute(
+        fields = (ticket.status, ticket.claimed_by, ticket.answer, ticket.note)
+
+        def save(conn: sqlite3.Connection) -> tuple[bool, Any]:
+            """(saved, the stored (status,) row when not saved)."""
+            t = time.time()
+            cur = conn.execute(
                 "UPDATE human_queue SET status = ?, claimed_by = ?, answer = ?, note = ?, "
                 "updated_at = ? WHERE id = ? AND status = ?",
-                (
-                    ticket.status,
-                    ticket.claimed_by,
-                    ticket.answer,
-                    ticket.note,
-                    t,
-                    ticket.id,
-                    expect,
-                ),
+                (*fields, t, ticket.id, expect),
             )
-            saved = cur.rowcount == 1
+            if cur.rowcount == 1:
+                ticket.updated_at = t  # with the write, in the thread, as `commit_run` does
+                return True, None
+            return False, conn.execute(
+                "SELECT status FROM human_queue WHERE id = ?", (ticket.id,)
+            ).fetchone()
+
+        saved, stored = await self._run("update_human", save)
         if saved:
-            ticket.updated_at = t
             return
-        rows = self._query(
-            "update_human", "SELECT status FROM human_queue WHERE id = ?", (ticket.id,)
-        )
-        if not rows:
+        if stored is None:
             raise unknown_ticket(ticket.id)
-        raise ticket_conflict(ticket, expect, rows[0][0])
+        raise ticket_conflict(ticket, expect, stored[0])
 
     async def close(self) -> None:
-        """Close the connection; later calls raise `StoreError`. Closing twice is harmless."""
+        """Close the connection once the calls already made are done, and stop the worker
+        thread; later calls raise `StoreError`. Closing twice is harmless."""
+        with self._pool_mutex:
+            if self._closed:
+                return
+            self._closed = True
+            pool, self._pool = self._pool, None
+            if pool is not None:  # queued last: the work already queued runs first
+                call = _Call(asyncio.get_running_loop(), self._disconnect)
+                pool.submit(call.run)
+        if pool is None:
+            self._disconnect()
+            return
+        try:
+            await call.outcome()
+        finally:
+            pool.shutdown(wait=True)  # the thread has nothing left to do: it ends at once
+
+    def _disconnect(self) -> None:
         with self._mutex:
             conn, self._conn = self._conn, None
         if conn is not None:
