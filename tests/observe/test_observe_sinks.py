@@ -42,7 +42,8 @@ def ping_pong_team() -> Team:
         [Agent(name="a", handoffs=["b"]), Agent(name="b", handoffs=["a"])],
         entry="a",
         model=ScriptedModel(script, loop=True),
-        guards=Guards(grounded_ids=False),  # the planted values are never said by the user
+        # the planted values are never said by the user
+        guards=Guards(grounded_ids=False, slot_provenance=False),
     )
 
 
@@ -60,7 +61,8 @@ def simple_team() -> Team:
         [Agent(name="a", handoffs=["b"]), Agent(name="b")],
         entry="a",
         model=ScriptedModel(script),
-        guards=Guards(grounded_ids=False),  # the planted value is never said by the user
+        # the planted value is never said by the user
+        guards=Guards(grounded_ids=False, slot_provenance=False),
     )
 
 

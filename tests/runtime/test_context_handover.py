@@ -89,7 +89,8 @@ async def test_full_shows_every_turn_but_never_other_agents_scratch() -> None:
 
 async def test_summary_policy_puts_a_model_made_summary_in_the_payload() -> None:
     model, view = await chat_then_handoff("summary")
-    assert "Summary of the conversation so far: User asked about ORD-7" in (view[0].content or "")
+    system = view[0].content or ""
+    assert '  summary of the conversation so far: "User asked about ORD-7' in system
     asked = next(r for r in model.requests if r.agent == SUMMARY_AGENT)
     assert not asked.tools
     transcript = asked.messages[-1].content or ""

@@ -558,7 +558,7 @@ async def test_handoff_payload_is_completed_by_the_kernel(desk: Any) -> None:
     system = model.requests[1].messages[0]
     assert system.role == "system"
     assert "You are billing." in (system.content or "")
-    assert "Objective: Send the invoice" in (system.content or "")
+    assert '  objective: "Send the invoice"' in (system.content or "")
     assert "ORD-1" in (system.content or "")
     assert "Passing you to billing." in (system.content or "")
     # the receiver does not see triage's tool call
@@ -783,7 +783,8 @@ async def test_accepts_whitelist_hides_other_state_keys_from_the_system_prompt(
     billing = Agent(name="billing", accepts=["order_id"])
     team = Team([triage, billing], entry="triage", model=model)
 
-    result = await team.run("invoice ORD-1", session_id="S1")
+    # the user gave the score, so it is a fact (a slot only the model wrote is a claim)
+    result = await team.run("invoice ORD-1, internal score 7", session_id="S1")
 
     system = model.requests[-1].messages[0].content or ""
     assert model.requests[-1].agent == "billing"

@@ -58,3 +58,14 @@ to_text = encoder(str)
 
 to_canonical = encoder(str, sort_keys=True)
 """`to_text` with sorted keys: equal values give equal text (for fingerprints)."""
+
+_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+"""Line breaks `json.dumps` leaves as they are (it escapes only U+0000 to U+001F), while
+`str.splitlines` and many tokenizers break lines on them."""
+
+
+def to_line(value: Any) -> str:
+    """`to_text(value)` that is always one line: strings quoted and escaped, every line break
+    escaped, Chinese kept readable (for values a prompt quotes on a line of their own)."""
+    out = to_text(value)
+    return out if out.isascii() else out.translate(_LINE_BREAKS)

@@ -177,6 +177,9 @@ class ConsoleSink:
             t.append(safe_clip(p.reason, 100))
             t.append("  state keys: ", style="dim")
             t.append(safe(state_keys(p.state), "bold"))
+            if p.unverified:
+                t.append("  claimed keys: ", style="dim")
+                t.append(safe(state_keys(p.unverified), "yellow"))
             if p.priority != "normal":
                 t.append("  priority ", style="yellow")
                 t.append(safe(p.priority, "yellow"))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from baton.agents import Agent
-from baton.core.jsontext import to_text
+from baton.core.jsontext import to_line
 from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 from baton.core.policies import ContextPolicy
@@ -30,11 +30,16 @@ def system_prompt(agent: Agent, incoming: HandoffPayload | None, state: dict[str
     parts = [agent.instructions or f"You are {agent.name}."]
     if incoming is not None:
         if agent.accepts is not None:  # the whitelist applies to the payload's slots too
-            incoming = incoming.model_copy(update={"state": visible_state(agent, incoming.state)})
+            incoming = incoming.model_copy(
+                update={
+                    "state": visible_state(agent, incoming.state),
+                    "unverified": visible_state(agent, incoming.unverified),
+                }
+            )
         parts.append(incoming.render())
     shown = visible_state(agent, state)
     if shown:
-        parts.append("Known facts: " + to_text(shown))
+        parts.append("Known facts: " + to_line(shown))
     return "\n\n".join(parts)
 
 

@@ -8,7 +8,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Guards(BaseModel):
-    """Loop breakers and timeouts. A trip ends the run as `escalated`, never as an exception."""
+    """Loop breakers, timeouts and the checks on what crosses a hand-off.
+
+    A loop or budget trip ends the run as `escalated`, never as an exception. The hand-off
+    checks (`grounded_ids`, `slot_provenance`, `entity_guard`) change the payload, record why
+    (a `guard_tripped` or `state_updated` event) and let the hand-off go on."""
 
     # defer_build: pydantic builds the validator on first use, not during `import baton`
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
@@ -29,6 +33,13 @@ class Guards(BaseModel):
         default=True,
         description="Refuse id-like tool arguments (and drop hand-off state slots) that appear "
         "nowhere in what the agent was shown: no invented order ids.",
+    )
+    slot_provenance: bool = Field(
+        default=True,
+        description="A hand-off state slot becomes a known fact (and a session state slot) "
+        "only when its value came from the user's messages, a tool's result or what was "
+        "already known; any other slot is passed on as the source's unconfirmed claim "
+        "(`HandoffPayload.unverified`) with an `unverified_slot` guard event.",
     )
     entity_guard: bool = Field(
         default=True,

@@ -1,9 +1,9 @@
 """Accepting a hand-off: one short function over named steps.
 
-permitted -> within size -> validated -> grounded -> entities merged -> refusal / re-route ->
-loop guards -> approved -> duplicate lock -> summary -> redaction -> recorded. The steps before
-the approval gate run again when a paused hand-off resumes, so they record nothing a second time
-that matters (a refusal counts once per call). Each step either passes the payload
+permitted -> within size -> validated -> grounded -> proven -> entities merged -> refusal /
+re-route -> loop guards -> approved -> duplicate lock -> summary -> redaction -> recorded. The
+steps before the approval gate run again when a paused hand-off resumes, so they record nothing
+a second time that matters (a refusal counts once per call). Each step either passes the payload
 on or ends the attempt with a refusal (the model reads why and may try again), a trip, or the
 human queue. Whether an agent may hand to a target is decided in one place: `plan.may_hand_to`.
 """
@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from baton.core.events import GuardTripped, Handoff, HandoffRefused, ModelCalled, RouteDecided
-from baton.core.messages import Usage
+from baton.core.messages import Message, Usage
 from baton.core.payload import HandoffArgs, HandoffPayload
 from baton.handoff import TRANSFER_BACK
 from baton.models.base import ModelResponse
 from baton.runtime.approval import request_approval
 from baton.runtime.entities import missing_entities
-from baton.runtime.grounding import ungrounded
+from baton.runtime.grounding import Provenance, ungrounded
 from baton.runtime.guards import check_handoff
 from baton.runtime.outcomes import HandedOff, Paused, ToHuman, Tripped
 from baton.runtime.plan import HUMAN
@@ -97,6 +98,7 @@ async def accept(
             why = f"{source} asked for a human: {payload.reason}"
             return error_content(why), ToHuman(why)
         payload = grounded(k, r, source, payload, shown)
+        payload = proven(k, r, t, payload)
         payload, added = with_entities(k, r, payload)
         rerouted = await refusal(k, r, t, pc, payload)
         if isinstance(rerouted, Tripped):
@@ -170,6 +172,8 @@ def approved(
     if pc.rejection is not None:
         raise Refused(f"{pc.rejection}; tell the user, do not retry it")
     fields = payload.model_dump(include=set(HandoffArgs.model_fields))
+    if payload.unverified:  # the approver judges all the source asked for, its claims too
+        fields["state"] = {**fields["state"], **payload.unverified}
     needed, why = policy.needs(fields, r.session.state)
     if not needed:
         return None
@@ -195,6 +199,46 @@ def grounded(
     dropped = {key for key, _ in bad}
     kept = {key: v for key, v in payload.state.items() if key not in dropped}
     return payload.model_copy(update={"state": kept})
+
+
+def proven(k: Runner, r: RunState, t: TurnState, payload: HandoffPayload) -> HandoffPayload:
+    """State slots whose values neither the user nor a tool produced, and that were not
+    already known, become the source's claims (`unverified`): shown to the receiver as such,
+    never known facts, never session state (`Guards.slot_provenance`)."""
+    if not (k.cfg.guards.slot_provenance and payload.state):
+        return payload
+    known = [r.session.state] if t.incoming is None else [r.session.state, t.incoming.state]
+    claims = Provenance(r.history, known, _tool_result(k)).unproven(payload.state)
+    if not claims:
+        return payload
+    k.trip(
+        r,
+        t.agent,
+        "unverified_slot",
+        f"passed on as {t.agent}'s claims, not known facts (neither the user nor a tool gave "
+        f"their values): {', '.join(claims)}",
+    )
+    unverified = {key: payload.state[key] for key in claims}
+    kept = {key: v for key, v in payload.state.items() if key not in unverified}
+    return payload.model_copy(update={"state": kept, "unverified": unverified})
+
+
+def _tool_result(k: Runner) -> Callable[[Message], bool]:
+    """Whether a tool message is a result one of the team's tools returned: not a hand-off's
+    or a built-in's answer, nor an error (a kernel refusal quotes the model's arguments)."""
+    plans = k.plans
+
+    def returned(m: Message) -> bool:
+        plan = plans.get(m.agent) if m.agent is not None else None
+        return (
+            plan is not None and m.name in plan.tools and not (m.content or "").startswith(_FAILED)
+        )
+
+    return returned
+
+
+_FAILED = error_content("")[: len('{"ok": false')]
+"""How every failed call's content starts (`error_content`)."""
 
 
 def with_entities(
