@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from baton.models.local import LocalModel
     from baton.models.openai_compat import OpenAICompatible
     from baton.observe import MetricsSink, OTelSink
+    from baton.topologies.supervisor import Supervisor
 
 __version__ = "0.1.0"
 
@@ -81,6 +82,7 @@ __all__ = [
     "SessionRecord",
     "Store",
     "StoreError",
+    "Supervisor",
     "Team",
     "TicketError",
     "Tool",
@@ -108,6 +110,10 @@ def __getattr__(name: str) -> Any:
         from baton.backends.sqlite import SQLiteStore
 
         return SQLiteStore
+    if name == "Supervisor":
+        from baton.topologies.supervisor import Supervisor
+
+        return Supervisor
     if name == "OpenAICompatible":
         from baton.models.openai_compat import OpenAICompatible
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from baton import Agent, ScriptedModel, Team, tool
-from baton.runtime.runner import Runner
 
 
 class Calls:
@@ -75,14 +73,3 @@ def desk(calls: Calls) -> Callable[..., Team]:
         return Team([triage, billing, tech], entry="triage", model=model, **team_kwargs)
 
     return build
-
-
-@pytest.fixture
-def dies_when_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A cancelled run records nothing, as when its process is killed: what is left is its
-    last checkpoint, as after `kill -9` (tested with real processes in test_durability)."""
-
-    async def die(self: Runner, r: Any, reason: str) -> Any:
-        raise asyncio.CancelledError
-
-    monkeypatch.setattr(Runner, "cancelled", die)

@@ -7,6 +7,7 @@ from typing import Any
 from runtime_kit import handoff, of_type
 
 from baton import Agent, Guards, ModelResponse, ScriptedModel, Team, tool
+from baton.models import Step
 from baton.runtime.grounding import context_text, ungrounded
 
 S = ScriptedModel
@@ -34,6 +35,24 @@ async def test_an_invented_id_is_refused_and_the_model_is_told_why() -> None:
     assert trip.guard == "ungrounded_id" and "ORD-999" in trip.detail
     tool_msg = model.requests[-1].messages[-1]
     assert "appears nowhere in the conversation" in (tool_msg.content or "")
+
+
+async def test_retrying_a_refused_id_or_writing_it_first_does_not_ground_it() -> None:
+    """The refusal quotes the invented id, and the model may write it in its own text: neither
+    is something it was shown."""
+    LOOKUPS.clear()
+    model = S(
+        [
+            S.call("lookup", order_id="ORD-999"),
+            S.call("lookup", order_id="ORD-999"),  # the same call again
+            Step(text="Let me check ORD-999.", calls=(("lookup", '{"order_id": "ORD-999"}'),)),
+            S.say("Which order do you mean?"),
+        ]
+    )
+    result = await _solo(model).run("where is my order?")
+    assert result.status == "completed"
+    assert LOOKUPS == []
+    assert [t.guard for t in of_type(result.events, "guard_tripped")] == ["ungrounded_id"] * 3
 
 
 async def test_ids_said_by_the_user_or_returned_by_a_tool_are_grounded() -> None:

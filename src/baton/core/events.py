@@ -40,6 +40,10 @@ class EventBase(Data):
     """Agent holding the baton, if any."""
     hop: int = 0
     """Hand-offs so far in this run."""
+    parent_run_id: str | None = None
+    """For an event of a sub-run (a supervisor's worker): the run that delegated it."""
+    parent_call_id: str | None = None
+    """For an event of a sub-run: the delegating call (`ask_<worker>`) of that run."""
 
 
 @dataclass(slots=True, kw_only=True)

@@ -75,13 +75,26 @@ def waiting_call(r: RunState) -> PendingCall:
     card, t = r.approval, r.turn
     if card is None or t is None:
         raise ApprovalError(f"session {r.session.session_id!r} is not waiting for an approval")
-    for pc in t.calls:
-        if pc.call.id == card.call_id and pc.content is None:
-            return pc
+    found = _find_call(t, card.call_id)
+    if found is not None:
+        return found
     raise ApprovalError(
         f"approval {card.id} names call {card.call_id}, which the paused turn does not hold; "
         "the checkpoint is inconsistent: escalate the session by hand"
     )
+
+
+def _find_call(t: TurnState, call_id: str) -> PendingCall | None:
+    """The open call `call_id` of the turn, or of a sub-run it delegated to (a worker)."""
+    for pc in t.calls:
+        if pc.content is None:
+            if pc.call.id == call_id:
+                return pc
+            if pc.sub is not None and pc.sub.turn is not None:
+                found = _find_call(pc.sub.turn, call_id)
+                if found is not None:
+                    return found
+    return None
 
 
 def decide(

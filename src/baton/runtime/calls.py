@@ -9,8 +9,9 @@ kinds (`ask_<worker>`, `post_to_board`) to its runner's table.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from baton.core.events import HandoffRefused, ToolCalled, ToolRefused
@@ -41,7 +42,11 @@ Handler = Callable[
 
 
 class Shown:
-    """What the holder was shown this turn, casefolded; built only when an id needs checking."""
+    """What the holder was shown this turn, casefolded; built only when an id needs checking.
+
+    Its view (instructions, payload, known facts, the conversation) and the results of its
+    calls that succeeded; not its own words, nor an error result, which may quote the very
+    id the model invented (a refused call retried would pass)."""
 
     __slots__ = ("_text", "turn")
 
@@ -51,8 +56,17 @@ class Shown:
 
     def __call__(self) -> str:
         if self._text is None:
-            self._text = context_text([*self.turn.view, *self.turn.scratch])
+            results = [
+                m
+                for m in self.turn.scratch
+                if m.role == "tool" and not (m.content or "").startswith(_FAILED)
+            ]
+            self._text = context_text([*self.turn.view, *results])
         return self._text
+
+
+_FAILED = '{"ok": false'
+"""How every failed call's result begins (`baton.tools.error_content`)."""
 
 
 def classify(r: RunState, t: TurnState, text: str | None, calls: list[Parsed]) -> None:
@@ -91,12 +105,18 @@ async def run_calls(
     k: Runner, r: RunState, plan: AgentPlan, t: TurnState
 ) -> HandedOff | Tripped | ToHuman | Failed | Paused | None:
     """Answer the turn's open calls in order; the first accepted hand-off ends the turn.
+    Calls of a kind the runner runs in parallel (`Runner.parallel`: a supervisor's `ask_*`)
+    run first, together.
 
     Returns how the turn ends (a hand-off, a trip, the human queue, a pause) or None when the
     holder's model should be asked again."""
     received = t.incoming is not None and not t.fallback
     table = plan.table_for(received)
     shown = Shown(t)
+    if k.parallel:
+        paused = await _run_parallel(k, r, plan, t, table, received, shown)
+        if paused is not None:
+            return paused
     for pc in t.calls:
         if pc.content is not None:
             continue  # answered before a checkpoint: never run twice
@@ -114,24 +134,8 @@ async def run_calls(
                 if isinstance(handled, Paused):
                     return handled
                 content, effect = handled
-                if isinstance(effect, HandedOff):
-                    t.accepted = effect.payload
-                elif effect is not None:
-                    t.halt = _HALTS[type(effect)]
-                    t.halt_reason = effect.reason
-        pc.content = content
-        t.scratch.append(
-            r.record(
-                Message(
-                    role="tool",
-                    content=content,
-                    agent=t.agent,
-                    tool_call_id=pc.call.id,
-                    name=pc.call.name,
-                    run_id=r.run_id,
-                )
-            )
-        )
+                _take(t, effect)
+        _answer(r, t, pc, content)
         if t.accepted is None and t.halt is None:
             # (a call that ends the turn is followed by the hand-off's checkpoint, the
             # escalation's or the commit: nothing with side effects runs in between)
@@ -143,6 +147,77 @@ async def run_calls(
         ended = HandedOff(t.accepted)
     t.calls, t.accepted, t.halt, t.halt_reason = [], None, None, ""
     return ended
+
+
+def _take(t: TurnState, effect: Effect) -> None:
+    """Note what a call does to the turn: the first accepted hand-off, or a halt."""
+    if isinstance(effect, HandedOff):
+        t.accepted = effect.payload
+    elif effect is not None:
+        t.halt = _HALTS[type(effect)]
+        t.halt_reason = effect.reason
+
+
+def _answer(r: RunState, t: TurnState, pc: PendingCall, content: str) -> None:
+    """Record a call's result: what the model reads back in its next call."""
+    pc.content = content
+    t.scratch.append(
+        r.record(
+            Message(
+                role="tool",
+                content=content,
+                agent=t.agent,
+                tool_call_id=pc.call.id,
+                name=pc.call.name,
+                run_id=r.run_id,
+            )
+        )
+    )
+
+
+async def _run_parallel(
+    k: Runner,
+    r: RunState,
+    plan: AgentPlan,
+    t: TurnState,
+    table: Mapping[str, CallEntry],
+    received: bool,
+    shown: Shown,
+) -> Paused | None:
+    """Run the open calls of the runner's parallel kinds together (at most
+    `Runner.parallel[kind]` at a time), each recorded and checkpointed as it finishes, in
+    whatever order they finish; the first pause is returned once all have stopped."""
+    batch: list[tuple[PendingCall, CallEntry]] = []
+    for pc in t.calls:
+        if pc.content is None and pc.error is None:
+            entry = table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
+            if entry is not None and entry.kind in k.parallel:
+                batch.append((pc, entry))
+    if len(batch) < 2 or t.accepted is not None or t.halt is not None:
+        return None  # one such call runs in order with the others
+    slots = {kind: asyncio.Semaphore(n) for kind, n in k.parallel.items()}
+    paused: list[Paused] = []
+
+    async def one(pc: PendingCall, entry: CallEntry) -> None:
+        async with slots[entry.kind]:
+            handled = await k.handlers[entry.kind](k, r, plan, t, pc, entry, shown)
+        if isinstance(handled, Paused):
+            paused.append(handled)
+            return
+        content, effect = handled
+        _take(t, effect)
+        _answer(r, t, pc, content)
+        await k.checkpoint(r)
+
+    tasks = [asyncio.ensure_future(one(pc, entry)) for pc, entry in batch]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:  # one failed, or the run was cancelled: stop the others too
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    return paused[0] if paused else None
 
 
 def called(k: Runner, r: RunState, t: TurnState, pc: PendingCall, **fields: Any) -> ToolCalled:

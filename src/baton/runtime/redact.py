@@ -149,7 +149,8 @@ _STRUCTURAL = frozenset((
     "score", "candidates", "verdicts", "latency_ms", "model", "usage", "tool_calls", "reask",
     "tool", "call_id", "ok", "result_chars", "truncated", "source", "cause", "guard", "to",
     "status", "path", "user_id", "policy", "context_tokens", "handoff_usage", "history_ref",
-    "created_at", "priority",
+    "created_at", "priority", "parent_run_id", "parent_call_id", "task_id", "from_status",
+    "to_status", "attempt", "final",
 ))
 # fmt: on
 

@@ -258,10 +258,12 @@ class Resumer:
         if r.turn is not None and r.turn.agent not in plans:
             missing.append(f"agent {r.turn.agent!r}")
         card = r.approval
-        if card is not None and card.kind == "tool" and r.turn is not None:
-            plan = plans.get(r.turn.agent)
-            if plan is not None and card.tool not in plan.tools:
-                missing.append(f"tool {card.tool!r} of agent {r.turn.agent!r}")
+        if card is not None and card.kind == "tool":
+            plan = plans.get(card.agent)  # the holder's, or a worker's of a supervisor
+            if plan is None:
+                missing.append(f"agent {card.agent!r}")
+            elif card.tool not in plan.tools:
+                missing.append(f"tool {card.tool!r} of agent {card.agent!r}")
         if card is not None and card.kind == "handoff" and card.target not in plans:
             missing.append(f"agent {card.target!r}")
         if missing:

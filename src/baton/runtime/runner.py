@@ -70,6 +70,9 @@ class Runner:
         self.policy = policy
         self.handlers: dict[str, Handler] = dict(HANDLERS)
         """Call kind -> handler (`baton.runtime.calls`); a topology may add kinds."""
+        self.parallel: dict[str, int] = {}
+        """Call kinds whose calls in one response run together -> how many at a time (a
+        supervisor's `ask`); every other call runs in order."""
         self.fence: Callable[[str], Awaitable[None]] | None = None
         """Called with the session id before every checkpoint to a shared store: raises
         `ConflictError` when this process no longer holds the session (its lease was taken
@@ -496,6 +499,7 @@ class Runner:
         step (a call's result, a hand-off's acceptance); a step interrupted at an await has
         changed nothing that matters, and runs again on resume.
         """
+        r = r.root  # a sub-run's progress is saved with the run that delegated it
         store = self.cfg.store
         if self.fence is not None and store.shared:
             await self.fence(r.session.session_id)

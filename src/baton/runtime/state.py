@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import TypeAdapter
+from pydantic import PlainSerializer, PlainValidator, TypeAdapter
 
 from baton.backends.base import SessionRecord
 from baton.core.approval import ApprovalCard
@@ -25,6 +25,24 @@ from baton.core.payload import HandoffPayload
 from baton.core.policies import ContextPolicy
 
 _run_id = id_factory("run_")
+
+
+def _save_sub(child: RunState | None) -> Any:
+    """A sub-run as JSON data, without what it shares with its parent (`relink`)."""
+    if child is None:
+        return None
+    return _adapter().dump_python(child, mode="json", exclude=_SHARED)
+
+
+def _load_sub(value: Any) -> RunState | None:
+    if value is None or isinstance(value, RunState):
+        return value
+    data = dict(value)
+    data["session"] = {"session_id": ""}  # replaced by `relink`
+    return _adapter().validate_python(data)
+
+
+_SHARED = {"session", "events", "earlier", "listener", "ended", "parent"}
 
 
 @dataclass(slots=True)
@@ -43,6 +61,9 @@ class PendingCall:
     """A person signed the call off (its approval gate is passed)."""
     rejection: str | None = None
     """Why a person refused the call (it is then answered with this, never run)."""
+    sub: Annotated[RunState | None, PlainSerializer(_save_sub), PlainValidator(_load_sub)] = None
+    """The sub-run a delegating call (`ask_<worker>`) started, until it answers: saved with
+    the checkpoint, so a resumed run continues it instead of starting it again."""
     started: bool = False
     """Its tool was invoked (a run cancelled meanwhile tells the model that the call may have
     taken effect; a resumed run runs an unfinished call again under the same key)."""
@@ -89,6 +110,11 @@ class TurnState:
     calls."""
     halt_reason: str = ""
 
+    @property
+    def delegating(self) -> bool:
+        """A call of the latest response runs a sub-run."""
+        return any([c.sub is not None for c in self.calls])
+
     def open_calls(self) -> list[PendingCall]:
         """Calls of the latest response still without a result."""
         return [c for c in self.calls if c.content is None]
@@ -118,6 +144,8 @@ class RunState:
     usage: dict[str, Usage] = field(default_factory=dict)
     model_calls: int = 0
     """Model calls begun in this run, re-asks included (`Guards.max_model_calls_per_run`)."""
+    delegations: int = 0
+    """Workers asked in this run (`Supervisor(max_delegations=...)`)."""
     cost: float = 0.0
     """What its model calls cost by `Guards.token_prices` (`Guards.max_cost_per_run`)."""
     handoff_usage: list[HandoffUsage] = field(default_factory=list)
@@ -146,6 +174,11 @@ class RunState:
     """Receives every event as it happens (`team.stream`); never saved."""
     ended: Any = None
     """The `RunResult`, once the run's final commit succeeded; never saved."""
+    parent_run_id: str | None = None
+    parent_call_id: str | None = None
+    """Set on a sub-run: the run and the call that delegated it (its events carry both)."""
+    parent: RunState | None = None
+    """A sub-run's delegating run, in memory; never saved (`relink` restores it)."""
 
     @property
     def refusals(self) -> int:
@@ -159,13 +192,61 @@ class RunState:
 
     def base(self, agent: str | None) -> dict[str, Any]:
         """The fields every event of this run carries."""
-        return {
+        fields = {
             "trace_id": self.trace_id,
             "session_id": self.session.session_id,
             "run_id": self.run_id,
             "agent": agent,
             "hop": len(self.handoffs),
         }
+        if self.parent_run_id is not None:
+            fields["parent_run_id"] = self.parent_run_id
+            fields["parent_call_id"] = self.parent_call_id
+        return fields
+
+    @property
+    def root(self) -> RunState:
+        """The top-level run (a sub-run's checkpoints and commits are its root's)."""
+        r = self
+        while r.parent is not None:
+            r = r.parent
+        return r
+
+    def subrun(self, agent: str, question: str, call_id: str) -> RunState:
+        """A bounded sub-run of `agent` for one delegating call: it shares the session, the
+        event list and the listener of this run, and starts from `question` alone."""
+        child = RunState(
+            self.session,
+            question,
+            self.user_id,
+            trace_id=self.trace_id,
+            events=self.events,
+            listener=self.listener,
+            parent_run_id=self.run_id,
+            parent_call_id=call_id,
+            parent=self,
+        )
+        child.user_msg_id = child.record(
+            Message(role="user", content=question, run_id=child.run_id)
+        ).id
+        return child
+
+    def relink(self) -> None:
+        """Point the sub-runs of the current turn at this run's session, events and listener
+        (after a load or a copy: each was saved without them)."""
+        t = self.turn
+        if t is None:
+            return
+        for pc in t.calls:
+            child = pc.sub
+            if child is not None:
+                child.session, child.events, child.listener = (
+                    self.session,
+                    self.events,
+                    self.listener,
+                )
+                child.parent = self
+                child.relink()
 
     @property
     def history(self) -> list[Message]:
@@ -183,7 +264,7 @@ class RunState:
         when a run pauses or is loaded to resume; a running step's checkpoint in process memory
         is the live state itself (see `Runner.checkpoint`)."""
         turn = self.turn
-        return replace(
+        out = replace(
             self,
             session=_session_copy(self.session),
             events=list(self.events),
@@ -202,15 +283,22 @@ class RunState:
             listener=None,
             ended=None,
         )
+        if turn is not None and turn.delegating:
+            out.relink()  # the copied sub-runs share the copy's session and events
+        return out
 
     def to_json(self) -> str:
         """The state as JSON text (what a persistent store keeps), without `earlier`."""
-        return _adapter().dump_json(self, exclude={"listener", "earlier", "ended"}).decode()
+        return (
+            _adapter().dump_json(self, exclude={"listener", "earlier", "ended", "parent"}).decode()
+        )
 
     @classmethod
     def from_json(cls, text: str) -> RunState:
         """A state saved by `to_json`."""
-        return _adapter().validate_json(text)
+        state = _adapter().validate_json(text)
+        state.relink()
+        return state
 
 
 def _session_copy(s: SessionRecord) -> SessionRecord:
@@ -225,7 +313,7 @@ def _turn_copy(t: TurnState) -> TurnState:
         view=list(t.view),
         scratch=list(t.scratch),
         usage=Usage(input_tokens=t.usage.input_tokens, output_tokens=t.usage.output_tokens),
-        calls=[replace(c) for c in t.calls],
+        calls=[replace(c) if c.sub is None else replace(c, sub=c.sub.snapshot()) for c in t.calls],
     )
 
 

@@ -1,0 +1,131 @@
+"""Delegation (seed 000 §2.1): a supervisor asks workers, each in a bounded sub-run.
+
+A supervisor's model sees one `ask_<worker>(question, context)` tool per worker. Each call runs
+the worker's turn as a sub-run (`RunState.subrun`): the worker sees its instructions and the
+question alone — never the conversation, nor the other workers — may use its own tools, and
+its answer comes back as the call's result. The supervisor stays responsible: it reads the
+answers and answers the user or asks again. Several `ask_*` calls of one response run in
+parallel (at most `max_parallel` at a time). A sub-run's events carry `parent_run_id` and
+`parent_call_id`; its progress is saved in its parent's checkpoint (`PendingCall.sub`), so a
+resumed run continues an unfinished worker and never re-runs a finished one; a worker's call
+that needs approval pauses the whole run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from baton.agents import Agent
+from baton.core.messages import ToolSpec, Usage
+from baton.runtime.outcomes import Answered, Failed, Paused, ToHuman, Tripped
+from baton.runtime.state import PendingCall, RunState, TurnState
+from baton.tools import error_content
+
+if TYPE_CHECKING:
+    from baton.runtime.calls import Handled, Shown
+    from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.runner import Runner
+
+ASK_PREFIX = "ask_"
+ASK = "ask"
+"""The call kind of `ask_<worker>` entries in a supervisor's call table."""
+
+
+def ask_tool_name(worker: str) -> str:
+    return f"{ASK_PREFIX}{worker}"
+
+
+class AskArgs(BaseModel):
+    """What a supervisor's model writes when it asks a worker."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, description="What the worker must find out or do.")
+    context: str = Field(
+        default="", description="Facts the worker needs (ids, what is known); it sees nothing else."
+    )
+
+
+def ask_spec(worker: Agent) -> ToolSpec:
+    """The tool a supervisor's model sees for asking `worker`."""
+    about = f" It handles: {worker.description}" if worker.description else ""
+    return ToolSpec(
+        name=ask_tool_name(worker.name),
+        description=(
+            f"Ask the worker {worker.name} and get its answer back.{about} It sees only the "
+            "question and context you give it. Ask several workers in one response to have "
+            "them work in parallel."
+        ),
+        parameters=AskArgs.model_json_schema(),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """The handler of `ask_<worker>` calls (registered as the runner's `ask` kind)."""
+
+    max_delegations: int = 8
+    """`ask_*` calls per run; the next one is refused and the run escalates."""
+
+    async def __call__(
+        self,
+        k: Runner,
+        r: RunState,
+        plan: AgentPlan,
+        t: TurnState,
+        pc: PendingCall,
+        entry: CallEntry,
+        shown: Shown,
+    ) -> Handled:
+        """Run (or continue) the worker's sub-run for one call."""
+        worker = entry.target
+        assert worker is not None
+        child = pc.sub
+        if child is None:
+            try:
+                args = AskArgs.model_validate(pc.args or {})
+            except ValidationError as exc:
+                why = "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"
+                    for e in exc.errors()
+                )
+                return error_content(f"invalid arguments for {pc.call.name}: {why}"), None
+            if r.delegations >= self.max_delegations:
+                detail = (
+                    f"max_delegations: {t.agent} asked workers {r.delegations} times in this "
+                    f"run (limit {self.max_delegations})"
+                )
+                k.trip(r, t.agent, "max_delegations", detail)
+                return error_content(detail), Tripped(detail)
+            r.delegations += 1
+            question = args.question
+            if args.context:
+                question = f"{question}\n\nContext: {args.context}"
+            child = pc.sub = r.subrun(worker, question, pc.call.id)
+            child.turn = k.new_turn(child, worker, None, child.user_msg_id, f"asked by {t.agent}")
+            pc.started = True
+        outcome = await k.turn(child)
+        if isinstance(outcome, Paused):  # a worker's call waits for a person: so does the run
+            root = r.root
+            if root.approval is None:  # one card at a time: a second is asked again on resume
+                root.approval = child.approval
+            child.approval = None
+            return outcome
+        _merge_usage(r, child)
+        pc.sub = None  # answered: nothing of it needs saving any more
+        if isinstance(outcome, Answered):
+            return json.dumps({"worker": worker, "answer": outcome.text}, ensure_ascii=False), None
+        reason = outcome.reason if isinstance(outcome, (Failed, Tripped, ToHuman)) else "no answer"
+        return error_content(f"{worker} could not answer: {reason}"), None
+
+
+def _merge_usage(r: RunState, child: RunState) -> None:
+    """The worker's tokens, model calls and cost count for the run that asked it."""
+    for agent, used in child.usage.items():
+        r.usage.setdefault(agent, Usage()).add(used)
+    r.model_calls += child.model_calls
+    r.cost += child.cost

@@ -1,0 +1,89 @@
+"""`Supervisor`: a lead agent asks workers and answers the user itself (seed 000 §2.1).
+
+The lead's model gets one `ask_<worker>(question, context)` tool per worker (agent-as-tool).
+Each call runs the worker as a bounded sub-run with its own view — its instructions and the
+question, never the conversation nor the other workers — and returns its answer as the
+call's result; several calls in one response run in parallel (`max_parallel`). The lead stays
+responsible: it answers, or asks again, at most `max_delegations` times per run. Everything
+else is the team's: guards, events (a worker's carry `parent_run_id` / `parent_call_id`),
+checkpoints (a resumed run never re-runs a worker that answered), approvals (a worker's call
+that needs one pauses the whole run), stores and `RunResult` (per-worker usage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from baton.agents import Agent
+from baton.core.errors import ConfigError
+from baton.runtime.delegation import ASK, Ask, ask_spec, ask_tool_name
+from baton.runtime.plan import CallEntry
+from baton.topologies.team import Team
+
+
+class Supervisor(Team):
+    """A lead agent with workers it asks (in parallel) and answers for.
+
+    `Supervisor(lead, workers=[...], model=..., max_parallel=4, max_delegations=8, store=...)`;
+    every other keyword is `Team`'s (guards, sinks, redact, ...), and `run`, `run_sync`,
+    `stream`, `resume`, `approve`, `cancel` work as they do on a team.
+    """
+
+    def __init__(
+        self,
+        lead: Agent,
+        workers: Sequence[Agent],
+        *,
+        max_parallel: int = 4,
+        max_delegations: int = 8,
+        **team: Any,
+    ) -> None:
+        if not workers:
+            raise ConfigError("a Supervisor needs at least one worker")
+        if max_parallel < 1:
+            raise ConfigError("max_parallel must be at least 1 (workers running at once)")
+        if max_delegations < 1:
+            raise ConfigError("max_delegations must be at least 1 (workers asked per run)")
+        for w in workers:
+            if not isinstance(w, Agent):
+                raise ConfigError(f"workers must be Agent objects, got {type(w).__name__}")
+            if w.handoffs:
+                raise ConfigError(
+                    f"worker {w.name!r} has handoffs {list(w.handoffs)}: a worker answers the "
+                    "lead that asked it; remove them"
+                )
+        names = {t.name for t in lead.tools}
+        for w in workers:
+            if ask_tool_name(w.name) in names:
+                raise ConfigError(
+                    f"the lead {lead.name!r} has a tool named {ask_tool_name(w.name)!r}, which "
+                    "clashes with the generated tool for asking that worker; rename the tool"
+                )
+        super().__init__([lead, *workers], entry=lead.name, **team)
+        self.lead = lead.name
+        self.workers = [w.name for w in workers]
+        self.max_parallel = max_parallel
+        self.max_delegations = max_delegations
+        runner = self._runner
+        plan = runner.plans[lead.name]
+        asks = [ask_spec(w) for w in workers]
+        entries = {ask_tool_name(w.name): CallEntry(ASK, target=w.name) for w in workers}
+        runner.plans[lead.name] = replace(
+            plan,
+            specs=[*plan.specs, *asks],
+            table={**plan.table, **entries},
+            received_specs=None if plan.received_specs is None else [*plan.received_specs, *asks],
+            received_table=(
+                None if plan.received_table is None else {**plan.received_table, **entries}
+            ),
+        )
+        runner.handlers[ASK] = Ask(max_delegations=max_delegations)
+        runner.parallel[ASK] = max_parallel
+
+    def describe(self) -> dict[str, Any]:
+        """The team summary, with the lead and its workers."""
+        out = super().describe()
+        out.update(topology="supervisor", lead=self.lead, workers=list(self.workers))
+        return out
