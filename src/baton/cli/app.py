@@ -1,5 +1,5 @@
-"""The `baton` command line: `baton run`, `resume`, `approvals`, `tickets`, `trace`, `audit`,
-`demo` and more."""
+"""The `baton` command line: `baton run`, `resume`, `approvals`, `tickets`, `trace`, `graph`,
+`audit`, `demo` and more."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from baton.cli.approvals import approvals_app
 from baton.cli.audit import audit_app
 from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team
 from baton.cli.driver import run_and_report
+from baton.cli.graph import graph as graph_command
 from baton.cli.metrics import metrics as metrics_command
 from baton.cli.output import LivePrinter
 from baton.cli.resume import resume as resume_command
@@ -124,6 +125,7 @@ app.add_typer(tickets_app, name="tickets")
 
 # -------------------------------------------------------------------------------- trace
 app.command("trace")(trace_command)
+app.command("graph")(graph_command)
 app.add_typer(audit_app, name="audit")
 
 

@@ -82,6 +82,13 @@ class Supervisor(Team):
         runner.handlers[ASK] = Ask(max_delegations=max_delegations)
         runner.parallel[ASK] = max_parallel
 
+    def to_mermaid(self) -> str:
+        """The lead, the workers it asks (in parallel, up to `max_parallel`), their tools."""
+        chart = self._chart()
+        for worker in self.workers:
+            chart.edge(self.lead, worker, f"ask, {self.max_parallel} at a time", dotted=True)
+        return chart.text()
+
     def describe(self) -> dict[str, Any]:
         """The team summary, with the lead and its workers."""
         out = super().describe()

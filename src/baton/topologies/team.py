@@ -41,6 +41,7 @@ from baton.runtime.runner import Listener, Runner
 from baton.runtime.sync import run_sync_guard
 from baton.runtime.tickets import Tickets
 from baton.tools import DEFAULT_MAX_RESULT_CHARS
+from baton.topologies.mermaid import Flowchart, label
 
 _DEFAULT: list[Redactor] = []
 
@@ -344,6 +345,33 @@ class Team:
                 raise TicketError(f"ticket {ticket_id}: {exc}") from None
             ticket = await self.tickets.get(ticket_id)  # as it is now, not before the wait
             return await self.tickets.answer(ticket, by, reply, hand_back_to or HUMAN)
+
+    def to_mermaid(self) -> str:
+        """A Mermaid flowchart: the entry (or router), the agents, the hand-offs each may
+        make, and where escalations go (`baton graph module:team` prints it)."""
+        chart = self._chart()
+        return chart.text()
+
+    def _chart(self) -> Flowchart:
+        """The team's flowchart (a topology built on a team adds its own edges)."""
+        chart = Flowchart()
+        chart.node("user", "circle")
+        for agent in self.agents.values():  # tools under each name
+            chart.node(agent.name, note=", ".join(t.name for t in agent.tools))
+        if isinstance(self.entry, str):
+            chart.edge("user", self.entry)
+        else:
+            chart.node("router", "stadium")
+            chart.edge("user", "router")
+            for name in self.agents:
+                chart.edge("router", name, "routes", dotted=True)
+        for agent in self.agents.values():
+            for target in agent.handoffs:
+                chart.node(target, "round")  # only `human` is not declared yet
+                chart.edge(agent.name, target, "hand-off")
+        chart.node(self.fallback, "round")
+        chart.lines.append(f"    %% guard trips escalate to {label(self.fallback)}")
+        return chart
 
     def describe(self) -> dict[str, Any]:
         """A plain-dict summary of the team (agents, hand-off graph, entry, fallback)."""
