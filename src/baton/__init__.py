@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from baton.models.local import LocalModel
     from baton.models.openai_compat import OpenAICompatible
     from baton.observe import MetricsSink, OTelSink
+    from baton.topologies.debate import Debate
+    from baton.topologies.pipeline import Pipeline
     from baton.topologies.supervisor import Supervisor
 
 __version__ = "0.1.0"
@@ -55,6 +57,7 @@ __all__ = [
     "ConflictError",
     "ConsoleSink",
     "ContextPolicy",
+    "Debate",
     "EscalationCard",
     "Event",
     "EventSink",
@@ -74,6 +77,7 @@ __all__ = [
     "OpenAICompatible",
     "ParseError",
     "PayloadError",
+    "Pipeline",
     "Redactor",
     "RunResult",
     "SQLiteStore",
@@ -114,6 +118,14 @@ def __getattr__(name: str) -> Any:
         from baton.topologies.supervisor import Supervisor
 
         return Supervisor
+    if name == "Pipeline":
+        from baton.topologies.pipeline import Pipeline
+
+        return Pipeline
+    if name == "Debate":
+        from baton.topologies.debate import Debate
+
+        return Debate
     if name == "OpenAICompatible":
         from baton.models.openai_compat import OpenAICompatible
 

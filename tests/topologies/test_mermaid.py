@@ -6,9 +6,9 @@ from typer.testing import CliRunner
 
 from baton import Agent, ScriptedModel, Supervisor, Team, tool
 from baton.cli.app import app
-from baton.topologies.mermaid import label
 from baton.routing.router import Router
 from baton.routing.rules import Rules
+from baton.topologies.mermaid import label
 
 
 @tool

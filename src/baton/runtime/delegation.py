@@ -14,7 +14,8 @@ that needs approval pauses the whole run.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -23,6 +24,7 @@ from baton.agents import Agent
 from baton.core.messages import ToolSpec, Usage
 from baton.runtime.outcomes import Answered, Failed, Paused, ToHuman, Tripped
 from baton.runtime.state import PendingCall, RunState, TurnState
+from baton.runtime.timeouts import timed
 from baton.tools import error_content
 
 if TYPE_CHECKING:
@@ -70,6 +72,9 @@ class Ask:
 
     max_delegations: int = 8
     """`ask_*` calls per run; the next one is refused and the run escalates."""
+    timeouts: Mapping[str, float] = field(default_factory=dict)
+    """Worker -> seconds its sub-run may take; past it the call is answered with a timeout
+    error (the worker's unfinished work is dropped)."""
 
     async def __call__(
         self,
@@ -108,7 +113,13 @@ class Ask:
             child = pc.sub = r.subrun(worker, question, pc.call.id)
             child.turn = k.new_turn(child, worker, None, child.user_msg_id, f"asked by {t.agent}")
             pc.started = True
-        outcome = await k.turn(child)
+        try:
+            outcome = await timed(k.turn(child), self.timeouts.get(worker))
+        except TimeoutError:
+            pc.sub = None
+            limit = self.timeouts[worker]
+            k.trip(r, t.agent, "worker_timeout", f"{worker} did not answer within {limit:g}s")
+            return error_content(f"{worker} did not answer within {limit:g}s"), None
         if isinstance(outcome, Paused):  # a worker's call waits for a person: so does the run
             root = r.root
             if root.approval is None:  # one card at a time: a second is asked again on resume

@@ -36,6 +36,7 @@ from baton.runtime.guards import Guards
 from baton.tools import Tool
 
 if TYPE_CHECKING:
+    from baton.runtime.conduct import Conductor
     from baton.runtime.entities import Extractor
     from baton.runtime.redact import Redactor
 
@@ -77,6 +78,8 @@ class AgentPlan:
     """Name -> entry for every call the agent may make in any turn."""
     received_table: Mapping[str, CallEntry] | None = None
     """The table when it received the baton by hand-off; None means the same as `table`."""
+    conductor: Conductor | None = None
+    """Decides the agent's steps in code instead of its model (`baton.runtime.conduct`)."""
 
     def specs_for(self, received: bool) -> list[ToolSpec]:
         """The tool specs the model sees this turn."""

@@ -66,21 +66,7 @@ class Supervisor(Team):
         self.workers = [w.name for w in workers]
         self.max_parallel = max_parallel
         self.max_delegations = max_delegations
-        runner = self._runner
-        plan = runner.plans[lead.name]
-        asks = [ask_spec(w) for w in workers]
-        entries = {ask_tool_name(w.name): CallEntry(ASK, target=w.name) for w in workers}
-        runner.plans[lead.name] = replace(
-            plan,
-            specs=[*plan.specs, *asks],
-            table={**plan.table, **entries},
-            received_specs=None if plan.received_specs is None else [*plan.received_specs, *asks],
-            received_table=(
-                None if plan.received_table is None else {**plan.received_table, **entries}
-            ),
-        )
-        runner.handlers[ASK] = Ask(max_delegations=max_delegations)
-        runner.parallel[ASK] = max_parallel
+        delegate(self, lead.name, workers, max_parallel, Ask(max_delegations=max_delegations))
 
     def to_mermaid(self) -> str:
         """The lead, the workers it asks (in parallel, up to `max_parallel`), their tools."""
@@ -94,3 +80,25 @@ class Supervisor(Team):
         out = super().describe()
         out.update(topology="supervisor", lead=self.lead, workers=list(self.workers))
         return out
+
+
+def delegate(
+    team: Team, lead: str, workers: Sequence[Agent], max_parallel: int, handler: Ask
+) -> None:
+    """Give `lead` an `ask_<worker>` tool per worker, handled by `handler`, up to
+    `max_parallel` of them running at once (the wiring of every delegating topology)."""
+    runner = team._runner
+    plan = runner.plans[lead]
+    asks = [ask_spec(w) for w in workers]
+    entries = {ask_tool_name(w.name): CallEntry(ASK, target=w.name) for w in workers}
+    runner.plans[lead] = replace(
+        plan,
+        specs=[*plan.specs, *asks],
+        table={**plan.table, **entries},
+        received_specs=None if plan.received_specs is None else [*plan.received_specs, *asks],
+        received_table=(
+            None if plan.received_table is None else {**plan.received_table, **entries}
+        ),
+    )
+    runner.handlers[ASK] = handler
+    runner.parallel[ASK] = max_parallel

@@ -1,0 +1,94 @@
+"""Conductors: a holder whose next step is decided in code, not by a model.
+
+A pipeline runs its stages in order, a debate runs rounds: the order is the topology's, not
+a model's choice. Such a topology gives its lead agent a `Conductor`: in the turn loop the
+kernel asks it, where it would ask the model, for the next step — calls to make (the stages'
+or workers' `ask_*` tools, plain tools) or the answer. Everything after that is the kernel's
+as usual: the calls are classified, run (in parallel where their kind allows), recorded,
+checkpointed and resumed. A conductor derives its decision from the turn's scratch alone (the
+calls made and their results), so a resumed run decides exactly as the interrupted one would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from baton.core.errors import ModelError
+from baton.core.messages import ToolCall
+from baton.models.base import ModelRequest, ModelResponse
+from baton.runtime.model_call import Parsed, Reply
+from baton.runtime.outcomes import Failed
+from baton.runtime.state import RunState, TurnState
+
+
+class Conductor(Protocol):
+    """Decides the lead's next step from the run and its turn so far."""
+
+    def __call__(self, r: RunState, t: TurnState) -> Reply | Failed:
+        """Calls to make next (with text, or None), the answer (text and no calls), or why
+        the run fails."""
+        ...
+
+
+class NoModel:
+    """The model of a conductor's lead agent: the conductor decides, no model is called."""
+
+    name = "conductor"
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        raise ModelError(
+            f"agent {request.agent} is a conductor: it decides in code, never asks a model"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """One answered call of the turn: what was called, with what, and what came back."""
+
+    name: str
+    args: dict[str, Any]
+    content: str
+
+    @property
+    def failed(self) -> bool:
+        """The call's result is an error (`{"ok": false, ...}`)."""
+        return self.content.startswith('{"ok": false')
+
+    @property
+    def answer(self) -> str:
+        """The text a worker answered (`{"worker": ..., "answer": ...}`), a tool's result as
+        it came back, or the error message of a failed call."""
+        try:
+            data = json.loads(self.content)
+        except ValueError:
+            return self.content
+        if isinstance(data, dict):
+            if "answer" in data and "worker" in data:
+                return str(data["answer"])
+            if data.get("ok") is False:
+                return str(data.get("error", ""))
+        return self.content
+
+
+def answered(t: TurnState) -> Iterator[Done]:
+    """The turn's answered calls, in the order their results came back."""
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    for m in t.scratch:
+        if m.role == "assistant":
+            for c in m.tool_calls or ():
+                try:
+                    args = json.loads(c.arguments)
+                except ValueError:
+                    args = {}
+                calls[c.id] = (c.name, args if isinstance(args, dict) else {})
+        elif m.role == "tool" and m.tool_call_id in calls:
+            name, args = calls[m.tool_call_id]
+            yield Done(name, args, m.content or "")
+
+
+def call(name: str, **args: Any) -> Parsed:
+    """A call the conductor makes (as a model's parsed tool call)."""
+    return Parsed(ToolCall(name=name, arguments=json.dumps(args, ensure_ascii=False)), args)
