@@ -13,7 +13,15 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 @pytest.mark.parametrize(
     "doc",
-    ["README.md", "docs/api.md", "docs/context.md", "docs/observability.md", "docs/supervisor.md"],
+    [
+        "README.md",
+        "docs/api.md",
+        "docs/context.md",
+        "docs/observability.md",
+        "docs/supervisor.md",
+        "docs/pipeline.md",
+        "docs/debate.md",
+    ],
 )
 def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # examples may create files such as baton.db
