@@ -7,6 +7,16 @@ Span tree of a run (GenAI semantic conventions, plus `baton.*` attributes):
         chat <model>                   one per model_called (start = ts - latency)
         execute_tool <tool>            one per tool_called
         handoff <source> -> <target>   handoff / handoff_refused (refusals have status ERROR)
+        execute_tool ask_<worker>      a supervisor's call: first event of its sub-run .. its
+          invoke_agent <worker>          tool_called; the worker's sub-run nests under it
+            chat <model>
+            execute_tool <tool>
+
+A sub-run's events (`parent_run_id` / `parent_call_id` set) carry no `run_started` and come
+before the `tool_called` of the call that delegated them, so the call's span is opened by the
+first of them and ended by that `tool_called` (or, when none comes, at the sub-run's last event,
+once the delegating agent moves on or its run ends). Sub-run spans carry `baton.parent_run_id`
+and `baton.parent_call_id`; parallel workers get one call span each.
 
 Route decisions and escalations are span events of the run span; guard trips and state updates
 are span events of the agent span they happened in. Spans take their start and end times from
@@ -21,7 +31,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 from urllib.parse import urlsplit
 
@@ -146,12 +156,25 @@ class _Turn:
 
 @dataclass
 class _RunSpans:
+    """A run being recorded; for a sub-run, `span` is the span of the call that delegated it."""
+
     span: Span
+    run_id: str
     turn: _Turn | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     last_ts: float = 0.0
     escalated: bool = False
+    holder_event: Event | None = None
+    """The run's latest event that names an agent (a resumed run's turn is reopened from it)."""
+    calls: dict[str, _RunSpans] = field(default_factory=dict)
+    """Sub-runs of this run's open delegating calls, by call id."""
+    parent: _RunSpans | None = None
+    """For a sub-run: the run whose call delegated it."""
+    call_id: str = ""
+    """For a sub-run: the delegating call's id."""
+    answered: bool = False
+    """For a sub-run: its latest model call gave a final answer (no tool calls, no error)."""
 
 
 class OTelSink:
@@ -190,6 +213,7 @@ class OTelSink:
         self.batch = batch
         self._tracer = self.provider.get_tracer("baton.observe.otel")
         self._runs: OrderedDict[str, _RunSpans] = OrderedDict()
+        self._subruns: dict[str, _RunSpans] = {}
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._flush_wanted = False
@@ -277,10 +301,20 @@ class OTelSink:
     # ------------------------------------------------------------------ events -> spans
     def _handle(self, event: Event) -> bool:
         """Record one event; True when it finished a run."""
-        run = self._run_for(event)
-        run.last_ts = max(run.last_ts, event.ts)
+        of_subrun = event.parent_run_id is not None
+        run = self._subrun_for(event) if of_subrun else self._run_for(event)
+        up: _RunSpans | None = run
+        while up is not None:  # a sub-run's time is its parents' time too
+            up.last_ts = max(up.last_ts, event.ts)
+            up = up.parent
+        if event.agent:
+            run.holder_event = event
         if isinstance(event, RunStarted):
             return False  # the run span was opened by `_run_for`
+        if run.parent is not None and isinstance(event, RunFinished):
+            # a sub-run answers through its call (ended by the call's `tool_called`)
+            self._end_turn(run, event.ts, _sub_outcome(event.status))
+            return False
         if isinstance(event, RouteDecided):
             attrs: dict[str, Any] = {
                 "baton.route.target": event.target,
@@ -296,9 +330,16 @@ class OTelSink:
             self._end_turn(run, event.ts, "handoff")
             run.turn = self._start_turn(run, event)
         elif isinstance(event, ModelCalled):
+            # the agent is asked again only once every call of its last response is answered
+            self._end_calls(run)
             self._model_span(run, event)
+            run.answered = not event.tool_calls and event.error is None
         elif isinstance(event, ToolCalled):
-            self._tool_span(run, event)
+            sub = run.calls.get(event.call_id)
+            if sub is not None:
+                self._end_call(run, sub, event)
+            else:
+                self._tool_span(run, event)
         elif isinstance(event, (Handoff, HandoffRefused)):
             self._handoff_span(run, event)
         elif isinstance(event, GuardTripped):
@@ -343,8 +384,13 @@ class OTelSink:
             return True
         return False
 
-    def _run_for(self, event: Event) -> _RunSpans:
-        run = self._runs.get(event.run_id)
+    def _run_for(
+        self, event: Event, run_id: str | None = None, start: float | None = None
+    ) -> _RunSpans:
+        """The open run `run_id` (default: the event's run), opened now (at `start`, default
+        the event's time) if unknown."""
+        run_id = run_id or event.run_id
+        run = self._runs.get(run_id)
         if run is not None:
             return run
         trace_id, derived = otel_trace_id(event.trace_id)
@@ -353,12 +399,12 @@ class OTelSink:
             AGENT: self.workflow,
             CONVERSATION: event.session_id,
             "baton.session.id": event.session_id,
-            "baton.run.id": event.run_id,
+            "baton.run.id": run_id,
             "baton.trace_id": event.trace_id,
         }
         if derived:
             attrs["baton.trace_id.original"] = event.trace_id
-        if not isinstance(event, RunStarted):
+        if not isinstance(event, RunStarted) or run_id != event.run_id:
             attrs["baton.run.partial"] = True  # the sink joined in the middle of the run
         links = []
         caller = trace.get_current_span().get_span_context()
@@ -371,16 +417,95 @@ class OTelSink:
             kind=SpanKind.INTERNAL,
             attributes=attrs,
             links=links,
-            start_time=to_ns(event.ts),
+            start_time=to_ns(event.ts if start is None else start),
         )
-        run = _RunSpans(span=span, last_ts=event.ts)
-        self._runs[event.run_id] = run
+        run = _RunSpans(span=span, run_id=run_id, last_ts=event.ts)
+        self._runs[run_id] = run
         while len(self._runs) > MAX_OPEN_RUNS:
             _, stale = self._runs.popitem(last=False)
             self._close_partial(stale)
         return run
 
-    def _start_turn(self, run: _RunSpans, event: Event) -> _Turn:
+    def _subrun_for(self, event: Event) -> _RunSpans:
+        """The sub-run of `event`, nested under the span of the call that delegated it; that
+        span is opened now, at this event, when this is the first event of the sub-run."""
+        sub = self._subruns.get(event.run_id)
+        if sub is not None:
+            return sub
+        parent_id = event.parent_run_id or event.run_id
+        parent = self._subruns.get(parent_id) or self._run_for(event, parent_id, _began(event))
+        call_id = event.parent_call_id or event.run_id
+        sub = parent.calls.get(call_id)
+        if sub is not None:  # the same call continued in another sub-run
+            self._subruns[event.run_id] = sub
+            return sub
+        last = parent.holder_event
+        if parent.turn is None and last is not None and last.agent:
+            # e.g. a resumed run: its holder's turn began before this process saw it
+            parent.turn = self._start_turn(parent, last)
+        holder = parent.turn.span if parent.turn is not None else parent.span
+        # (imported here: the sinks depend on `baton.core` alone when they load)
+        from baton.runtime.delegation import ask_tool_name
+
+        worker = event.agent or "unknown"
+        tool = ask_tool_name(worker)  # the call's own `tool_called`, when it comes, renames it
+        attrs: dict[str, Any] = {
+            OPERATION: "execute_tool",
+            TOOL_NAME: tool,
+            TOOL_CALL_ID: call_id,
+            TOOL_TYPE: "function",
+            CONVERSATION: event.session_id,
+            "baton.delegation.worker": worker,
+            "baton.subrun.id": event.run_id,
+        }
+        if parent.parent is not None:  # a call made inside a sub-run is part of that sub-run
+            attrs["baton.parent_run_id"] = parent.parent.run_id
+            attrs["baton.parent_call_id"] = parent.call_id
+        if parent.turn is not None:
+            attrs[AGENT] = parent.turn.agent
+            parent.turn.tool_calls += 1
+        span = self._tracer.start_span(
+            f"execute_tool {tool}",
+            context=trace.set_span_in_context(holder),
+            kind=SpanKind.INTERNAL,
+            attributes=attrs,
+            start_time=to_ns(_began(event)),
+        )
+        sub = _RunSpans(
+            span=span, run_id=event.run_id, last_ts=event.ts, parent=parent, call_id=call_id
+        )
+        parent.calls[call_id] = sub
+        self._subruns[event.run_id] = sub
+        return sub
+
+    def _end_call(self, run: _RunSpans, sub: _RunSpans, event: ToolCalled | None) -> None:
+        """End a delegating call's span: with its `tool_called` (`event`), else at the last
+        event of its sub-run; the sub-run's own spans end first."""
+        run.calls.pop(sub.call_id, None)
+        for key in [k for k, v in self._subruns.items() if v is sub]:
+            del self._subruns[key]
+        if event is None:
+            outcome = "answer" if sub.answered else "unfinished"
+        else:
+            outcome = "answer" if event.ok else "no_answer"
+        self._end_turn(sub, sub.last_ts, outcome)
+        span, end = sub.span, sub.last_ts
+        if event is not None:
+            agent = run.turn.agent if run.turn is not None else (event.agent or "unknown")
+            span.update_name(f"execute_tool {event.tool}")
+            span.set_attributes(_tool_attrs(event, agent))
+            if not event.ok:
+                span.set_attribute(ERROR_TYPE, "tool_error")
+                span.set_status(Status(StatusCode.ERROR, event.error or "tool call failed"))
+            end = max(end, event.ts)
+        span.end(end_time=to_ns(end))
+
+    def _end_calls(self, run: _RunSpans) -> None:
+        """End the spans of the run's delegating calls that are still open."""
+        for sub in list(run.calls.values()):
+            self._end_call(run, sub, None)
+
+    def _start_turn(self, run: _RunSpans, event: Event, start: float | None = None) -> _Turn:
         agent = event.agent or "unknown"
         attrs: dict[str, Any] = {
             OPERATION: "invoke_agent",
@@ -388,6 +513,7 @@ class OTelSink:
             CONVERSATION: event.session_id,
             "baton.hop": event.hop,
             "baton.run.id": event.run_id,
+            **_lineage(event),
         }
         if isinstance(event, AgentStarted):
             if event.reason:
@@ -401,7 +527,7 @@ class OTelSink:
             context=trace.set_span_in_context(run.span),
             kind=SpanKind.INTERNAL,
             attributes=attrs,
-            start_time=to_ns(event.ts),
+            start_time=to_ns(event.ts if start is None else start),
         )
         return _Turn(agent=agent, span=span)
 
@@ -409,7 +535,9 @@ class OTelSink:
         """The open turn of `event.agent`, opened now if the sink missed its agent_started."""
         if run.turn is None or run.turn.agent != (event.agent or "unknown"):
             self._end_turn(run, event.ts, "handoff")
-            run.turn = self._start_turn(run, event)
+            # a sub-run's turn holds its call's first event whole, as the call's span does
+            start = _began(event) if run.parent is not None else None
+            run.turn = self._start_turn(run, event, start)
         return run.turn
 
     def _holder_span(self, run: _RunSpans, event: Event) -> Span:
@@ -419,6 +547,7 @@ class OTelSink:
         return run.span
 
     def _end_turn(self, run: _RunSpans, ts: float, outcome: str) -> None:
+        self._end_calls(run)  # a call's span is a child of the turn (or of the run)
         turn = run.turn
         if turn is None:
             return
@@ -452,6 +581,7 @@ class OTelSink:
             "baton.model": event.model,
             "baton.hop": event.hop,
             "baton.model.reask": event.reask,
+            **_lineage(event),
         }
         if event.tool_calls:
             attrs["baton.model.tool_calls"] = list(event.tool_calls)
@@ -470,29 +600,19 @@ class OTelSink:
         turn.input_tokens += usage.input_tokens
         turn.output_tokens += usage.output_tokens
         turn.model_calls += 1
-        run.input_tokens += usage.input_tokens
-        run.output_tokens += usage.output_tokens
+        up: _RunSpans | None = run
+        while up is not None:  # a worker's tokens count for the run that asked it
+            up.input_tokens += usage.input_tokens
+            up.output_tokens += usage.output_tokens
+            up = up.parent
 
     def _tool_span(self, run: _RunSpans, event: ToolCalled) -> None:
         turn = self._turn_of(run, event)
-        attrs: dict[str, Any] = {
-            OPERATION: "execute_tool",
-            TOOL_NAME: event.tool,
-            TOOL_CALL_ID: event.call_id,
-            TOOL_TYPE: "function",
-            AGENT: turn.agent,
-            CONVERSATION: event.session_id,
-            "baton.hop": event.hop,
-            "baton.tool.ok": event.ok,
-            "baton.tool.argument_keys": sorted(str(k) for k in event.arguments),
-            "baton.tool.result_chars": event.result_chars,
-            "baton.tool.truncated": event.truncated,
-        }
         span = self._tracer.start_span(
             f"execute_tool {event.tool}",
             context=trace.set_span_in_context(turn.span),
             kind=SpanKind.INTERNAL,
-            attributes=attrs,
+            attributes=_tool_attrs(event, turn.agent),
             start_time=to_ns(event.ts - event.latency_ms / 1000),
         )
         if not event.ok:
@@ -524,6 +644,7 @@ class OTelSink:
                 "baton.handoff.target": target,
                 "baton.handoff.reason": reason,
                 "baton.handoff.accepted": isinstance(event, Handoff),
+                **_lineage(event),
             }
         )
         span = self._tracer.start_span(
@@ -600,3 +721,43 @@ class OTelSink:
                 if not self._warned:
                     self._warned = True
                     log.warning("OTelSink could not flush spans: %s", exc)
+
+
+def _tool_attrs(event: ToolCalled, agent: str) -> dict[str, Any]:
+    """Attributes of a tool call's span (`agent` made the call)."""
+    return {
+        OPERATION: "execute_tool",
+        TOOL_NAME: event.tool,
+        TOOL_CALL_ID: event.call_id,
+        TOOL_TYPE: "function",
+        AGENT: agent,
+        CONVERSATION: event.session_id,
+        "baton.hop": event.hop,
+        "baton.tool.ok": event.ok,
+        "baton.tool.argument_keys": sorted(str(k) for k in event.arguments),
+        "baton.tool.result_chars": event.result_chars,
+        "baton.tool.truncated": event.truncated,
+        **_lineage(event),
+    }
+
+
+def _lineage(event: Event | None) -> dict[str, Any]:
+    """`baton.parent_run_id` / `baton.parent_call_id` for an event of a sub-run, else nothing."""
+    if event is None or event.parent_run_id is None:
+        return {}
+    attrs: dict[str, Any] = {"baton.parent_run_id": event.parent_run_id}
+    if event.parent_call_id is not None:
+        attrs["baton.parent_call_id"] = event.parent_call_id
+    return attrs
+
+
+def _began(event: Event) -> float:
+    """When what `event` reports began: a model or tool call's start, else the event's time."""
+    if isinstance(event, (ModelCalled, ToolCalled)):
+        return event.ts - event.latency_ms / 1000
+    return event.ts
+
+
+def _sub_outcome(status: str) -> str:
+    """A sub-run's turn outcome for the status of a `run_finished` it sent."""
+    return {"completed": "answer", "failed": "failed"}.get(status, status)

@@ -14,6 +14,7 @@ that needs approval pauses the whole run.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from baton.agents import Agent
 from baton.core.messages import ToolSpec, Usage
+from baton.runtime.calls import called
 from baton.runtime.outcomes import Answered, Failed, Paused, ToHuman, Tripped
 from baton.runtime.state import PendingCall, RunState, TurnState
 from baton.runtime.timeouts import timed
@@ -113,13 +115,15 @@ class Ask:
             child = pc.sub = r.subrun(worker, question, pc.call.id)
             child.turn = k.new_turn(child, worker, None, child.user_msg_id, f"asked by {t.agent}")
             pc.started = True
+        started = time.perf_counter()
         try:
             outcome = await timed(k.turn(child), self.timeouts.get(worker))
         except TimeoutError:
             pc.sub = None
             limit = self.timeouts[worker]
-            k.trip(r, t.agent, "worker_timeout", f"{worker} did not answer within {limit:g}s")
-            return error_content(f"{worker} did not answer within {limit:g}s"), None
+            error = f"{worker} did not answer within {limit:g}s"
+            k.trip(r, t.agent, "worker_timeout", error)
+            return self._done(k, r, t, pc, started, error_content(error), error)
         if isinstance(outcome, Paused):  # a worker's call waits for a person: so does the run
             root = r.root
             if root.approval is None:  # one card at a time: a second is asked again on resume
@@ -129,9 +133,35 @@ class Ask:
         _merge_usage(r, child)
         pc.sub = None  # answered: nothing of it needs saving any more
         if isinstance(outcome, Answered):
-            return json.dumps({"worker": worker, "answer": outcome.text}, ensure_ascii=False), None
+            content = json.dumps({"worker": worker, "answer": outcome.text}, ensure_ascii=False)
+            return self._done(k, r, t, pc, started, content, None)
         reason = outcome.reason if isinstance(outcome, (Failed, Tripped, ToHuman)) else "no answer"
-        return error_content(f"{worker} could not answer: {reason}"), None
+        error = f"{worker} could not answer: {reason}"
+        return self._done(k, r, t, pc, started, error_content(error), error)
+
+    def _done(
+        self,
+        k: Runner,
+        r: RunState,
+        t: TurnState,
+        pc: PendingCall,
+        started: float,
+        content: str,
+        error: str | None,
+    ) -> Handled:
+        """The call's `tool_called` event (after its sub-run's events) and its result."""
+        called(
+            k,
+            r,
+            t,
+            pc,
+            arguments=pc.args or {},
+            ok=error is None,
+            error=error,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            result_chars=len(content),
+        )
+        return content, None
 
 
 def _merge_usage(r: RunState, child: RunState) -> None:
