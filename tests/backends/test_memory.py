@@ -11,6 +11,7 @@ from baton.backends.base import Checkpoint, SessionRecord
 from baton.core.errors import ConfigError
 from baton.core.events import Event, RunStarted
 from baton.core.messages import Message
+from baton.core.tasks import SubTask, Task
 
 
 def run_events(session_id: str) -> list[Event]:
@@ -186,3 +187,15 @@ async def test_checkpoints_are_kept_by_reference() -> None:
     got = await store.get_checkpoint("s1")
     assert got is cp and got.state is state
     assert await store.list_checkpoints() == [cp]
+
+
+async def test_tasks_are_evicted_with_their_session() -> None:
+    store = MemoryStore(max_sessions=1)
+    for sid in ("s1", "s2"):
+        task = Task.from_subtask(SubTask(task_id="t1", description="汇总", agent_role="planner"))
+        await store.put_task(sid, f"run_{sid}", task, 0)
+    await commit(store, "s1")
+    await commit(store, "s2")  # over the bound: s1 goes, with its tasks
+    assert await kept(store) == {"s2"}
+    assert await store.get_task("run_s1", "t1") is None
+    assert [t.session_id for t in await store.list_tasks()] == ["s2"]

@@ -19,6 +19,7 @@ from baton.backends.sqlite import _MIGRATIONS, SCHEMA_VERSION
 from baton.core.errors import ConfigError, ConflictError, StoreError
 from baton.core.events import EscalationCard, RunStarted
 from baton.core.messages import Message
+from baton.core.tasks import SubTask, Task
 
 
 def url(path: Path) -> str:
@@ -50,6 +51,7 @@ async def test_wal_mode_and_schema_version(db: Path) -> None:
             "locks",
             "checkpoints",
             "leases",
+            "tasks",
         } <= tables
         assert store.url == url(db)
         assert store.path == str(db)
@@ -468,13 +470,15 @@ def test_version_2_file_migrates_and_keeps_its_data(db: Path) -> None:
             assert got.version == 1
             assert await store.get_checkpoint("s_old") is None
             assert await store.acquire_lease("s_old", "me", 30)
+            await store.put_task("s_old", "run_1", make_task(), 0)
+            assert [t.task_id for t in await store.list_tasks(session_id="s_old")] == ["t1"]
         finally:
             await store.close()
 
     asyncio.run(reopen())
     raw = sqlite3.connect(db)
     try:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     finally:
         raw.close()
     asyncio.run(reopen_again(db))
@@ -486,6 +490,101 @@ async def reopen_again(db: Path) -> None:
     try:
         got = await store.get_session("s_old")
         assert got is not None and got.version == 1
+    finally:
+        await store.close()
+
+
+# ---------------------------------------------------------------- tasks
+
+
+def make_task(task_id: str = "t1") -> Task:
+    """A new task with Chinese text in it."""
+    sub = SubTask(task_id=task_id, description="整理关键事件列表", agent_role="executor")
+    return Task.from_subtask(sub)
+
+
+def version_4_file(path: Path) -> None:
+    """A file as Baton wrote it at schema version 4 (before tasks), with one session."""
+    raw = sqlite3.connect(path, isolation_level=None)
+    for version in (1, 2, 3, 4):
+        for step in _MIGRATIONS[version]:
+            raw.execute(step) if isinstance(step, str) else step(raw)
+    raw.execute("PRAGMA user_version = 4")
+    raw.execute(
+        "INSERT INTO sessions (id, user_id, holder, holder_since, incoming, state, created_at, "
+        "updated_at, version) VALUES ('s_old', 'u1', 'billing', NULL, NULL, '{}', 1.0, 2.0, 1)"
+    )
+    raw.close()
+
+
+async def test_a_version_4_file_read_only_has_no_tasks_and_migrates_when_opened(db: Path) -> None:
+    version_4_file(db)
+    ro = SQLiteStore(url(db), read_only=True)
+    try:
+        assert await ro.get_task("run_1", "t1") is None
+        assert await ro.list_tasks() == []
+        with pytest.raises(StoreError, match="predates tasks"):
+            await ro.put_task("s_old", "run_1", make_task(), 0)
+        got = await ro.get_session("s_old")
+        assert got is not None and got.version == 1
+    finally:
+        await ro.close()
+    raw = sqlite3.connect(db)
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == 4  # nothing migrated
+    raw.close()
+
+    store = SQLiteStore(url(db))
+    try:
+        await store.put_task("s_old", "run_1", make_task(), 0)
+        got = await store.get_session("s_old")
+        assert got is not None and (got.holder, got.version) == ("billing", 1)
+    finally:
+        await store.close()
+    ro = SQLiteStore(url(db), read_only=True)
+    try:  # the migrated file, read-only, shows its tasks and writes none
+        [stored] = await ro.list_tasks(session_id="s_old")
+        assert stored.description == "整理关键事件列表" and stored.version == 1
+        stored.transition("queued")
+        with pytest.raises(StoreError, match="read-only"):
+            await ro.put_task("s_old", "run_1", stored, 1)
+    finally:
+        await ro.close()
+
+
+async def test_two_stores_on_one_file_share_the_task_versions(db: Path) -> None:
+    a, b = SQLiteStore(url(db)), SQLiteStore(url(db))
+    try:
+        await a.put_task("s_1", "run_1", make_task(), 0)
+        mine, theirs = await a.get_task("run_1", "t1"), await b.get_task("run_1", "t1")
+        assert mine is not None and theirs is not None
+        mine.transition("queued")
+        theirs.transition("cancelled")
+        results = await asyncio.gather(
+            a.put_task("s_1", "run_1", mine, 1),
+            b.put_task("s_1", "run_1", theirs, 1),
+            return_exceptions=True,
+        )
+        assert sorted(type(r).__name__ for r in results) == ["ConflictError", "NoneType"]
+        winner = mine if results[0] is None else theirs
+        got = await b.get_task("run_1", "t1")
+        assert got is not None and (got.status, got.version) == (winner.status, 2)
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_corrupt_task_row_raises_store_error(db: Path) -> None:
+    store = SQLiteStore(url(db))
+    try:
+        await store.put_task("s_1", "run_1", make_task(), 0)
+        raw = sqlite3.connect(db)
+        with raw:  # a row the state machine cannot reach: final while pending
+            raw.execute("UPDATE tasks SET data = json_set(data, '$.final', json('true'))")
+        raw.close()
+        with pytest.raises(
+            StoreError, match=r"(?s)row 'run_1/t1' of table 'tasks'.*final while 'pending'"
+        ):
+            await store.get_task("run_1", "t1")
     finally:
         await store.close()
 

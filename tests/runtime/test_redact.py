@@ -31,6 +31,7 @@ from baton.core.events import (
     RunResumed,
     RunStarted,
     StateUpdated,
+    TaskTransitioned,
     TextDelta,
     ToolCalled,
     ToolRefused,
@@ -551,6 +552,9 @@ def _events(text: str, secret_args: dict[str, Any]) -> list[Any]:
         ApprovalRequested(**base, card=approval),
         ApprovalDecided(**base, approval_id="apr_1", decision="rejected", by="alice", reason=text),
         RunResumed(**base, checkpoint=3, reason=text),
+        TaskTransitioned(
+            **base, task_id="t1", from_status="reviewing", to_status="retry", reason=text, attempt=1
+        ),
         TextDelta(**base, text=text),
     ]
 

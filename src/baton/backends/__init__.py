@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from baton.backends.base import Checkpoint, HumanTicket, SessionRecord, Store
+from baton.backends.base import Checkpoint, HumanTicket, SessionRecord, Store, Tasks
 from baton.backends.memory import MemoryStore
 from baton.core.errors import ConfigError
 
@@ -38,6 +38,7 @@ __all__ = [
     "SQLiteStore",
     "SessionRecord",
     "Store",
+    "Tasks",
     "open_store",
 ]
 

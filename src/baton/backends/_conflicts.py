@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from baton.backends.base import Checkpoint, HumanTicket
 from baton.core.errors import ConflictError, StoreError
+from baton.core.tasks import Task
 
 TICKET_STATUSES = ("open", "claimed", "answered", "closed")
 """Every `TicketStatus`, for checking a ticket before it is saved."""
@@ -63,4 +64,36 @@ def unknown_ticket(ticket_id: int) -> StoreError:
     return StoreError(
         f"there is no ticket {ticket_id} in the human queue; check the id against "
         "list_human(status=None)"
+    )
+
+
+def check_task_owner(session_id: str, run_id: str, task: Task) -> None:
+    """Refuse to save a task that names another session or run than the one given."""
+    for what, given, named in (
+        ("session", session_id, task.session_id),
+        ("run", run_id, task.run_id),
+    ):
+        if named is not None and named != given:
+            raise StoreError(
+                f"task {task.task_id!r} belongs to {what} {named!r}, not {given!r}; nothing was "
+                "written. Save it under its own run, or build a new Task for the other one"
+            )
+
+
+def task_elsewhere(run_id: str, task_id: str, stored: str, given: str) -> StoreError:
+    """`put_task` of a (run, task id) already stored under another session."""
+    return StoreError(
+        f"task {task_id!r} of run {run_id!r} is stored under session {stored!r}, not "
+        f"{given!r}; nothing was written. A run's tasks belong to its one session"
+    )
+
+
+def task_conflict(run_id: str, task_id: str, expected: int, stored: int) -> ConflictError:
+    """`put_task` found another version of the task than the one the caller read."""
+    held = "no such task" if stored == 0 else f"version {stored}"
+    return ConflictError(
+        f"task {task_id!r} of run {run_id!r} was saved by someone else meanwhile: expected "
+        f"version {expected} but the store holds {held}; nothing was written. Read it again "
+        "(get_task), redo the step from its fresh state, or leave it to whoever moved it",
+        key=f"{run_id}/{task_id}",
     )

@@ -1,5 +1,8 @@
 """The store: small capability protocols (sessions and transcripts, checkpoints, leases, the
-human queue) that every backend implements, each tested by one conformance suite."""
+human queue; tasks) that every backend implements, each tested by one conformance suite.
+
+`Store` is what every backend has; `Tasks` (the tasks of plan-execute-review runs) is a
+capability of its own that a topology needing it checks for (`isinstance(store, Tasks)`)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from baton.core.events import EscalationCard, Event
 from baton.core.ids import now
 from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
+from baton.core.tasks import Task, TaskStatus
 
 
 @dataclass
@@ -193,4 +197,35 @@ class Store(Protocol):
 
     async def close(self) -> None:
         """Release connections."""
+        ...
+
+
+@runtime_checkable
+class Tasks(Protocol):
+    """The tasks of plan-execute-review runs (`baton.core.tasks`), one record per
+    (run, task id), each saved compare-and-set on its own version: executors and a reviewer
+    working on one plan (in several processes, with a shared store) never overwrite each
+    other's steps."""
+
+    async def put_task(
+        self, session_id: str, run_id: str, task: Task, expected_version: int
+    ) -> None:
+        """Save `task` as a task of run `run_id` (of session `session_id`) if the stored
+        version of that (run, task id) is `expected_version` (0: not stored yet); on success
+        set `task.version` to `expected_version + 1`, and `task.session_id`/`task.run_id`, in
+        place. Else raise `ConflictError` and write nothing. A task that names another session
+        or run than the one given, or is stored under another session, raises `StoreError`."""
+        ...
+
+    async def get_task(self, run_id: str, task_id: str) -> Task | None:
+        """The stored task (a copy, with its version), or None."""
+        ...
+
+    async def list_tasks(
+        self,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        status: TaskStatus | None = None,
+    ) -> list[Task]:
+        """Stored tasks matching every filter given, in the order they were first saved."""
         ...

@@ -8,9 +8,12 @@ from collections import OrderedDict
 from typing import Any
 
 from baton.backends._conflicts import (
+    check_task_owner,
     check_ticket,
     paused_elsewhere,
     stale_checkpoint,
+    task_conflict,
+    task_elsewhere,
     ticket_conflict,
     unknown_ticket,
     version_conflict,
@@ -26,6 +29,7 @@ from baton.core.errors import ConfigError
 from baton.core.events import EscalationCard, Event
 from baton.core.ids import now
 from baton.core.messages import Message
+from baton.core.tasks import Task, TaskStatus
 
 
 def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +80,8 @@ class MemoryStore:
     everything.
 
     Checkpoints are kept by reference, neither copied nor serialised (the kernel never changes
-    a state it has checkpointed). Not shared between processes: `shared` is False.
+    a state it has checkpointed). Tasks are copied in and out, and evicted with their session.
+    Not shared between processes: `shared` is False.
     """
 
     url = "memory://"
@@ -109,6 +114,10 @@ class MemoryStore:
         self._leases: dict[str, tuple[str, float]] = {}
         self._lease_prune_at = _MIN_PRUNE
         self._human: list[HumanTicket] = []
+        self._tasks: dict[tuple[str, str], Task] = {}
+        """(run id, task id) -> the stored copy, in the order first saved."""
+        self._session_tasks: dict[str, list[tuple[str, str]]] = {}
+        """Session id -> the keys of its tasks (to evict them with it)."""
 
     # ------------------------------------------------------------------ sessions
     async def get_session(self, session_id: str) -> SessionRecord | None:
@@ -199,6 +208,8 @@ class MemoryStore:
         del self._sessions[sid]
         self._messages.pop(sid, None)
         self._events.pop(sid, None)
+        for key in self._session_tasks.pop(sid, ()):
+            del self._tasks[key]
 
     async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
         """The session's transcript, oldest first (the last `limit` messages if given)."""
@@ -324,6 +335,46 @@ class MemoryStore:
         if isinstance(ticket_id, int) and 0 < ticket_id <= len(self._human):
             return self._human[ticket_id - 1]
         return None
+
+    # ------------------------------------------------------------------ tasks
+    async def put_task(
+        self, session_id: str, run_id: str, task: Task, expected_version: int
+    ) -> None:
+        """Save a copy of `task` if its stored version is `expected_version` (else
+        `ConflictError`); sets `task.version`, `task.session_id` and `task.run_id`."""
+        check_task_owner(session_id, run_id, task)
+        key = (run_id, task.task_id)
+        stored = self._tasks.get(key)
+        if stored is not None and stored.session_id != session_id:
+            raise task_elsewhere(run_id, task.task_id, str(stored.session_id), session_id)
+        version = 0 if stored is None else stored.version
+        if version != expected_version:
+            raise task_conflict(run_id, task.task_id, expected_version, version)
+        saved = {"version": version + 1, "session_id": session_id, "run_id": run_id}
+        self._tasks[key] = task.model_copy(deep=True, update=saved)
+        if stored is None:
+            self._session_tasks.setdefault(session_id, []).append(key)
+        task.version, task.session_id, task.run_id = version + 1, session_id, run_id
+
+    async def get_task(self, run_id: str, task_id: str) -> Task | None:
+        """A copy of the stored task, or None."""
+        stored = self._tasks.get((run_id, task_id))
+        return None if stored is None else stored.model_copy(deep=True)
+
+    async def list_tasks(
+        self,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        status: TaskStatus | None = None,
+    ) -> list[Task]:
+        """Copies of the stored tasks matching every filter given, in the order first saved."""
+        return [
+            t.model_copy(deep=True)
+            for t in self._tasks.values()
+            if (session_id is None or t.session_id == session_id)
+            and (run_id is None or t.run_id == run_id)
+            and (status is None or t.status == status)
+        ]
 
     async def close(self) -> None:
         """Nothing to release."""

@@ -1,11 +1,12 @@
-"""`SQLiteStore`: sessions, transcripts, events, checkpoints, locks, leases and the human queue
-in one SQLite file.
+"""`SQLiteStore`: sessions, transcripts, events, checkpoints, locks, leases, the human queue
+and the tasks of plan-execute-review runs in one SQLite file.
 
 Open it with a URL: `sqlite:///relative/path.db` (relative to the working directory),
 `sqlite:////absolute/path.db`, or `sqlite:///:memory:` (a private in-memory database).
 Several processes may share one file: WAL lets readers run while one writer commits, the
 busy timeout makes writers wait for each other, commits compare and set the session's version
-under the write lock, and lock, lease and checkpoint writes are single atomic statements.
+under the write lock, and lock, lease, checkpoint and task writes are single atomic
+statements.
 The sqlite3 calls run in one worker thread per store, so a writer waiting for the lock never
 freezes the event loop.
 
@@ -30,9 +31,12 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 
 from baton.backends._conflicts import (
+    check_task_owner,
     check_ticket,
     paused_elsewhere,
     stale_checkpoint,
+    task_conflict,
+    task_elsewhere,
     ticket_conflict,
     unknown_ticket,
     version_conflict,
@@ -64,8 +68,9 @@ from baton.core.errors import ConfigError, StoreError
 from baton.core.events import EscalationCard, Event, event_from_json
 from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
+from baton.core.tasks import Task, TaskStatus
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Version of the table layout, kept in `PRAGMA user_version`."""
 
 _MEMORY = ":memory:"
@@ -204,6 +209,22 @@ _MIGRATIONS: dict[int, tuple[Migration, ...]] = {
         "ALTER TABLE audit ADD COLUMN messages TEXT NOT NULL DEFAULT ''",
         lambda conn: _backfill_message_audit(conn),  # defined below
     ),
+    5: (
+        # Tasks of plan-execute-review runs: one row per (run, task id), the task as JSON,
+        # saved compare-and-set on its version; status is a column so listings filter on it.
+        """CREATE TABLE IF NOT EXISTS tasks (
+            run_id TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (run_id, task_id)
+        )""",
+        "CREATE INDEX IF NOT EXISTS tasks_session ON tasks (session_id)",
+        "CREATE INDEX IF NOT EXISTS tasks_status ON tasks (status)",
+    ),
 }
 
 _SESSION_COLUMNS = (
@@ -211,6 +232,7 @@ _SESSION_COLUMNS = (
 )
 _CHECKPOINT_COLUMNS = "session_id, run_id, seq, status, data, meta, updated_at"
 _TICKET_COLUMNS = "id, card, status, claimed_by, answer, note, updated_at"
+_TASK_COLUMNS = "run_id, task_id, session_id, status, version, data, updated_at"
 
 
 def _audit_tip(conn: sqlite3.Connection) -> tuple[int, str]:
@@ -418,6 +440,8 @@ class SQLiteStore:
         self._leases = 0
         self._schema = SCHEMA_VERSION
         self._audit_columns = _AUDIT_COLUMNS
+        self._has_tasks = True
+        """False for a store opened read-only whose schema predates tasks (version < 5)."""
         self._conn: sqlite3.Connection | None = (
             self._open_read_only() if read_only else self._open()
         )
@@ -527,6 +551,7 @@ class SQLiteStore:
                     "that `baton run` wrote (nothing was written to the file)"
                 )
             self._schema = found
+            self._has_tasks = "tasks" in tables
             if "audit" in tables:
                 columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(audit)")}
                 if "messages" not in columns:
@@ -1150,6 +1175,102 @@ class SQLiteStore:
         if stored is None:
             raise unknown_ticket(ticket.id)
         raise ticket_conflict(ticket, expect, stored[0])
+
+    # ------------------------------------------------------------------ tasks
+    async def put_task(
+        self, session_id: str, run_id: str, task: Task, expected_version: int
+    ) -> None:
+        """Save `task` as JSON if its stored version is `expected_version` (else
+        `ConflictError`); sets `task.version`, `task.session_id` and `task.run_id`.
+
+        One statement, hence atomic across processes: of two writers that read one version,
+        one saves and the other gets `ConflictError`.
+        """
+        check_task_owner(session_id, run_id, task)
+        if not self._has_tasks:
+            raise self._no_tasks("put_task")
+        tid, status, new = task.task_id, task.status, expected_version + 1
+        saved = {"version": new, "session_id": session_id, "run_id": run_id}
+        data = task.model_copy(update=saved).model_dump_json()
+        t = time.time()
+
+        def save(conn: sqlite3.Connection) -> tuple[bool, Any]:
+            """(saved, the stored (version, session_id) row when not saved)."""
+            if expected_version == 0:
+                cur = conn.execute(
+                    f"INSERT INTO tasks ({_TASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (run_id, task_id) DO NOTHING",
+                    (run_id, tid, session_id, status, new, data, t),
+                )
+            else:
+                cur = conn.execute(
+                    "UPDATE tasks SET status = ?, version = ?, data = ?, updated_at = ? "
+                    "WHERE run_id = ? AND task_id = ? AND version = ? AND session_id = ?",
+                    (status, new, data, t, run_id, tid, expected_version, session_id),
+                )
+            if cur.rowcount == 1:
+                # with the write, in the thread, as `commit_run` does
+                task.version, task.session_id, task.run_id = new, session_id, run_id
+                return True, None
+            return False, conn.execute(
+                "SELECT version, session_id FROM tasks WHERE run_id = ? AND task_id = ?",
+                (run_id, tid),
+            ).fetchone()
+
+        done, stored = await self._run("put_task", save)
+        if done:
+            return
+        if stored is not None and stored[1] != session_id:
+            raise task_elsewhere(run_id, tid, str(stored[1]), session_id)
+        raise task_conflict(run_id, tid, expected_version, 0 if stored is None else stored[0])
+
+    async def get_task(self, run_id: str, task_id: str) -> Task | None:
+        """The stored task (with its version), or None."""
+        if not self._has_tasks:
+            return None
+        rows = await self._query(
+            "get_task",
+            f"SELECT {_TASK_COLUMNS} FROM tasks WHERE run_id = ? AND task_id = ?",
+            (run_id, task_id),
+        )
+        return self._task(rows[0]) if rows else None
+
+    async def list_tasks(
+        self,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        status: TaskStatus | None = None,
+    ) -> list[Task]:
+        """Stored tasks matching every filter given, in the order they were first saved."""
+        if not self._has_tasks:
+            return []
+        where: list[str] = []
+        params: list[str] = []
+        for column, value in (("session_id", session_id), ("run_id", run_id), ("status", status)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = await self._query(
+            "list_tasks", f"SELECT {_TASK_COLUMNS} FROM tasks{clause} ORDER BY rowid", params
+        )
+        return [self._task(r) for r in rows]
+
+    def _task(self, row: tuple[Any, ...]) -> Task:
+        run_id, task_id, session_id, _, version, data, _ = row
+        try:
+            task = Task.model_validate_json(data)
+        except ValidationError as exc:
+            raise self._corrupt("tasks", f"{run_id}/{task_id}", exc) from exc
+        # the columns are what compare-and-set and the filters used: they win over the JSON
+        task.version, task.session_id, task.run_id = version, session_id, run_id
+        return task
+
+    def _no_tasks(self, action: str) -> StoreError:
+        return StoreError(
+            f"SQLite store {self.path}: {action}: schema version {self._schema} predates tasks "
+            "and the store was opened read-only; open it read-write once (on a copy) to add them"
+        )
 
     async def close(self) -> None:
         """Close the connection once the calls already made are done, and stop the worker

@@ -60,6 +60,7 @@ _STEP_STYLES = {
     "guard": "bold yellow",
     "escalation": "bold red",
     "state": "dim",
+    "task": "cyan",
 }
 
 
@@ -347,7 +348,7 @@ def _mermaid_step(step: Step, me: str, ids: dict[str, str]) -> list[str]:
         return [f"    {me}-x{ids[step.target]}: refused {_mm(step.detail)}"]
     if step.kind == "escalation" and step.target in ids:
         return [f"    {me}->>{ids[step.target]}: escalation {_mm(step.detail)}"]
-    if step.kind in ("guard", "refusal", "escalation"):
+    if step.kind in ("guard", "refusal", "escalation", "task"):
         return [f"    Note over {me}: {step.label} {_mm(step.detail)}"]
     return []
 

@@ -71,3 +71,32 @@ class SessionOwnerError(BatonError, PermissionError):
 class TicketError(BatonError):
     """A human-queue ticket cannot take that step (unknown id, claimed by someone else, or
     already answered or closed)."""
+
+
+class InvalidTransition(BatonError):
+    """A task was asked to move to a status its state machine does not allow from where it is
+    (`baton.core.tasks`); the task is left unchanged."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        task_id: str = "",
+        current: str = "",
+        requested: str = "",
+        allowed: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.task_id = task_id
+        """The task asked to move."""
+        self.current = current
+        """Its status, unchanged."""
+        self.requested = requested
+        """The status it was asked to move to."""
+        self.allowed = allowed
+        """The statuses it may move to from `current` (empty for a final task)."""
+
+
+class PlanError(BatonError):
+    """A plan's tasks cannot be ordered: two share an id, one depends on a task the plan does
+    not have, or some depend on each other in a cycle."""

@@ -13,6 +13,7 @@ from baton.core.data import Data
 from baton.core.ids import id_factory, now
 from baton.core.messages import Usage
 from baton.core.payload import HandoffPayload
+from baton.core.tasks import TaskStatus
 
 # Events are slotted dataclasses, not pydantic models: a run emits about ten and stores keep
 # them, so construction cost and GC-tracked objects per event matter (see `baton.core.data`).
@@ -273,6 +274,21 @@ class RunResumed(EventBase):
 
 
 @dataclass(slots=True, kw_only=True)
+class TaskTransitioned(EventBase):
+    """A task of a plan moved through its state machine (`baton.core.tasks`)."""
+
+    type: Literal["task_transitioned"] = "task_transitioned"
+    task_id: str
+    from_status: TaskStatus
+    to_status: TaskStatus
+    reason: str = ""
+    attempt: int = 0
+    """The task's executor runs so far (0 before its first)."""
+    final: bool = False
+    """True for the step into the task's terminal state."""
+
+
+@dataclass(slots=True, kw_only=True)
 class TextDelta(EventBase):
     """A piece of a streaming model's reply (only for `team.stream`; never stored)."""
 
@@ -296,6 +312,7 @@ Event = Annotated[
     | ApprovalRequested
     | ApprovalDecided
     | RunResumed
+    | TaskTransitioned
     | TextDelta,
     Field(discriminator="type"),
 ]

@@ -1,4 +1,5 @@
-"""A session's events as a tree: runs -> agent turns -> model calls, tool calls, hand-offs.
+"""A session's events as a tree: runs -> agent turns -> model calls, tool calls, hand-offs,
+task transitions.
 
 `build_tree` turns stored events (in order) into plain pydantic nodes with timings and token
 counts per step; the CLI renders them as a tree, a timeline, a JSON document or a Mermaid
@@ -28,13 +29,14 @@ from baton.core.events import (
     RunFinished,
     RunStarted,
     StateUpdated,
+    TaskTransitioned,
     ToolCalled,
 )
 from baton.observe.console import total_usage
 from baton.observe.terminal import one_line
 
 StepKind = Literal[
-    "route", "model_call", "tool_call", "handoff", "refusal", "guard", "escalation", "state"
+    "route", "model_call", "tool_call", "handoff", "refusal", "guard", "escalation", "state", "task"
 ]
 
 STEP_LABELS: dict[str, str] = {
@@ -46,6 +48,7 @@ STEP_LABELS: dict[str, str] = {
     "guard": "guard",
     "escalation": "escalation",
     "state": "state",
+    "task": "task",
 }
 """How each step kind is named on screen."""
 
@@ -213,7 +216,23 @@ def _step(event: Event) -> Step | None:
             target=event.to,
             **base,
         )
+    if isinstance(event, TaskTransitioned):
+        failed = event.to_status == "failed"
+        return Step(kind="task", detail=task_line(event), start=event.ts, failed=failed, **base)
     return None
+
+
+def task_line(event: TaskTransitioned) -> str:
+    """One line for a task's step: `t2 reviewing -> retry (attempt 1): <reason>`."""
+    notes = [f"attempt {event.attempt}"] if event.attempt else []
+    if event.final and event.to_status == "failed":
+        notes.append("final")
+    detail = f"{event.task_id} {event.from_status} -> {event.to_status}"
+    if notes:
+        detail += f" ({', '.join(notes)})"
+    if event.reason:
+        detail += f": {one_line(event.reason, 100)}"
+    return detail
 
 
 def group_runs(events: Sequence[Event]) -> list[list[Event]]:
