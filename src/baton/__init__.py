@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from baton.observe import MetricsSink, OTelSink
     from baton.topologies.debate import Debate
     from baton.topologies.pipeline import Pipeline
+    from baton.topologies.plan_execute_review import PlanExecuteReview
     from baton.topologies.supervisor import Supervisor
 
 __version__ = "0.1.0"
@@ -82,6 +83,7 @@ __all__ = [
     "PayloadError",
     "Pipeline",
     "PlanError",
+    "PlanExecuteReview",
     "Redactor",
     "RunResult",
     "SQLiteStore",
@@ -126,6 +128,10 @@ def __getattr__(name: str) -> Any:
         from baton.topologies.pipeline import Pipeline
 
         return Pipeline
+    if name == "PlanExecuteReview":
+        from baton.topologies.plan_execute_review import PlanExecuteReview
+
+        return PlanExecuteReview
     if name == "Debate":
         from baton.topologies.debate import Debate
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from baton.core.errors import ModelError
 from baton.core.messages import ToolCall
@@ -23,13 +23,16 @@ from baton.runtime.model_call import Parsed, Reply
 from baton.runtime.outcomes import Failed
 from baton.runtime.state import RunState, TurnState
 
+if TYPE_CHECKING:
+    from baton.runtime.runner import Runner
+
 
 class Conductor(Protocol):
     """Decides the lead's next step from the run and its turn so far."""
 
-    def __call__(self, r: RunState, t: TurnState) -> Reply | Failed:
+    async def __call__(self, k: Runner, r: RunState, t: TurnState) -> Reply | Failed:
         """Calls to make next (with text, or None), the answer (text and no calls), or why
-        the run fails."""
+        the run fails. It may record events (`k.emit`) and use the store (`k.cfg.store`)."""
         ...
 
 
@@ -48,6 +51,7 @@ class NoModel:
 class Done:
     """One answered call of the turn: what was called, with what, and what came back."""
 
+    call_id: str
     name: str
     args: dict[str, Any]
     content: str
@@ -86,7 +90,7 @@ def answered(t: TurnState) -> Iterator[Done]:
                 calls[c.id] = (c.name, args if isinstance(args, dict) else {})
         elif m.role == "tool" and m.tool_call_id in calls:
             name, args = calls[m.tool_call_id]
-            yield Done(name, args, m.content or "")
+            yield Done(m.tool_call_id, name, args, m.content or "")
 
 
 def call(name: str, **args: Any) -> Parsed:

@@ -270,7 +270,11 @@ class Runner:
                 )
                 self.trip(r, t.agent, "max_iterations", detail)
                 return self.turn_done(r, t, Tripped(detail))
-            reply = await ask(self, r, plan, t) if plan.conductor is None else plan.conductor(r, t)
+            reply = (
+                await ask(self, r, plan, t)
+                if plan.conductor is None
+                else await plan.conductor(self, r, t)
+            )
             t.iteration += 1
             if isinstance(reply, (Failed, Tripped)):
                 return self.turn_done(r, t, reply)

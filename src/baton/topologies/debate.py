@@ -24,6 +24,7 @@ from baton.runtime.conduct import NoModel, answered, call
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.model_call import Reply
 from baton.runtime.outcomes import Failed
+from baton.runtime.runner import Runner
 from baton.runtime.state import RunState, TurnState
 from baton.topologies.mermaid import Flowchart
 from baton.topologies.supervisor import delegate
@@ -98,7 +99,7 @@ class _Conductor:
     rounds: int
     max_tokens: int | None
 
-    def __call__(self, r: RunState, t: TurnState) -> Reply | Failed:
+    async def __call__(self, k: Runner, r: RunState, t: TurnState) -> Reply | Failed:
         latest: dict[str, str] = {}
         heard: Counter[str] = Counter()
         verdict: str | None = None

@@ -24,6 +24,7 @@ from baton.runtime.conduct import NoModel, answered, call
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.model_call import Reply
 from baton.runtime.outcomes import Failed
+from baton.runtime.runner import Runner
 from baton.runtime.state import RunState, TurnState
 from baton.tools import Tool
 from baton.topologies.mermaid import Flowchart
@@ -136,7 +137,7 @@ class _Conductor:
     stages: list[_Stage]
     retries: int
 
-    def __call__(self, r: RunState, t: TurnState) -> Reply | Failed:
+    async def __call__(self, k: Runner, r: RunState, t: TurnState) -> Reply | Failed:
         index, tries, output, error = 0, 0, r.message, ""
         for done in answered(t):
             stage = self.stages[index]
