@@ -21,6 +21,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/supervisor.md",
         "docs/pipeline.md",
         "docs/debate.md",
+        "docs/plan_execute_review.md",
     ],
 )
 def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
