@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -65,6 +65,12 @@ class Agent(BaseModel):
         description="Hand-offs that wait for a person's approval, per target: True, a function "
         "(payload fields, state) -> bool, or an ApprovalPolicy.",
     )
+    output_type: Any = Field(
+        default=None,
+        description="A pydantic model (or list[Model], a TypedDict) its final answer must "
+        "validate into: the answer is JSON, `RunResult.final` holds the typed value. None: "
+        "free text.",
+    )
 
     @field_validator("name")
     @classmethod
@@ -100,6 +106,15 @@ class Agent(BaseModel):
         if isinstance(v, str):
             raise ValueError("scopes takes a list of scope names, e.g. ['billing:read']")
         return tuple(v or ())
+
+    @field_validator("output_type")
+    @classmethod
+    def _output_type(cls, v: Any) -> Any:
+        if v is None or isinstance(v, type) or get_origin(v) is not None:
+            return v
+        raise ValueError(
+            f"output_type takes a type, such as a pydantic BaseModel subclass, not {v!r}"
+        )
 
     @field_validator("approve_handoffs", mode="before")
     @classmethod

@@ -143,3 +143,32 @@ def test_final_answer_starts_in_the_users_script() -> None:
     schema = tool_call_schema([], final_pattern=pattern)
     final = schema["oneOf"][-1]["properties"]["final"]
     assert final["pattern"] == pattern and final["minLength"] == 1
+
+
+class Review(BaseModel):
+    title: str
+    stars: int
+    author: Node | None = None
+
+
+def test_an_output_type_becomes_the_final_branch_and_keeps_a_field_named_title() -> None:
+    """With tools, the answer is `{"final": <the output type>}`; its `$defs` move to the root
+    like a tool's, and `title` is a field there, not a schema annotation to drop."""
+    from baton.models.local.grammar import answer_schema
+
+    @tool
+    def lookup(title: str) -> dict:
+        """Look a book up."""
+        return {}
+
+    schema = tool_call_schema([lookup.spec], final_schema=Review.model_json_schema())
+    final = schema["oneOf"][-1]["properties"]["final"]
+    assert set(final["properties"]) == {"title", "stars", "author"}
+    assert final["additionalProperties"] is False and final["required"] == ["title", "stars"]
+    assert "final__Node" in schema["$defs"]
+    assert "title" in schema["oneOf"][0]["properties"]["arguments"]["properties"]
+    alone = answer_schema(Review.model_json_schema())
+    assert set(alone["properties"]) == {"title", "stars", "author"}
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama.cpp is not installed")
+    for s in (schema, alone):
+        assert llama_cpp.LlamaGrammar.from_json_schema(json.dumps(s), verbose=False) is not None

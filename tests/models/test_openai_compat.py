@@ -13,9 +13,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from pydantic import BaseModel
 
 from baton import Agent, Team, tool
 from baton.core.errors import ConfigError, ModelError, ModelTimeout
@@ -386,15 +387,93 @@ async def test_options_are_sent(server: FakeOpenAI) -> None:
     server.script(completion("{}"))
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
     brain = model(server, temperature=0.7, max_tokens=64, extra_body={"top_k": 5})
-    await brain.generate(invoice_request(response_format=schema))
+    await brain.generate(invoice_request(output_schema=schema))
     body = server.bodies[0]
     assert body["temperature"] == 0.7
     assert body["max_tokens"] == 64
     assert body["top_k"] == 5
-    assert body["response_format"] == {
+    assert body["response_format"] == {  # `n` is optional: not OpenAI's strict subset
         "type": "json_schema",
-        "json_schema": {"name": "answer", "schema": schema},
+        "json_schema": {"name": "answer", "schema": schema, "strict": False},
     }
+
+
+class Line(BaseModel):
+    sku: str
+    qty: int
+
+
+class Refund(BaseModel):
+    order_id: str
+    amount: float
+    reason: Literal["damaged", "late"]
+    lines: list[Line]
+
+
+class Note(BaseModel):
+    text: str
+    urgent: bool = False
+
+
+async def test_an_agent_with_an_output_type_sends_a_strict_response_format_with_tools(
+    server: FakeOpenAI,
+) -> None:
+    answer = {"order_id": "ORD-1", "amount": 20, "reason": "late", "lines": []}
+    server.script(
+        completion(calls=[("query_invoice", '{"order_id": "ORD-1"}')]),
+        completion(json.dumps(answer)),
+    )
+
+    @tool
+    async def query_invoice(order_id: str) -> str:
+        """Look up the e-invoice of an order."""
+        return "ISSUED, 20 EUR"
+
+    billing = Agent(name="billing", tools=[query_invoice], output_type=Refund)
+    team = Team([billing], entry="billing", model=model(server))
+
+    result = await team.run("refund ORD-1, it came late")
+
+    assert result.status == "completed" and result.final == Refund(**answer)
+    first, second = server.bodies
+    for body in (first, second):
+        assert body["tools"][0]["function"]["name"] == "query_invoice"
+        assert body["tool_choice"] == "auto"
+        fmt = body["response_format"]
+        assert fmt["type"] == "json_schema"
+        spec = fmt["json_schema"]
+        assert (spec["name"], spec["strict"]) == ("Refund", True)
+        schema = spec["schema"]
+        assert schema["additionalProperties"] is False
+        assert schema["$defs"]["Line"]["additionalProperties"] is False
+        assert set(schema["required"]) == set(Refund.model_fields)
+    # the server enforces the schema: the prompt carries no shape note
+    assert "of this shape" not in first["messages"][0]["content"]
+
+
+async def test_an_output_type_with_defaults_is_sent_best_effort(server: FakeOpenAI) -> None:
+    server.script(completion('{"text": "call back"}'))
+    request = invoice_request(output_schema=Note.model_json_schema(), output_name="Note")
+    await model(server).generate(request)
+    spec = server.bodies[0]["response_format"]["json_schema"]
+    assert (spec["name"], spec["strict"]) == ("Note", False)
+    assert spec["schema"] == Note.model_json_schema()
+
+
+async def test_text_mode_with_tools_writes_the_schema_into_the_catalogue(
+    server: FakeOpenAI,
+) -> None:
+    server.script(completion('{"final": {"text": "call back"}}'))
+    brain = model(server, tool_mode="text")
+    response = await brain.generate(invoice_request(output_schema=Note.model_json_schema()))
+    body = server.bodies[0]
+    assert "response_format" not in body and "tools" not in body
+    system = body["messages"][0]["content"]
+    assert '{"final": <answer JSON>}' in system
+    assert "The answer JSON must follow this schema:" in system
+    assert not brain.native_output and model(server).native_output
+    found = parse_text_mode(response.text, {"query_invoice"}, structured=True)
+    assert json.loads(found.text or "") == {"text": "call back"}
 
 
 async def test_request_temperature_is_used_by_default(server: FakeOpenAI) -> None:

@@ -104,8 +104,8 @@ async def test_llm_judge_gets_the_top_candidates_with_description_and_examples()
     assert "- billing: Invoices, refunds." in system and "not for: Servers." in system
     assert "example: 我要退款" in system
     assert "tech_support" not in system  # only the semantic tier's candidates are shown
-    assert request.response_format is not None
-    assert request.response_format["properties"]["route"]["enum"] == ["billing", "orders", UNKNOWN]
+    assert request.output_schema is not None
+    assert request.output_schema["properties"]["route"]["enum"] == ["billing", "orders", UNKNOWN]
 
 
 async def test_llm_judge_answer_outside_the_candidates_is_rejected_and_repaired() -> None:

@@ -19,8 +19,12 @@ class ModelRequest:
     """The agent's context view, system message first."""
     tools: list[ToolSpec] = field(default_factory=list)
     """Tools (including `transfer_to_*` hand-offs) the agent may call."""
-    response_format: dict[str, Any] | None = None
-    """Optional JSON schema the answer must follow."""
+    output_schema: dict[str, Any] | None = None
+    """JSON schema the final answer (a reply without tool calls) must follow, or None for
+    free text. Tool calls stay possible in the same request. A model honours it as best it
+    can (a server's structured outputs, a grammar); the kernel validates the answer anyway."""
+    output_name: str | None = None
+    """A short name of that output type (`Weather`), for providers that name their schemas."""
     temperature: float = 0.0
     reask: bool = False
     """True when this request repeats the previous one after a parse error."""
@@ -41,7 +45,13 @@ class ModelResponse:
 
 @runtime_checkable
 class Model(Protocol):
-    """Anything that turns a `ModelRequest` into a `ModelResponse`."""
+    """Anything that turns a `ModelRequest` into a `ModelResponse`.
+
+    A model may also set `native_output = True` when its provider itself makes answers follow
+    `ModelRequest.output_schema` (a server's structured outputs): the kernel then leaves the
+    expected JSON shape out of the agent's system prompt. The attribute is optional (read with
+    `getattr`), so models without it still satisfy the protocol.
+    """
 
     name: str
 

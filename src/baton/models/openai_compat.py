@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -87,6 +88,12 @@ class OpenAICompatible:
             f"OpenAICompatible({self.model!r}, base_url={self.endpoint!r}, "
             f"tool_mode={self.tool_mode!r})"
         )
+
+    @property
+    def native_output(self) -> bool:
+        """Answers follow `ModelRequest.output_schema` through the server's structured outputs
+        (`response_format`); in text mode the schema is written into the prompt instead."""
+        return self.tool_mode == "native"
 
     @property
     def endpoint(self) -> str:
@@ -254,13 +261,13 @@ class OpenAICompatible:
             if request.tools:
                 kwargs["tools"] = [s.to_openai() for s in request.tools]
                 kwargs["tool_choice"] = "auto"
-            if request.response_format is not None:
-                kwargs["response_format"] = _json_schema_format(request.response_format)
+            if request.output_schema is not None:
+                kwargs["response_format"] = _json_schema_format(request)
         else:
-            schema = request.response_format if request.tools else None
+            schema = request.output_schema if request.tools else None
             kwargs["messages"] = render_text_mode(request.messages, request.tools, schema)
-            if request.response_format is not None and not request.tools:
-                kwargs["response_format"] = _json_schema_format(request.response_format)
+            if request.output_schema is not None and not request.tools:
+                kwargs["response_format"] = _json_schema_format(request)
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
         if self.extra_body:
@@ -472,9 +479,88 @@ def _import_openai() -> Any:
     return openai
 
 
-def _json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:
-    """`response_format` asking for JSON that follows `schema`."""
-    return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+def _json_schema_format(request: ModelRequest) -> dict[str, Any]:
+    """`response_format` asking for an answer that follows the request's output schema:
+    strict (the server guarantees it) where the schema fits OpenAI's strict subset, else
+    best effort."""
+    schema = request.output_schema
+    assert schema is not None
+    name = _SCHEMA_NAME_RE.sub("_", request.output_name or "")[:64] or "answer"
+    closed = strict_schema(schema)
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": name,
+            "schema": closed if closed is not None else schema,
+            "strict": closed is not None,
+        },
+    }
+
+
+_SCHEMA_NAME_RE = re.compile(r"[^A-Za-z0-9_-]")
+
+_STRICT_KEYWORDS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "const",
+        "anyOf",
+        "$ref",
+        "$defs",
+        "title",
+        "description",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
+    }
+)
+"""The JSON-schema keywords OpenAI's strict structured outputs accept."""
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """`schema` closed for strict structured outputs (`additionalProperties: false` on every
+    object), or None when it does not fit the strict subset: the root is not an object, an
+    object has optional properties or open extra keys, or a keyword is not supported there.
+    Pydantic gives a model with defaults optional properties; such schemas go best effort."""
+
+    def close(node: Any) -> Any:
+        if not isinstance(node, dict) or not set(node) <= _STRICT_KEYWORDS:
+            raise ValueError
+        out = dict(node)
+        props = node.get("properties")
+        if props is not None or node.get("type") == "object":
+            props = props or {}
+            if node.get("additionalProperties", False) is not False:
+                raise ValueError
+            if set(node.get("required", ())) != set(props):
+                raise ValueError
+            out["properties"] = {k: close(v) for k, v in props.items()}
+            out["additionalProperties"] = False
+        if "items" in node:
+            out["items"] = close(node["items"])
+        if "anyOf" in node:
+            out["anyOf"] = [close(v) for v in node["anyOf"]]
+        if "$defs" in node:
+            out["$defs"] = {k: close(v) for k, v in node["$defs"].items()}
+        return out
+
+    if schema.get("type") != "object":
+        return None
+    try:
+        closed: dict[str, Any] = close(schema)
+    except ValueError:
+        return None
+    return closed
 
 
 def _server_message(exc: Any) -> str:

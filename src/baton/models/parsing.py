@@ -48,6 +48,56 @@ def parse_json_object(raw: str | None) -> dict[str, Any]:
     return value
 
 
+def parse_json_answer(raw: str | None) -> Any:
+    """Parse a final answer that must be JSON (an agent's output type) leniently; raise
+    `ParseError` saying what is wrong, for the kernel to quote in its re-ask.
+
+    Strict JSON first; then the first code fence's content, and the text from its first `{`
+    or `[` to the matching last bracket (prose around the JSON). Malformed JSON is repaired
+    only when nothing is cut off and the repair keeps every key, word and string, as for
+    tool-call arguments: a value is never guessed."""
+    if raw is None or not raw.strip():
+        raise ParseError("the answer is empty; reply with the JSON only")
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        first_error = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    text = strip_fences(raw)
+    candidate = _outer_json(text)
+    try:
+        return json.loads(candidate)
+    except json.JSONDecodeError:
+        pass
+    cut = scan_json(candidate).cut
+    if cut is not None:
+        raise ParseError(
+            f"the answer is not valid JSON ({first_error}): it is cut off ({cut}), and a "
+            f"repair would have to guess the rest: {_quote(raw)}"
+        )
+    repaired = _repair_loads(candidate)
+    if not isinstance(repaired, (dict, list)) or (
+        not repaired and candidate.strip() not in ("{}", "[]")
+    ):
+        raise ParseError(f"the answer is not valid JSON ({first_error}): {_quote(raw)}")
+    lost = _lost_content(candidate, repaired)
+    if lost is not None:
+        raise ParseError(
+            f"the answer is not valid JSON ({first_error}) and repairing it would {lost}: "
+            f"{_quote(raw)}"
+        )
+    return repaired
+
+
+def _outer_json(text: str) -> str:
+    """`text` from its first `{` or `[` to the last matching closer (or `text` itself)."""
+    starts = [i for i in (text.find("{"), text.find("[")) if i != -1]
+    if not starts:
+        return text
+    start = min(starts)
+    end = text.rfind("}" if text[start] == "{" else "]")
+    return text[start : end + 1] if end > start else text[start:]
+
+
 def _repair_loads(text: str) -> Any:
     """`json_repair.loads`, imported on the first malformed output: well-formed output (the
     usual case) never needs it, and importing it took 15-25 ms of `import baton`."""
@@ -176,7 +226,7 @@ def _unquote(body: str, quote: str) -> str:
     return value if isinstance(value, str) else body
 
 
-def _lost_content(candidate: str, repaired: dict[str, Any]) -> str | None:
+def _lost_content(candidate: str, repaired: Any) -> str | None:
     """What a repair of `candidate` dropped or invented, as the end of an error sentence, or
     None. Every quoted string and bare word must survive (in a key or a string), and every
     string value must come from the text (an empty one from an empty string in it)."""
@@ -233,14 +283,21 @@ _ARGS_KEYS = ("arguments", "args", "parameters", "input")
 _ANSWER_KEYS = ("final", "answer", "final_answer", "response", "reply")
 
 
-def parse_text_mode(text: str | None, tool_names: set[str]) -> TextModeResult:
+def parse_text_mode(
+    text: str | None, tool_names: set[str], structured: bool = False
+) -> TextModeResult:
     """Find tool calls written as JSON in text: `{"tool": "x", "arguments": {...}}` or a list.
 
-    A JSON object with an answer key (`final`, `answer`, ...) is the final answer. Anything that
-    is not JSON is plain text. An object naming a tool that does not exist is still returned as
-    a call, so the kernel can answer it with an "unknown tool" error instead of ignoring it.
-    A call in text that was cut off keeps that text as its arguments: `parse_json_object`
-    rejects it, and the kernel asks again.
+    A JSON object with an answer key (`final`, `answer`, ...) is the final answer; a `final`
+    holding an object or a list is that JSON, as text. Anything that is not JSON is plain text.
+    An object naming a tool that does not exist is still returned as a call, so the kernel can
+    answer it with an "unknown tool" error instead of ignoring it. A call in text that was cut
+    off keeps that text as its arguments: `parse_json_object` rejects it, and the kernel asks
+    again.
+
+    `structured`: the answer is JSON of the agent's output type, which may itself hold keys
+    such as `answer` or `name`. Only a `{"final": ...}` envelope is then unwrapped, and only an
+    object naming one of `tool_names`, or with `tool` and `arguments` keys, is a call.
     """
     if not text or ("{" not in text):
         return TextModeResult(text=text, calls=[])
@@ -249,10 +306,11 @@ def parse_text_mode(text: str | None, tool_names: set[str]) -> TextModeResult:
     if start == -1:
         return TextModeResult(text=text, calls=[])
     cut: str | None = None
+    repaired = False
     try:
         value = json.loads(body[start:])
     except json.JSONDecodeError:
-        value = _repair_loads(body[start:])
+        value, repaired = _repair_loads(body[start:]), True
         if scan_json(body[start:]).cut is not None:
             cut = body[start:]
     items = value if isinstance(value, list) else [value]
@@ -262,17 +320,37 @@ def parse_text_mode(text: str | None, tool_names: set[str]) -> TextModeResult:
         if not isinstance(item, dict):
             continue
         name = next((item[k] for k in _NAME_KEYS if isinstance(item.get(k), str)), None)
-        if name is not None and (name in tool_names or any(k in item for k in _ARGS_KEYS)):
+        if name is not None and (
+            name in tool_names
+            or (
+                ("tool" in item and "arguments" in item)
+                if structured
+                else any(k in item for k in _ARGS_KEYS)
+            )
+        ):
             args: Any = next((item[k] for k in _ARGS_KEYS if k in item), {})
             args_text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
             if cut is not None:  # never run what a repair completed: the parser rejects it
                 args_text = cut
             calls.append(ToolCall(name=name, arguments=args_text))
             continue
-        for k in _ANSWER_KEYS:
-            if isinstance(item.get(k), str):
+        final = item.get("final")
+        if isinstance(final, (dict, list)) and (not structured or len(item) == 1):
+            answer = json.dumps(final, ensure_ascii=False)
+            continue
+        for k in ("final",) if structured else _ANSWER_KEYS:
+            if isinstance(item.get(k), str) and (not structured or len(item) == 1):
                 answer = item[k]
                 break
     if not calls and answer is None:
+        return TextModeResult(text=text, calls=[])
+    # a typed answer is taken from a repair only when it kept every value as written;
+    # otherwise the text stays whole, and the kernel's answer parser says what is wrong
+    if (
+        structured
+        and not calls
+        and repaired
+        and (cut is not None or _lost_content(body[start:], value) is not None)
+    ):
         return TextModeResult(text=text, calls=[])
     return TextModeResult(text=answer, calls=calls)

@@ -14,24 +14,26 @@ from typing import Any
 from baton.core.messages import Message, ToolCall, ToolSpec
 
 
-def tool_catalogue(tools: Sequence[ToolSpec], response_format: dict[str, Any] | None = None) -> str:
-    """The text-mode instructions: the tools, their schemas and the reply protocol."""
+def tool_catalogue(tools: Sequence[ToolSpec], output_schema: dict[str, Any] | None = None) -> str:
+    """The text-mode instructions: the tools, their schemas and the reply protocol (with an
+    output schema, the answer is that JSON inside the `final` envelope)."""
     lines = ["You can call these tools:"]
     for spec in tools:
         desc = " ".join(spec.description.split())
         params = json.dumps(spec.parameters, ensure_ascii=False, separators=(",", ":"))
         lines.append(f"- {spec.name}: {desc}" if desc else f"- {spec.name}")
         lines.append(f"  parameters (JSON schema): {params}")
+    answer = '{"final": "<answer>"}' if output_schema is None else '{"final": <answer JSON>}'
     lines += [
         "",
         "Reply with exactly one JSON object and nothing else.",
         'To call a tool: {"tool": "<name>", "arguments": {...}}',
-        'To answer the user: {"final": "<answer>"}',
+        f"To answer the user: {answer}",
         "After a tool call you will receive its result, then reply again the same way.",
     ]
-    if response_format is not None:
-        schema = json.dumps(response_format, ensure_ascii=False, separators=(",", ":"))
-        lines.append(f"The final answer must be a JSON text following this schema: {schema}")
+    if output_schema is not None:
+        schema = json.dumps(output_schema, ensure_ascii=False, separators=(",", ":"))
+        lines.append(f"The answer JSON must follow this schema: {schema}")
     return "\n".join(lines)
 
 
@@ -48,7 +50,7 @@ def _call_json(call: ToolCall) -> str:
 def render_text_mode(
     messages: Sequence[Message],
     tools: Sequence[ToolSpec],
-    response_format: dict[str, Any] | None = None,
+    output_schema: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Chat messages without any tool fields, for servers that have no tool calling.
 
@@ -66,7 +68,7 @@ def render_text_mode(
         else:
             out.append({"role": role, "content": content})
 
-    catalogue = tool_catalogue(tools, response_format) if tools else None
+    catalogue = tool_catalogue(tools, output_schema) if tools else None
     if catalogue and (not messages or messages[0].role != "system"):
         out.append({"role": "system", "content": catalogue})
         catalogue = None
@@ -89,3 +91,53 @@ def render_text_mode(
         else:
             add(m.role, m.content or "")
     return out
+
+
+_MAX_DEPTH = 4
+"""How deep `json_shape` follows nested objects (a recursive model ends in `{...}`)."""
+
+
+def json_shape(schema: dict[str, Any]) -> str:
+    """A compact picture of the JSON a schema describes: `{"city": string, "days"?: [integer]}`
+    (`?`: optional)."""
+    return _shape(schema, schema.get("$defs", {}), 0)
+
+
+def _shape(node: Any, defs: dict[str, Any], depth: int) -> str:
+    if not isinstance(node, dict):
+        return "any"
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        if depth >= _MAX_DEPTH:
+            return "{...}"
+        return _shape(defs.get(ref[len("#/$defs/") :]), defs, depth + 1)
+    if "const" in node:
+        return json.dumps(node["const"], ensure_ascii=False)
+    if "enum" in node:
+        return " | ".join(json.dumps(v, ensure_ascii=False) for v in node["enum"])
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            return " | ".join(_shape(v, defs, depth) for v in node[key])
+    kind = node.get("type")
+    if kind == "object" or "properties" in node:
+        props = node.get("properties") or {}
+        if not props:
+            extra = node.get("additionalProperties")
+            value = _shape(extra, defs, depth + 1) if isinstance(extra, dict) else "any"
+            return f"{{string: {value}}}"
+        if depth >= _MAX_DEPTH:
+            return "{...}"
+        required = set(node.get("required", ()))
+        fields = [
+            f"{json.dumps(k, ensure_ascii=False)}{'' if k in required else '?'}: "
+            f"{_shape(v, defs, depth + 1)}"
+            for k, v in props.items()
+        ]
+        return "{" + ", ".join(fields) + "}"
+    if kind == "array":
+        if "prefixItems" in node:
+            return "[" + ", ".join(_shape(v, defs, depth + 1) for v in node["prefixItems"]) + "]"
+        return f"[{_shape(node.get('items'), defs, depth + 1)}, ...]"
+    if isinstance(kind, list):
+        return " | ".join(str(k) for k in kind)
+    return str(kind) if kind else "any"

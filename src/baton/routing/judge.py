@@ -102,7 +102,11 @@ class LLMJudge:
         problem = ""
         for attempt in range(2):
             request = ModelRequest(
-                agent="router", messages=messages, response_format=schema, reask=attempt > 0
+                agent="router",
+                messages=messages,
+                output_schema=schema,
+                output_name="route",
+                reask=attempt > 0,
             )
             response = await self.model.generate(request)
             answer, problem = _read_answer(response.text, names)

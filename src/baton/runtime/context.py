@@ -25,8 +25,13 @@ def visible_state(agent: Agent, state: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in state.items() if k in agent.accepts}
 
 
-def system_prompt(agent: Agent, incoming: HandoffPayload | None, state: dict[str, Any]) -> str:
-    """Instructions + rendered payload + known slots."""
+def system_prompt(
+    agent: Agent,
+    incoming: HandoffPayload | None,
+    state: dict[str, Any],
+    output_note: str | None = None,
+) -> str:
+    """Instructions + rendered payload + known slots (+ the JSON shape of a typed answer)."""
     parts = [agent.instructions or f"You are {agent.name}."]
     if incoming is not None:
         if agent.accepts is not None:  # the whitelist applies to the payload's slots too
@@ -40,6 +45,8 @@ def system_prompt(agent: Agent, incoming: HandoffPayload | None, state: dict[str
     shown = visible_state(agent, state)
     if shown:
         parts.append("Known facts: " + to_line(shown))
+    if output_note is not None:
+        parts.append(output_note)
     return "\n\n".join(parts)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from baton.core.errors import ModelError, ModelTimeout, ParseError
@@ -15,8 +15,10 @@ from baton.core.messages import Message, ToolCall, Usage
 from baton.core.text import clean_text, clean_value
 from baton.models.base import ModelRequest, ModelResponse, StreamingModel
 from baton.models.parsing import parse_json_object, parse_text_mode
+from baton.models.textmode import json_shape
 from baton.runtime.guards import check_budget
 from baton.runtime.outcomes import Failed, Tripped
+from baton.runtime.output import OutputSpec, Typed
 from baton.runtime.state import RunState, TurnState
 from baton.runtime.timeouts import timed
 from baton.tools import error_content
@@ -40,18 +42,24 @@ Reply = tuple[str | None, list[Parsed]]
 
 
 async def ask(k: Runner, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | Failed | Tripped:
-    """The holder's next step: one model call, and one re-ask if its calls do not parse or it
-    said nothing; a reply still empty after that fails the turn."""
+    """The holder's next step: one model call, and one re-ask if its calls do not parse, it
+    said nothing, or its answer does not validate into the agent's output type; a reply still
+    empty or invalid after that fails the turn. A typed answer comes back as its normalised
+    JSON text, its data kept in `RunState.final`."""
+    output = plan.output
     request = ModelRequest(
         agent=plan.agent.name,
         messages=[*t.view, *t.scratch],
         tools=plan.specs_for(t.incoming is not None and not t.fallback),
+        output_schema=output.schema if output is not None else None,
+        output_name=output.name if output is not None else None,
     )
     response = await call(k, r, plan, t, request)
     if not isinstance(response, ModelResponse):
         return response
     calls = parse(response)
     first_empty = empty(response, calls)
+    typed: Typed | str | None = None  # a typed answer, validated or why it is not valid
     if any([c.error for c in calls]):  # a list: a generator costs a frame per call
         retry = await call(k, r, plan, t, reask_request(request, response, calls))
         if not isinstance(retry, ModelResponse):
@@ -62,6 +70,13 @@ async def ask(k: Runner, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | 
         if not isinstance(retry, ModelResponse):
             return retry
         response, calls = retry, parse(retry)
+    elif output is not None and not calls:
+        typed = output.check(response.text)
+        if isinstance(typed, str):
+            retry = await call(k, r, plan, t, output_reask(request, response, typed, output))
+            if not isinstance(retry, ModelResponse):
+                return retry
+            response, calls, typed = retry, parse(retry), None
     if empty(response, calls):
         how = "twice" if first_empty else "to a re-ask"
         return Failed(
@@ -69,6 +84,15 @@ async def ask(k: Runner, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | 
             f"{plan.agent.name} (no text, no tool call); the run stops instead of answering "
             "the user with nothing"
         )
+    if output is not None and not calls:
+        if typed is None:
+            typed = output.check(response.text)
+        if isinstance(typed, str):
+            return Failed(
+                f"the answer of agent {plan.agent.name} (model {plan.model.name!r}) does not "
+                f"match its output type after a re-ask: {typed}"
+            )
+        response.text, r.final = typed.text, typed.data
     if not calls and r.listener is not None and not isinstance(plan.model, StreamingModel):
         _delta(r, plan.agent.name, response.text or "")  # a model that does not stream: one delta
     return response.text, calls
@@ -188,7 +212,8 @@ def _checked(
     if not response.tool_calls and response.text_tool_calls:
         # text-mode providers write calls as JSON text; extract them once, here, so the event
         # and everything after it see real tool calls
-        found = parse_text_mode(response.text, plan.callable_names)
+        structured = request.output_schema is not None
+        found = parse_text_mode(response.text, plan.callable_names, structured)
         response.text, response.tool_calls = found.text, found.calls
         response.text_tool_calls = False
     r.usage.setdefault(name, Usage()).add(response.usage)
@@ -275,12 +300,7 @@ def reask_request(
             "Call the tool again with the arguments as one valid JSON object."
         ),
     )
-    return ModelRequest(
-        agent=request.agent,
-        messages=[*request.messages, bad, *answers, nudge],
-        tools=request.tools,
-        reask=True,
-    )
+    return replace(request, messages=[*request.messages, bad, *answers, nudge], reask=True)
 
 
 def empty(response: ModelResponse, calls: list[Parsed]) -> bool:
@@ -298,12 +318,23 @@ def empty_reask(request: ModelRequest, response: ModelResponse) -> ModelRequest:
             "one of your tools."
         ),
     )
-    return ModelRequest(
-        agent=request.agent,
-        messages=[*request.messages, nothing, nudge],
-        tools=request.tools,
-        reask=True,
+    return replace(request, messages=[*request.messages, nothing, nudge], reask=True)
+
+
+def output_reask(
+    request: ModelRequest, response: ModelResponse, error: str, output: OutputSpec
+) -> ModelRequest:
+    """The request repeated with the invalid answer and a nudge that quotes why it does not
+    validate into the agent's output type."""
+    bad = Message(role="assistant", content=response.text or "", agent=request.agent)
+    nudge = Message(
+        role="user",
+        content=(
+            f"Your answer does not match the required output: {error}. Reply again with only "
+            f"the corrected JSON, of this shape: {json_shape(output.schema)}"
+        ),
     )
+    return replace(request, messages=[*request.messages, bad, nudge], reask=True)
 
 
 def malformed(response: object) -> str | None:

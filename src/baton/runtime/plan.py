@@ -33,6 +33,7 @@ from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
 from baton.routing.router import Router
 from baton.runtime.guards import Guards
+from baton.runtime.output import OutputSpec, compile_output
 from baton.tools import Tool
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ class AgentPlan:
     """Name -> entry for every call the agent may make in any turn."""
     received_table: Mapping[str, CallEntry] | None = None
     """The table when it received the baton by hand-off; None means the same as `table`."""
+    output: OutputSpec | None = None
+    """Its `output_type` compiled (schema, validator, prompt note); None for free text."""
     conductor: Conductor | None = None
     """Decides the agent's steps in code instead of its model (`baton.runtime.conduct`)."""
 
@@ -119,6 +122,7 @@ class AgentPlan:
             specs=[s for s in self.specs if s.name in self.tools],
             handoff_targets=frozenset(),
             table=table,
+            output=self.output,
         )
 
     @property
@@ -152,6 +156,9 @@ def _compile(
     if agent.history_tool:
         extra.append(fetch_history_spec())
         received[FETCH_HISTORY] = CallEntry("history")
+    output = None
+    if agent.output_type is not None:
+        output = compile_output(agent.output_type, bool(getattr(model, "native_output", False)))
     for t in agent.tools:
         lacking = agent.missing_scopes(t)
         if lacking:
@@ -171,6 +178,7 @@ def _compile(
         received_specs=[*specs, *extra] if extra else None,
         table=table,
         received_table=received if extra else None,
+        output=output,
     )
 
 

@@ -23,7 +23,10 @@ class RunResult(Data):
     status: RunStatus
     """completed, escalated, awaiting_approval, failed or cancelled."""
     output: str | None = None
-    """Final text to the user."""
+    """Final text to the user (an agent with an `output_type` answers JSON text)."""
+    final: Any = None
+    """The answer validated into the answering agent's `output_type` (e.g. a pydantic model
+    instance); None when it has none or the run did not complete."""
     path: list[str] = field(default_factory=list)
     """Agents that held the baton."""
     handoffs: list[HandoffPayload] = field(default_factory=list)

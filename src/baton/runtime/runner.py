@@ -291,9 +291,10 @@ class Runner:
         """Build the holder's view (fixed for the turn) and announce the turn."""
         agent = plan.agent
         policy = t.policy
+        note = plan.output.note if plan.output is not None else None
         system = Message(
             role="system",
-            content=system_prompt(agent, t.incoming, r.session.state),
+            content=system_prompt(agent, t.incoming, r.session.state, note),
             agent=agent.name,
         )
         t.view = build_view(agent, system, r.history, t.since, scratch=(), policy=policy)
@@ -491,7 +492,16 @@ class Runner:
             holder=r.turn.agent if paused and r.turn is not None else r.session.holder,
             state=dict(r.session.state),
             error=error,
+            final=self.final_value(r) if status == "completed" else None,
         )
+
+    def final_value(self, r: RunState) -> Any:
+        """The typed answer of a run whose holder answered with an `output_type`, rebuilt
+        from the JSON data the run's state keeps (so a resumed run returns it too)."""
+        plan = self.plans.get(r.session.holder or "")
+        if r.final is None or plan is None or plan.output is None:
+            return None
+        return plan.output.rebuild(r.final)
 
     # ------------------------------------------------------------------ recording
     async def checkpoint(self, r: RunState) -> None:

@@ -150,6 +150,9 @@ class RunState:
     """What its model calls cost by `Guards.token_prices` (`Guards.max_cost_per_run`)."""
     handoff_usage: list[HandoffUsage] = field(default_factory=list)
     last_reply: str | None = None
+    final: Any = None
+    """The holder's answer validated into its `output_type`, as JSON data (`RunResult.final`
+    rebuilds the typed value); None for a free-text answer."""
     refused: list[str] = field(default_factory=list)
     """Keys of the hand-off calls that handed the request straight back (a call retried
     after an interruption counts once)."""

@@ -19,12 +19,14 @@ _LONG_TEXT = 160
 
 
 def _closed(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema with `additionalProperties: false` on every object, titles dropped."""
+    """The schema with `additionalProperties: false` on every object, titles dropped (a
+    property named `title` stays)."""
     out = copy.deepcopy(schema)
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
-            node.pop("title", None)
+            if isinstance(node.get("title"), str):
+                node.pop("title")
             if node.get("type") == "object" and "properties" in node:
                 node.setdefault("additionalProperties", False)
             for v in node.values():
@@ -95,13 +97,24 @@ def starting_with(char_class: str) -> str:
     return f"^{char_class}{_JSON_CHAR}*$"
 
 
+def answer_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """An output type's schema as a grammar for the whole reply: closed, so the model writes
+    only the fields the type has."""
+    return _closed(schema)
+
+
 def tool_call_schema(
-    tools: Sequence[ToolSpec], final_answer: bool = True, final_pattern: str | None = None
+    tools: Sequence[ToolSpec],
+    final_answer: bool = True,
+    final_pattern: str | None = None,
+    final_schema: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`{"oneOf": [{"tool": <name>, "arguments": {...}}, ..., {"final": "..."}]}`.
 
     `final_pattern` constrains the answer text (e.g. `starting_with(...)` a script); the choice
     between calling a tool and answering is made before it applies, so it never biases that.
+    `final_schema` (an agent's output type) makes the answer that JSON instead of a string:
+    `{"final": {...}}`.
     """
     branches: list[dict[str, Any]] = []
     defs: dict[str, Any] = {}
@@ -122,7 +135,9 @@ def tool_call_schema(
         )
     if final_answer:
         final: dict[str, Any] = {"type": "string", "minLength": 1}
-        if final_pattern is not None:
+        if final_schema is not None:
+            final = _hoist_defs(_closed(final_schema), "final__", defs)
+        elif final_pattern is not None:
             final["pattern"] = final_pattern
         branches.append(
             {

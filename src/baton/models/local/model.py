@@ -13,10 +13,15 @@ from baton.core.errors import ModelError
 from baton.core.messages import Message, ToolSpec, Usage
 from baton.models.base import ModelRequest, ModelResponse
 from baton.models.local.engine import MIN_FREE_MEMORY_GB, Completion, LlamaEngine, shared_engine
-from baton.models.local.grammar import schema_key, starting_with, tool_call_schema
+from baton.models.local.grammar import (
+    answer_schema,
+    schema_key,
+    starting_with,
+    tool_call_schema,
+)
 from baton.models.local.weights import DEFAULT_MODEL, card, weights_path
 from baton.models.streaming import VisibleText
-from baton.models.textmode import render_text_mode
+from baton.models.textmode import json_shape, render_text_mode
 
 _PROTOCOL = (
     "Reply with exactly one JSON object and nothing else: "
@@ -26,6 +31,18 @@ _PROTOCOL = (
     "tool returned; never invent them. If an id you need is missing, ask the user for it "
     "with a final answer."
 )
+_TYPED_PROTOCOL = (
+    "Reply with exactly one JSON object and nothing else: "
+    '{{"tool": "<name>", "arguments": {{...}}}} to call a tool, or '
+    '{{"final": {shape}}} to answer. '
+    "Use only ids and numbers that the user wrote, that are listed as known facts, or that a "
+    "tool returned; never invent them."
+)
+"""The protocol when the agent has an output type: the answer is JSON of that shape, not a
+sentence. With the shape described apart from the envelope (`{"final": <the JSON described
+below>}`), a 1.5B model called the same tool again and again instead of answering."""
+_TYPED_ANSWER = "Reply with exactly one JSON object of this shape and nothing else: {shape}"
+"""The protocol of a typed answer without tools."""
 
 
 _HANDOFF = "transfer_to_"
@@ -59,7 +76,7 @@ def _signature(spec: ToolSpec) -> str:
     return f"{spec.name}({args})"
 
 
-def catalogue(tools: Sequence[ToolSpec]) -> str:
+def catalogue(tools: Sequence[ToolSpec], output_schema: dict[str, Any] | None = None) -> str:
     """A compact tool list: signatures and descriptions; the grammar enforces the schemas.
 
     An agent whose only tools are hand-offs (a front desk) gets them as a list of targets by
@@ -69,6 +86,8 @@ def catalogue(tools: Sequence[ToolSpec]) -> str:
     `after_sales`, "after-sales service") and rarely chose `human`. An agent with tools of
     its own keeps hand-offs among its tools: listed apart, it stopped chaining them after its
     own tool call (after_sales no longer passed a refund on to billing).
+
+    `output_schema`: the agent answers JSON of its output type, inside `{"final": ...}`.
     """
     if not tools or any(not s.name.startswith(_HANDOFF) for s in tools):
         lines = ["You can call these tools:"]
@@ -86,7 +105,10 @@ def catalogue(tools: Sequence[ToolSpec]) -> str:
             lines.append(
                 "If neither your tools nor the agents above fit the request, pass it to human."
             )
-    lines.append(_PROTOCOL)
+    if output_schema is None:
+        lines.append(_PROTOCOL)
+    else:
+        lines.append(_TYPED_PROTOCOL.format(shape=json_shape(output_schema)))
     return "\n".join(lines)
 
 
@@ -102,6 +124,10 @@ class LocalModel:
     Names: `qwen2.5-coder-1.5b` (default), `qwen2.5-coder-0.5b`, `smollm2-135m`. The weights
     come from pinned packages and are checked by sha256 before loading (see `weights.py`).
     """
+
+    native_output = True
+    """An output type is decoded under a grammar, its shape written into the model's own
+    protocol line (the kernel adds no shape note of its own)."""
 
     def __init__(
         self,
@@ -145,8 +171,12 @@ class LocalModel:
     def render(self, request: ModelRequest) -> list[dict[str, Any]]:
         """Chat messages for llama.cpp: the catalogue first (a stable, cacheable prefix)."""
         messages = render_text_mode(request.messages, [])
+        head: str | None = None
         if request.tools:
-            head = catalogue(request.tools)
+            head = catalogue(request.tools, request.output_schema)
+        elif request.output_schema is not None:
+            head = _TYPED_ANSWER.format(shape=json_shape(request.output_schema))
+        if head is not None:
             if messages and messages[0]["role"] == "system":
                 messages[0] = {"role": "system", "content": f"{head}\n\n{messages[0]['content']}"}
             else:
@@ -208,18 +238,19 @@ class LocalModel:
 
     def _grammar(self, engine: LlamaEngine, request: ModelRequest) -> Any:
         """The compiled grammar constraining this request's output (None for free text)."""
+        output = request.output_schema
         if request.tools:
             # After a tool result (English JSON) a small model answered Chinese users in
             # English, whatever the instructions said; a note in the prompt fixed the language
             # but also made it answer instead of calling the next hand-off. Starting the answer
             # text in the user's script fixes the language and leaves that choice alone.
-            script = user_script(request.messages)
+            script = user_script(request.messages) if output is None else None
             pattern = starting_with(script[1]) if script else None
-            schema = tool_call_schema(request.tools, final_pattern=pattern)
+            schema = tool_call_schema(request.tools, final_pattern=pattern, final_schema=output)
             text = json.dumps(schema)
             return engine.grammar(schema_key(schema), text)
-        if request.response_format is not None:
-            schema = request.response_format
+        if output is not None:
+            schema = answer_schema(output)
             return engine.grammar(schema_key(schema), json.dumps(schema))
         return None
 
