@@ -71,7 +71,8 @@ class Done:
             return self.content
         if isinstance(data, dict):
             if "answer" in data and "worker" in data:
-                return str(data["answer"])
+                answer = data["answer"]  # data from a worker with an `output_type`: as JSON
+                return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
             if data.get("ok") is False:
                 return str(data.get("error", ""))
         return self.content

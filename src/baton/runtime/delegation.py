@@ -132,8 +132,9 @@ class Ask:
             return outcome
         _merge_usage(r, child)
         pc.sub = None  # answered: nothing of it needs saving any more
-        if isinstance(outcome, Answered):
-            content = json.dumps({"worker": worker, "answer": outcome.text}, ensure_ascii=False)
+        if isinstance(outcome, Answered):  # a worker with an `output_type` answers data
+            answer = child.final if child.final is not None else outcome.text
+            content = json.dumps({"worker": worker, "answer": answer}, ensure_ascii=False)
             return self._done(k, r, t, pc, started, content, None)
         reason = outcome.reason if isinstance(outcome, (Failed, Tripped, ToHuman)) else "no answer"
         error = f"{worker} could not answer: {reason}"

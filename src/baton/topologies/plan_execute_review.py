@@ -105,12 +105,25 @@ class PlanExecuteReview(Team):
             raise ConfigError("a PlanExecuteReview needs at least one executor")
         if max_fix < 0 or max_replans < 0:
             raise ConfigError("max_fix and max_replans must be 0 or more")
-        everyone = [planner, *executors, reviewer]
-        for a in everyone:
+        for a in [planner, *executors, reviewer]:
             if a.handoffs:
                 raise ConfigError(
                     f"{a.name!r} has handoffs; planner, executors and reviewer answer"
                 )
+        # typed hand-overs: the planner plans as `Plan`, the reviewer judges as `Review`; the
+        # planner's aggregation is free text, so it runs as a copy without the output type
+        writer = planner.model_copy(
+            update={
+                "name": f"{planner.name}_writer",
+                "output_type": None,
+                "description": f"{planner.name}, writing the answer from the results",
+            }
+        )
+        if planner.output_type is None:
+            planner = planner.model_copy(update={"output_type": Plan})
+        if reviewer.output_type is None:
+            reviewer = reviewer.model_copy(update={"output_type": Review})
+        everyone = [planner, writer, *executors, reviewer]
         asks = (max_replans + 2) + max_tasks * (max_fix + 1) * 2
         lead = Agent(
             name=name,
@@ -124,7 +137,13 @@ class PlanExecuteReview(Team):
         self.max_fix, self.max_replans = max_fix, max_replans
         delegate(self, name, everyone, max_parallel, Ask(max_delegations=asks))
         conductor = _Conductor(
-            planner.name, reviewer.name, self.executors, max_fix, max_replans, max_tasks
+            planner.name,
+            writer.name,
+            reviewer.name,
+            self.executors,
+            max_fix,
+            max_replans,
+            max_tasks,
         )
         runner = self._runner
         runner.plans[name] = replace(runner.plans[name], conductor=conductor)
@@ -132,7 +151,7 @@ class PlanExecuteReview(Team):
     def to_mermaid(self) -> str:
         chart = Flowchart()
         chart.node("user", "circle")
-        chart.node(self.planner, note="plans, aggregates")
+        chart.node(self.planner, note="plans, aggregates")  # (its writer copy aggregates)
         chart.node(self.reviewer, note=f"pass or fix, {self.max_fix} fixes at most")
         chart.edge("user", self.planner)
         for name, tools in self.executors.items():
@@ -165,6 +184,7 @@ class _Replay:
 @dataclass(frozen=True, slots=True)
 class _Conductor:
     planner: str
+    writer: str
     reviewer: str
     executors: dict[str, tuple[str, ...]]
     max_fix: int
@@ -184,7 +204,7 @@ class _Conductor:
             return None, calls
         if board is not None and board.finished:
             question = self._aggregation(r.message, board)
-            return None, [_call("aggregate", self.planner, question=question)]
+            return None, [_call("aggregate", self.writer, question=question)]
         return Failed("the plan stalled: no task can run and none is running")
 
     # -- replay: every result and every decision again, in order ---------------------------
@@ -299,11 +319,10 @@ class _Conductor:
             f"- {name}: tools {', '.join(tools) or 'none'}"
             for name, tools in self.executors.items()
         )
-        schema = json.dumps(Plan.model_json_schema(), ensure_ascii=False)
         question = (
             f"Request: {message}\n\nSplit it into tasks for these executors (agent_role is the "
-            f"executor's name; requires_tool only tools it has):\n{roster}\n\nAnswer with JSON "
-            f"only, matching this schema: {schema}"
+            f"executor's name; requires_tool only tools it has):\n{roster}\n\nAnswer with the "
+            "plan: its tasks, each with a task_id, and depends_on naming the tasks it needs first."
         )
         if state.rejection:
             question += f"\n\nYour previous plan was refused: {state.rejection}. Plan again."
@@ -329,12 +348,11 @@ class _Conductor:
         )
 
     def _review_call(self, task: Task) -> Parsed:
-        schema = json.dumps(Review.model_json_schema(), ensure_ascii=False)
         question = (
             f"Task: {task.description}\nExpected output format: {task.output_format}\n"
             f"Result:\n{_cut(task.result or '')}\n\nJudge the result on completeness, "
-            "accuracy, format and safety. Answer `pass` if it is good enough, else `fix` with "
-            f"advice the executor can act on. Answer with JSON only, matching this schema: {schema}"
+            "accuracy, format and safety (each ok or not, with a reason). Verdict `pass` if it "
+            "is good enough, else `fix` with advice the executor can act on."
         )
         return _call(f"review:{task.task_id}:{task.attempts}", self.reviewer, question=question)
 
