@@ -20,6 +20,7 @@ from baton.core.events import (
     RunFinished,
     RunResumed,
     RunStarted,
+    TaskTransitioned,
     ToolCalled,
     ToolRefused,
 )
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 log = logging.getLogger("baton.observe")
+
+_TASK_SHOWN = frozenset(("processing", "retry", "completed", "failed", "cancelled"))
+"""Task steps the console shows (all of them with `verbose`): when work starts, comes back
+for a fix, and how each task ends."""
+_TASK_STYLE = {"completed": "green", "failed": "red", "retry": "yellow", "cancelled": "red"}
 
 AGENT_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_cyan", "bright_magenta")
 """Colours given to agents (stable per name)."""
@@ -201,6 +207,17 @@ class ConsoleSink:
                 t.append(safe(event.agent, "dim"))
             t.append("  ", style="yellow")
             t.append(safe_clip(event.detail, 160, "yellow"))
+        elif isinstance(event, TaskTransitioned):
+            if not self.verbose and event.to_status not in _TASK_SHOWN:
+                return None
+            style = _TASK_STYLE.get(event.to_status, "dim")
+            t.append("  ◆ task ", style="bold")
+            t.append(safe(event.task_id, "bold"))
+            t.append(f" {event.from_status} → ", style="dim")
+            t.append(safe(event.to_status, style))
+            if event.reason:
+                t.append("  ", style="dim")
+                t.append(safe_clip(event.reason, 120, "dim"))
         elif isinstance(event, Escalated):
             card = event.card
             t.append("⇡ escalated ", style="bold red")

@@ -20,7 +20,7 @@ from baton.core.errors import ModelError
 from baton.core.messages import ToolCall
 from baton.models.base import ModelRequest, ModelResponse
 from baton.runtime.model_call import Parsed, Reply
-from baton.runtime.outcomes import Failed
+from baton.runtime.outcomes import Failed, ToHuman
 from baton.runtime.state import RunState, TurnState
 
 if TYPE_CHECKING:
@@ -30,9 +30,10 @@ if TYPE_CHECKING:
 class Conductor(Protocol):
     """Decides the lead's next step from the run and its turn so far."""
 
-    async def __call__(self, k: Runner, r: RunState, t: TurnState) -> Reply | Failed:
-        """Calls to make next (with text, or None), the answer (text and no calls), or why
-        the run fails. It may record events (`k.emit`) and use the store (`k.cfg.store`)."""
+    async def __call__(self, k: Runner, r: RunState, t: TurnState) -> Reply | Failed | ToHuman:
+        """Calls to make next (with text, or None), the answer (text and no calls), why the
+        run fails, or why it goes to the human queue. It may record events (`k.emit`) and
+        use the store (`k.cfg.store`)."""
         ...
 
 

@@ -276,7 +276,7 @@ class Runner:
                 else await plan.conductor(self, r, t)
             )
             t.iteration += 1
-            if isinstance(reply, (Failed, Tripped)):
+            if isinstance(reply, (Failed, Tripped, ToHuman)):  # (ToHuman: a conductor's)
                 return self.turn_done(r, t, reply)
             text, calls = reply
             if not calls:

@@ -23,12 +23,12 @@ from baton.core.errors import ConfigError
 from baton.runtime.conduct import NoModel, answered, call
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.model_call import Reply
-from baton.runtime.outcomes import Failed
+from baton.runtime.outcomes import Failed, ToHuman
 from baton.runtime.runner import Runner
 from baton.runtime.state import RunState, TurnState
 from baton.tools import Tool
 from baton.topologies.mermaid import Flowchart
-from baton.topologies.supervisor import delegate
+from baton.topologies.supervisor import Supervisor, delegate
 from baton.topologies.team import Team
 
 
@@ -46,15 +46,18 @@ class Pipeline(Team):
     """Stages run one after the other; the last stage's output is the run's output.
 
     `Pipeline([stage, ...], model=..., retries=1, timeouts={...}, name="pipeline", **team)`
-    where a stage is an `Agent`, an async or plain function of one argument, or a `Tool`.
+    where a stage is an `Agent`, a `Supervisor` (its lead is the stage, asking its workers),
+    an async or plain function of one argument, or a `Tool`. `escalate(stage, output)` may
+    return a reason to send the run to the human queue after a stage (e.g. low confidence).
     """
 
     def __init__(
         self,
-        stages: Sequence[Agent | Tool | Callable[..., Any]],
+        stages: Sequence[Agent | Supervisor | Tool | Callable[..., Any]],
         *,
         retries: int = 1,
         timeouts: dict[str, float] | None = None,
+        escalate: Callable[[str, str], str | None] | None = None,
         name: str = "pipeline",
         **team: Any,
     ) -> None:
@@ -65,7 +68,16 @@ class Pipeline(Team):
         agents: list[Agent] = []
         tools: list[Tool] = []
         plan: list[_Stage] = []
+        teams: list[Supervisor] = []
+        helpers: list[Agent] = []
         for s in stages:
+            if isinstance(s, Supervisor):  # its lead is the stage; its workers come along
+                lead_agent = s.agents[s.lead]
+                agents.append(lead_agent)
+                helpers.extend(s.agents[w] for w in s.workers)
+                teams.append(s)
+                plan.append(_Stage(s.lead, ask_tool_name(s.lead), None))
+                continue
             if isinstance(s, Agent):
                 if s.handoffs:
                     raise ConfigError(
@@ -101,21 +113,21 @@ class Pipeline(Team):
             model=NoModel(),
             max_iterations=len(plan) * (retries + 1) + 1,
         )
-        super().__init__([lead, *agents], entry=name, **team)
+        super().__init__([lead, *agents, *helpers], entry=name, **team)
         self.stages = names
         self.retries = retries
         per_worker = {
             a.name: (timeouts or {})[a.name] for a in agents if a.name in (timeouts or {})
         }
-        delegate(
-            self,
-            name,
-            agents,
-            1,
-            Ask(max_delegations=len(agents) * (retries + 1), timeouts=per_worker),
-        )
+        asks = len(agents) * (retries + 1) + sum(t.max_delegations for t in teams)
+        handler = Ask(max_delegations=asks, timeouts=per_worker)
+        parallel = max([1, *(t.max_parallel for t in teams)])
+        delegate(self, name, agents, parallel, handler)
+        for sup in teams:  # a supervisor stage asks its workers as it would on its own
+            delegate(self, sup.lead, [sup.agents[w] for w in sup.workers], parallel, handler)
         runner = self._runner
-        runner.plans[name] = replace(runner.plans[name], conductor=_Conductor(plan, retries))
+        conductor = _Conductor(plan, retries, escalate)
+        runner.plans[name] = replace(runner.plans[name], conductor=conductor)
 
     def to_mermaid(self) -> str:
         """The stages in order."""
@@ -136,8 +148,9 @@ class _Conductor:
 
     stages: list[_Stage]
     retries: int
+    escalate: Callable[[str, str], str | None] | None = None
 
-    async def __call__(self, k: Runner, r: RunState, t: TurnState) -> Reply | Failed:
+    async def __call__(self, k: Runner, r: RunState, t: TurnState) -> Reply | Failed | ToHuman:
         index, tries, output, error = 0, 0, r.message, ""
         for done in answered(t):
             stage = self.stages[index]
@@ -153,6 +166,9 @@ class _Conductor:
                     )
                 continue
             index, tries, output, error = index + 1, 0, done.answer, ""
+            why = self.escalate(stage.name, output) if self.escalate is not None else None
+            if why:  # the stage's output needs a person: the run goes to the human queue
+                return ToHuman(f"stage {stage.name!r}: {why}")
             if index == len(self.stages):
                 return output, []  # the last stage's output answers the user
         stage = self.stages[index]
