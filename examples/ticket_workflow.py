@@ -95,9 +95,10 @@ def build_ticket_workflow(model: Any = "local") -> Pipeline:
         Agent(
             name="retrieve",
             instructions=(
-                "You gather the facts a reply needs. Ask orders_kb about the order and "
-                "policy_kb about the policy of the ticket's category, both in one response. "
-                "Then list the facts they found, briefly."
+                "You gather the facts for a support reply. First call ask_orders_kb (about the "
+                "order id) and ask_policy_kb (about the ticket's category), once each, in one "
+                "response. When their answers are in, do not call any tool again: reply with "
+                "the facts they found, in two or three short lines."
             ),
         ),
         workers=[
