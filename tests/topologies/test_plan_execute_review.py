@@ -158,11 +158,14 @@ async def test_a_plan_needing_a_missing_tool_is_refused_before_anything_runs() -
 
 async def test_replanning_is_capped() -> None:
     bad = {"tasks": [{"task_id": "x", "description": "Do it", "agent_role": "nobody"}]}
-    desk = Desk([bad, bad, bad])
+    desk = Desk([bad] * 6)  # each plan is re-asked once with the validation error
     result = await desk.team(max_replans=2).run("do it")
     assert result.status == "failed"
     assert result.error is not None and result.error.startswith("no usable plan after 3 attempts")
-    assert [w for w, _ in desk.asked] == ["planner"] * 3
+    plans = [e for e in result.events if e.type == "tool_called" and e.tool == "ask_planner"]
+    assert len(plans) == 3 and {w for w, _ in desk.asked} == {"planner"}
+    # an executor the run lacks cannot even be named: the plan's schema lists the executors
+    assert "agent_role" in (result.error or "")
 
 
 async def test_the_fix_loop_is_capped_and_dependents_are_cancelled() -> None:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from json_repair import repair_json
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from baton.agents import Agent
 from baton.backends.base import Tasks
@@ -61,6 +61,31 @@ class Plan(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tasks: list[SubTask] = Field(min_length=1)
+
+
+def plan_type(executors: dict[str, tuple[str, ...]]) -> type[BaseModel]:
+    """The planner's output type for these executors: a `Plan` whose `agent_role` can only
+    name an executor and whose `requires_tool` can only name their tools, so a model whose
+    output is constrained to the schema (the embedded model's grammar, strict structured
+    outputs) cannot invent either. A tool an executor lacks is still refused by the pre-check."""
+    roles: Any = Literal.__getitem__(tuple(executors))
+    every = sorted({t for tools in executors.values() for t in tools})
+    tool_list: Any = list[Literal.__getitem__(tuple(every))] | None if every else None  # type: ignore[misc]
+    task = create_model(
+        "PlannedTask",
+        __config__=ConfigDict(extra="forbid"),
+        task_id=(str, Field(min_length=1, description="Unique id of the task, e.g. t1.")),
+        description=(str, Field(min_length=1, description="What the executor must do.")),
+        agent_role=(roles, Field(description="The executor that does it.")),
+        requires_tool=(tool_list, Field(default=None, description="Tools it needs, if any.")),
+        output_format=(str, Field(default="text", description="Shape of the result.")),
+        depends_on=(list[str], Field(default_factory=list, description="Ids it needs first.")),
+    )
+    return create_model(
+        "Plan",
+        __config__=ConfigDict(extra="forbid"),
+        tasks=(list[task], Field(min_length=1)),  # type: ignore[valid-type]
+    )
 
 
 class Check(BaseModel):
@@ -119,8 +144,9 @@ class PlanExecuteReview(Team):
                 "description": f"{planner.name}, writing the answer from the results",
             }
         )
+        tools = {e.name: tuple(t.name for t in e.tools) for e in executors}
         if planner.output_type is None:
-            planner = planner.model_copy(update={"output_type": Plan})
+            planner = planner.model_copy(update={"output_type": plan_type(tools)})
         if reviewer.output_type is None:
             reviewer = reviewer.model_copy(update={"output_type": Review})
         everyone = [planner, writer, *executors, reviewer]
@@ -133,7 +159,7 @@ class PlanExecuteReview(Team):
         )
         super().__init__([lead, *everyone], entry=name, **team)
         self.planner, self.reviewer = planner.name, reviewer.name
-        self.executors = {e.name: tuple(t.name for t in e.tools) for e in executors}
+        self.executors = tools
         self.max_fix, self.max_replans = max_fix, max_replans
         delegate(self, name, everyone, max_parallel, Ask(max_delegations=asks))
         conductor = _Conductor(
@@ -248,7 +274,9 @@ class _Conductor:
             why = f"the planner failed: {done.answer}"
         else:
             try:
-                plan = _parse(Plan, done.answer)
+                plan = Plan.model_validate(
+                    _parse(plan_type(self.executors), done.answer).model_dump()
+                )
             except ValueError as exc:
                 why = f"the plan is not valid JSON of the expected shape: {exc}"
             else:
