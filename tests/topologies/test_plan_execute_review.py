@@ -126,34 +126,46 @@ async def test_plan_execute_review_aggregate() -> None:
     ]
 
 
-async def test_a_plan_needing_a_missing_tool_is_refused_before_anything_runs() -> None:
-    bad = {
-        "tasks": [
-            {
-                "task_id": "x",
-                "description": "Do it",
-                "agent_role": "analyst",
-                "requires_tool": ["search"],
-            }
-        ]
-    }
-    good = {
-        "tasks": [
-            {
-                "task_id": "x",
-                "description": "Do it",
-                "agent_role": "researcher",
-                "requires_tool": ["search"],
-            }
-        ]
-    }
-    desk = Desk([bad, good])
+async def test_a_plan_that_cannot_run_is_refused_before_anything_runs() -> None:
+    def task(tid: str, dep: str) -> dict[str, Any]:
+        return {
+            "task_id": tid,
+            "description": "Do it",
+            "agent_role": "analyst",
+            "depends_on": [dep],
+        }
+
+    cycle = {"tasks": [task("a", "b"), task("b", "a")]}
+    good = {"tasks": [{"task_id": "x", "description": "Do it", "agent_role": "analyst"}]}
+    desk = Desk([cycle, good])
     result = await desk.team().run("do it")
     assert result.status == "completed"
     who = [w for w, _ in desk.asked]
     assert who[:2] == ["planner", "planner"]  # re-planned before any executor ran
     replan = desk.asked[1][1]
-    assert "refused" in replan and "analyst does not have" in replan
+    assert "refused" in replan and "cycle" in replan
+
+
+async def test_a_task_goes_to_an_executor_that_has_its_tools() -> None:
+    """The named executor lacks the tool another has: the task goes there, and says why."""
+    plan = {
+        "tasks": [
+            {
+                "task_id": "x",
+                "description": "Find it",
+                "agent_role": "writer",
+                "requires_tool": ["search"],
+            },
+        ]
+    }
+    desk = Desk([plan])
+    result = await desk.team().run("find it")
+    assert result.status == "completed"
+    assert next(w for w, _ in desk.asked if w in ("writer", "researcher")) == "researcher"
+    [dispatch] = [
+        e for e in result.events if e.type == "task_transitioned" and e.to_status == "dispatching"
+    ]
+    assert dispatch.reason == "to researcher (writer lacks its tools)"
 
 
 async def test_replanning_is_capped() -> None:

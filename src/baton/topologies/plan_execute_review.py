@@ -46,7 +46,14 @@ from baton.runtime.model_call import Parsed, Reply
 from baton.runtime.outcomes import Failed
 from baton.runtime.runner import Runner
 from baton.runtime.state import RunState, TurnState
-from baton.runtime.tasks import SubTask, Task, TaskBoard, TaskStatus, TaskTransition, task_event
+from baton.runtime.tasks import (
+    SubTask,
+    Task,
+    TaskBoard,
+    TaskStatus,
+    TaskTransition,
+    task_event,
+)
 from baton.topologies.mermaid import Flowchart
 from baton.topologies.supervisor import delegate
 from baton.topologies.team import Team
@@ -290,29 +297,41 @@ class _Conductor:
             state.failed = f"no usable plan after {state.replans} attempts: {why}"
 
     def _precheck(self, plan: Plan) -> str:
-        """Why the plan cannot run (no executor, missing tools, bad order), or ''."""
+        """Why the plan cannot run, or '': a task needs a tool no executor holds, names an
+        executor the run lacks (with no tool to pick one by), or the tasks cannot be ordered.
+        A task whose named executor lacks its tools goes to one that has them (`executor`)."""
         if len(plan.tasks) > self.max_tasks:
             return f"the plan has {len(plan.tasks)} tasks; at most {self.max_tasks} are allowed"
         problems = []
+        held = {t for tools in self.executors.values() for t in tools}
         for task in plan.tasks:
-            tools = self.executors.get(task.agent_role)
-            if tools is None:
+            missing = [x for x in task.requires_tool or () if x not in held]
+            if missing:
+                problems.append(
+                    f"task {task.task_id!r} needs {', '.join(missing)}, which no executor has "
+                    f"(the tools are: {', '.join(sorted(held)) or 'none'})"
+                )
+            elif self.executor(task) is None:
                 problems.append(
                     f"task {task.task_id!r} names agent_role {task.agent_role!r}, but the "
                     f"executors are {', '.join(self.executors)}"
-                )
-                continue
-            missing = [x for x in task.requires_tool or () if x not in tools]
-            if missing:
-                problems.append(
-                    f"task {task.task_id!r} needs {', '.join(missing)}, which "
-                    f"{task.agent_role} does not have (it has: {', '.join(tools) or 'no tools'})"
                 )
         try:
             TaskBoard.from_subtasks(plan.tasks)
         except PlanError as exc:
             problems.append(str(exc))
         return "; ".join(problems)
+
+    def executor(self, task: SubTask) -> str | None:
+        """Who runs `task`: its `agent_role` when that executor has every tool it needs, else
+        the first executor that has them all; None when none fits."""
+        need = set(task.requires_tool or ())
+        named = self.executors.get(task.agent_role)
+        if named is not None and need <= set(named):
+            return task.agent_role
+        if not need:
+            return None  # an unknown executor, and no tool to choose one by
+        return next((n for n, tools in self.executors.items() if need <= set(tools)), None)
 
     def _advance(self, state: _Replay) -> list[Parsed]:
         """One decision: move the tasks on as far as the results allow, and the calls that
@@ -334,8 +353,10 @@ class _Conductor:
             state.move(task, "queued", "its dependencies are completed")
         for task in board:
             if task.status == "queued":
-                state.move(task, "dispatching", f"to {task.agent_role}")
-                state.move(task, "processing", f"{task.agent_role} works on it")
+                runner = self.executor(task) or task.agent_role
+                why = "" if runner == task.agent_role else f" ({task.agent_role} lacks its tools)"
+                state.move(task, "dispatching", f"to {runner}{why}")
+                state.move(task, "processing", f"{runner} works on it")
                 calls.append(self._exec_call(board, task))
             elif task.status == "reviewing":
                 calls.append(self._review_call(task))
@@ -370,7 +391,7 @@ class _Conductor:
             context += f"\nUse the tools: {', '.join(task.requires_tool)}."
         return _call(
             f"exec:{task.task_id}:{task.attempts}",
-            task.agent_role,
+            self.executor(task) or task.agent_role,
             question=task.description,
             context=context,
         )
