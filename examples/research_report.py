@@ -105,8 +105,10 @@ def build_research_desk(model: Any = "local") -> PlanExecuteReview:
         reviewer=Agent(
             name="reviewer",
             instructions=(
-                "Review one task's result. Fix it if facts lack a cited source, if it misses "
-                "what the task asked, if it ignores the format, or if its tone is not neutral."
+                "Review one task's result. Pass a result that does what the task asks with "
+                "facts from the archive. Ask for a fix only for a clear problem: an analysis "
+                "without its sources, a fact that contradicts the archive, a wrong format, or "
+                "an emotional tone; say exactly what to change."
             ),
         ),
         model=model,

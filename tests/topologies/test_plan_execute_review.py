@@ -233,3 +233,25 @@ def test_configuration_and_mermaid() -> None:
         PlanExecuteReview(planner=Agent(name="p"), executors=[], reviewer=Agent(name="r"))
     text = Desk([]).team().to_mermaid()
     assert '"planner<br/>plans, aggregates"' in text and '|"fix"|' in text
+
+
+async def test_a_failed_task_cancels_its_dependents_all_the_way_down() -> None:
+    def task(tid: str, deps: list[str]) -> dict[str, Any]:
+        return {
+            "task_id": tid,
+            "description": f"step {tid}",
+            "agent_role": "analyst",
+            "depends_on": deps,
+        }
+
+    chain = {"tasks": [task("a", []), task("b", ["a"]), task("c", ["b"]), task("d", [])]}
+
+    def reviews(text: str) -> dict[str, Any]:
+        return fix("again") if "step a" in text else PASS
+
+    desk = Desk([chain], reviews)
+    result = await desk.team(max_fix=0).run("go")
+    assert result.status == "completed", result.error
+    moves = transitions(result.events)
+    assert moves["a"][-1] == "failed" and moves["d"][-1] == "completed"
+    assert moves["b"] == ["cancelled"] and moves["c"] == ["cancelled"]

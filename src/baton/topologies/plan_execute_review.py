@@ -339,11 +339,13 @@ class _Conductor:
         board = state.board
         assert board is not None
         calls: list[Parsed] = []
-        for task in board.blocked():
-            failed = [
-                d for d in task.depends_on if board[d].final and board[d].status != "completed"
-            ]
-            state.move(task, "cancelled", f"depends on {', '.join(failed)}, which did not complete")
+        while blocked := board.blocked():  # a cancelled task blocks its own dependents in turn
+            for task in blocked:
+                failed = [
+                    d for d in task.depends_on if board[d].final and board[d].status != "completed"
+                ]
+                reason = f"depends on {', '.join(failed)}, which did not complete"
+                state.move(task, "cancelled", reason)
         for task in board:
             if task.status == "failed" and not task.final:
                 state.move(task, "retry", task.error or "failed")
