@@ -43,11 +43,13 @@ def _masked_call(red: Redactor, call: ToolCall) -> ToolCall:
     """Arguments are JSON: a value under a sensitive key (`"password": ...`, `"cvv": ...`) is
     replaced whole, and sensitive values anywhere in the text too."""
     text = call.arguments
+    masked = red.redact_text(text)  # finds `"password": ...` too; clean text is returned as is
+    if masked is text:
+        return call
     try:
         args = json.loads(text)
-    except ValueError:  # cut-off JSON from the model: mask it as text
-        masked = red.redact_text(text)
-        return call if masked is text else dataclasses.replace(call, arguments=masked)
+    except ValueError:  # cut-off JSON from the model: keep it masked as text
+        return dataclasses.replace(call, arguments=masked)
     clean = red.redact_value(args)
     if clean is args:
         return call
