@@ -2,6 +2,10 @@
 
 `--why SLOT` answers where a state slot's value came from (see `baton.observe.causality`).
 
+Sub-runs (a supervisor's workers, a pipeline's stages) nest under the `ask_<worker>` call that
+delegated them in every view: indented in the tree, the timeline and the table, in the call's
+`subruns` in the JSON tree, and as a question to the worker and its answer in Mermaid.
+
 Whatever a user, a model or a tool wrote is printed through `baton.observe.terminal`: as literal
 text (never rich markup), with control, bidi and invisible characters shown as escapes; the JSON
 formats write those characters as JSON escapes (the same text to a parser).
@@ -24,12 +28,13 @@ from baton.core.events import Event
 from baton.observe.causality import SlotWrite, slot_history, written_slots
 from baton.observe.console import agent_style, fmt_ms
 from baton.observe.terminal import json_safe, one_line, safe, safe_clip, safe_text
-from baton.observe.tree import RunNode, Step, Turn, build_tree
+from baton.observe.tree import ANSWERED, FAILED, RunNode, Step, Turn, build_tree, walk
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
+    from rich.tree import Tree
 
 STORE_HELP = f"Store URL: sqlite:///path.db or memory:// (default {DEFAULT_STORE_URL})."
 """Help text of the `--store` option."""
@@ -115,8 +120,19 @@ def _turn_text(turn: Turn) -> Text:
     return t
 
 
+def _add_steps(branch: Tree, steps: Sequence[Step]) -> None:
+    """Add the steps to a tree branch, each delegating call with its sub-runs' turns below."""
+    for step in steps:
+        node = branch.add(_step_text(step))
+        for sub in step.subruns:
+            _add_steps(node, sub.steps)
+            for turn in sub.turns:
+                _add_steps(node.add(_turn_text(turn)), turn.steps)
+
+
 def run_tree(run: RunNode) -> object:
-    """A rich `Tree`: the run, its agent turns, and each turn's steps with tokens and latency."""
+    """A rich `Tree`: the run, its agent turns, and each turn's steps with tokens and latency;
+    a delegating call holds the turns of its sub-runs."""
     from rich.text import Text
     from rich.tree import Tree
 
@@ -131,12 +147,9 @@ def run_tree(run: RunNode) -> object:
         style="dim",
     )
     tree = Tree(head, guide_style="dim")
-    for step in run.steps:
-        tree.add(_step_text(step))
+    _add_steps(tree, run.steps)
     for turn in run.turns:
-        branch = tree.add(_turn_text(turn))
-        for step in turn.steps:
-            branch.add(_step_text(step))
+        _add_steps(tree.add(_turn_text(turn)), turn.steps)
     return tree
 
 
@@ -154,7 +167,8 @@ def _bar(start: float, end: float, run: RunNode, style: str) -> Text:
 
 
 def run_timeline(run: RunNode) -> Table:
-    """A rich table: each turn and step at its offset from the run's start, with a bar."""
+    """A rich table: each turn and step at its offset from the run's start, with a bar; a
+    delegating call's sub-runs follow it, indented (parallel workers: overlapping bars)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -175,32 +189,40 @@ def run_timeline(run: RunNode) -> Table:
     def at(t: float) -> str:
         return f"{max(t - run.start, 0.0) * 1000:.1f}"
 
-    for step in run.steps:
-        ms = "" if step.latency_ms is None else fmt_ms(step.latency_ms).removesuffix(" ms")
-        table.add_row(at(step.start), "-", step.label, ms, _bar(step.start, step.end, run, "dim"))
-    for turn in run.turns:
-        style = agent_style(turn.agent)
-        table.add_row(
-            at(turn.start),
-            safe(turn.agent, style),
-            Text("turn", style="bold"),
-            fmt_ms(turn.latency_ms).removesuffix(" ms"),
-            _bar(turn.start, turn.end, run, style),
-        )
-        for step in turn.steps:
+    def add_steps(steps: Sequence[Step], depth: int, in_turn: bool) -> None:
+        pad = "  " * depth
+        for step in steps:
             ms = "" if step.latency_ms is None else fmt_ms(step.latency_ms).removesuffix(" ms")
+            if in_turn:
+                label = Text(pad + "  " + step.label, style=_STEP_STYLES.get(step.kind, ""))
+                bar = _bar(step.start, step.end, run, "red" if step.failed else "white")
+                table.add_row(at(step.start), "", label, ms, bar)
+            else:
+                bar = _bar(step.start, step.end, run, "dim")
+                table.add_row(at(step.start), pad + "-", pad + step.label, ms, bar)
+            for sub in step.subruns:
+                add_run(sub, depth + 1)
+
+    def add_run(node: RunNode, depth: int) -> None:
+        add_steps(node.steps, depth, in_turn=False)
+        for turn in node.turns:
+            style = agent_style(turn.agent)
             table.add_row(
-                at(step.start),
-                "",
-                Text("  " + step.label, style=_STEP_STYLES.get(step.kind, "")),
-                ms,
-                _bar(step.start, step.end, run, "red" if step.failed else "white"),
+                at(turn.start),
+                safe("  " * depth + turn.agent, style),
+                Text("  " * depth + "turn", style="bold"),
+                fmt_ms(turn.latency_ms).removesuffix(" ms"),
+                _bar(turn.start, turn.end, run, style),
             )
+            add_steps(turn.steps, depth, in_turn=True)
+
+    add_run(run, 0)
     return table
 
 
 def run_table(run: RunNode) -> Table:
-    """One row per step of a run (the compact view)."""
+    """One row per step of a run (the compact view); sub-runs' steps follow the call that
+    delegated them, their agents indented."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -213,13 +235,13 @@ def run_table(run: RunNode) -> Table:
     table.add_column("state keys", overflow="fold")
     table.add_column("tokens in/out", justify="right", no_wrap=True)
     table.add_column("ms", justify="right", no_wrap=True)
-    for n, step in enumerate(run.all_steps(), 1):
+    for n, (depth, _, step) in enumerate(walk(run), 1):
         agent = step.agent or "-"
         keys = ", ".join(step.keys) if step.kind in ("handoff", "escalation", "state") else ""
         ms = "" if step.latency_ms is None else fmt_ms(step.latency_ms).removesuffix(" ms")
         table.add_row(
             str(n),
-            safe(agent, agent_style(agent) if agent != "-" else "dim"),
+            safe("  " * depth + agent, agent_style(agent) if agent != "-" else "dim"),
             Text(step.label, style=_STEP_STYLES.get(step.kind, "")),
             safe(step.detail),
             safe(keys, "bold"),
@@ -231,6 +253,14 @@ def run_table(run: RunNode) -> Table:
 
 def _status_style(status: str) -> str:
     return {"completed": "bold green", "failed": "bold red"}.get(status, "bold yellow")
+
+
+def _run_title(run: RunNode, count: int) -> str:
+    title = f"run {run.index}/{count} · {run.run_id} · trace {run.trace_id}"
+    if run.is_subrun:  # its parent run is not among the events
+        call = f", call {run.parent_call_id}" if run.parent_call_id else ""
+        title += f" · sub-run of {run.parent_run_id}{call} (not among the stored events)"
+    return title
 
 
 def run_summary(run: RunNode) -> Text:
@@ -259,7 +289,7 @@ def render_trace(console: Console, events: Sequence[Event], view: TraceView | No
     runs = build_tree(events)
     session = events[0].session_id if events else "-"
     for run in runs:
-        console.rule(safe(f"run {run.index}/{len(runs)} · {run.run_id} · trace {run.trace_id}"))
+        console.rule(safe(_run_title(run, len(runs))))
         if run.message is not None:
             head = Text()
             head.append("user: ", style="bold")
@@ -276,13 +306,13 @@ def render_trace(console: Console, events: Sequence[Event], view: TraceView | No
         if view is TraceView.table:
             console.print(run_table(run))
         if run.output:
-            console.print(
-                Text.assemble(("reply: ", "bold"), safe_clip(run.output, 300)), soft_wrap=True
-            )
+            said = "answer: " if run.is_subrun else "reply: "  # a sub-run answers its caller
+            console.print(Text.assemble((said, "bold"), safe_clip(run.output, 300)), soft_wrap=True)
         console.print(run_summary(run), soft_wrap=True)
     console.print()
-    tokens_in = sum(r.input_tokens for r in runs if r.status != "unfinished")
-    tokens_out = sum(r.output_tokens for r in runs if r.status != "unfinished")
+    counted = [r for r in runs if r.status != "unfinished" and not r.is_subrun]
+    tokens_in = sum(r.input_tokens for r in counted)
+    tokens_out = sum(r.output_tokens for r in counted)
     console.print(
         Text.assemble(
             ("session ", "dim"),
@@ -301,37 +331,93 @@ def _mm(text: str | None, limit: int = 80) -> str:
     return safe_text(one_line(text, limit)).replace("#", "#35;").replace(";", "#59;") or "-"
 
 
+def _agent_names(run: RunNode) -> list[str]:
+    """The agents of a run and of its sub-runs, in order of appearance."""
+    names = [turn.agent for turn in run.turns]
+    for step in run.all_steps():
+        if step.target and step.kind in ("handoff", "escalation", "refusal"):
+            names.append(step.target)
+    for sub in run.subruns():
+        names.extend(_agent_names(sub))
+    return names
+
+
 def to_mermaid(runs: Sequence[RunNode]) -> str:
-    """A Mermaid sequence diagram of the session: user, agents, hand-offs, tools, replies."""
+    """A Mermaid sequence diagram of the session: user, agents, hand-offs, tools, replies; a
+    delegating call is a question to the worker and its answer back (parallel ones in `par`)."""
     ids: dict[str, str] = {}
-    names: list[str] = []
     for run in runs:
-        for turn in run.turns:
-            names.append(turn.agent)
-        for step in run.all_steps():
-            if step.target and step.kind in ("handoff", "escalation", "refusal"):
-                names.append(step.target)
-    for name in names:
-        ids.setdefault(name, f"A{len(ids) + 1}")
+        for name in _agent_names(run):
+            ids.setdefault(name, f"A{len(ids) + 1}")
     lines = ["sequenceDiagram", "    actor U as user"]
     lines += [f"    participant {pid} as {_mm(name, 40)}" for name, pid in ids.items()]
     for run in runs:
         first = run.turns[0].agent if run.turns else None
-        if first is not None:
+        if first is not None and run.is_subrun:
+            parent = f"sub-run of {_mm(run.parent_run_id)} (not among the stored events)"
+            lines.append(f"    Note over {ids[first]}: run {run.index}: {parent}")
+        elif first is not None:
             lines.append(f"    U->>{ids[first]}: run {run.index}: {_mm(run.message, 60)}")
         for step in run.steps:
             if step.kind == "route" and first is not None:
                 lines.append(f"    Note over {ids[first]}: route {_mm(step.detail)}")
         for turn in run.turns:
-            me = ids[turn.agent]
-            for step in turn.steps:
-                lines.extend(_mermaid_step(step, me, ids))
+            lines.extend(_mermaid_steps(turn.steps, ids[turn.agent], ids))
         last = run.turns[-1].agent if run.turns else None
-        if last is not None and run.output:
+        if last is not None and run.output and not run.is_subrun:
             lines.append(f"    {ids[last]}-->>U: {_mm(run.output, 60)}")
         elif last is not None:
             lines.append(f"    Note over {ids[last]}: run {run.index} {_mm(run.status)}")
     return safe_text("\n".join(lines) + "\n", newlines=True)
+
+
+def _mermaid_steps(steps: Sequence[Step], me: str, ids: dict[str, str]) -> list[str]:
+    """The lines of a turn's steps; delegating calls whose sub-runs overlap in time are drawn
+    side by side in a `par` block."""
+    lines: list[str] = []
+    i = 0
+    while i < len(steps):
+        group = [steps[i]]
+        if steps[i].subruns:
+            end = max(sub.end for sub in steps[i].subruns)
+            while i + len(group) < len(steps):
+                nxt = steps[i + len(group)]
+                if not nxt.subruns or min(sub.start for sub in nxt.subruns) >= end:
+                    break
+                group.append(nxt)
+                end = max(end, *(sub.end for sub in nxt.subruns))
+        if len(group) == 1:
+            lines.extend(_mermaid_call(group[0], me, ids))
+        else:
+            for n, step in enumerate(group):
+                label = _mm(step.detail.partition(" ")[0].rstrip(":"))
+                lines.append(f"    {'par' if n == 0 else 'and'} {label}")
+                lines.extend("    " + line for line in _mermaid_call(step, me, ids))
+            lines.append("    end")
+        i += len(group)
+    return lines
+
+
+def _mermaid_call(step: Step, me: str, ids: dict[str, str]) -> list[str]:
+    """A step; a delegating call: the question to each worker, the worker's steps, its answer."""
+    subs = [sub for sub in step.subruns if sub.turns]
+    if not subs:
+        return _mermaid_step(step, me, ids)
+    ms = f" ({fmt_ms(step.latency_ms)})" if step.latency_ms is not None else ""
+    lines: list[str] = []
+    for sub in subs:
+        worker = ids[sub.turns[0].agent]
+        lines.append(f"    {me}->>{worker}: ask: {_mm(sub.message, 60)}")
+        for turn in sub.turns:
+            lines.extend(_mermaid_steps(turn.steps, ids[turn.agent], ids))
+        last = ids[sub.turns[-1].agent]
+        if sub.status == ANSWERED:
+            lines.append(f"    {last}-->>{me}: answer: {_mm(sub.output, 60)}{ms}")
+        elif sub.status == FAILED:
+            lines.append(f"    {last}--x{me}: {_mm(sub.error)}{ms}")
+        else:
+            lines.append(f"    Note over {last}: {_mm(sub.status)}")
+    return lines
 
 
 def _mermaid_step(step: Step, me: str, ids: dict[str, str]) -> list[str]:

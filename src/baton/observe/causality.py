@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from baton.core.events import Event, Handoff, StateUpdated, ToolCalled
+from baton.observe.tree import run_numbers
 
 
 class Cause(BaseModel):
@@ -46,7 +47,9 @@ class SlotWrite(BaseModel):
     slot: str = Field(description="The slot written.")
     value: Any = Field(description="The value written (redacted as stored).")
     run_id: str = Field(description="Run of the write.")
-    run: int = Field(description="1-based index of that run in the session.")
+    run: int = Field(
+        description="1-based index of that run in the session (a sub-run: of its top-level run)."
+    )
     hop: int = Field(description="Hand-offs so far in that run.")
     agent: str | None = Field(description="Agent holding the baton.")
     source: str = Field(description="tool, handoff or entity_guard.")
@@ -81,10 +84,9 @@ def _cause(cause_id: str | None, by_id: dict[str, Event]) -> Cause | None:
 def slot_history(events: Sequence[Event], slot: str) -> list[SlotWrite]:
     """Every write of `slot` in `events` (a session's stored events), oldest first."""
     by_id = {e.id: e for e in events}
-    runs: dict[str, int] = {}
+    runs = run_numbers(events)  # a worker's write counts for the run that asked it
     out: list[SlotWrite] = []
     for e in events:
-        runs.setdefault(e.run_id, len(runs) + 1)
         if not isinstance(e, StateUpdated) or slot not in e.slots:
             continue
         out.append(
