@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from baton.backends.base import Checkpoint, HumanTicket, SessionRecord, Store, Tasks
+from baton.backends.base import (
+    Blackboard,
+    BoardEntry,
+    Checkpoint,
+    HumanTicket,
+    SessionRecord,
+    Store,
+    Tasks,
+)
+from baton.backends.board import write_with_retry
 from baton.backends.memory import MemoryStore
 from baton.core.errors import ConfigError
 
@@ -32,6 +41,8 @@ def open_store(spec: Any) -> Store:
 
 
 __all__ = [
+    "Blackboard",
+    "BoardEntry",
     "Checkpoint",
     "HumanTicket",
     "MemoryStore",
@@ -40,6 +51,7 @@ __all__ = [
     "Store",
     "Tasks",
     "open_store",
+    "write_with_retry",
 ]
 
 

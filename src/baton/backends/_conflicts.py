@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from baton.backends.base import Checkpoint, HumanTicket
 from baton.core.errors import ConflictError, StoreError
 from baton.core.tasks import Task
@@ -96,4 +99,28 @@ def task_conflict(run_id: str, task_id: str, expected: int, stored: int) -> Conf
         f"version {expected} but the store holds {held}; nothing was written. Read it again "
         "(get_task), redo the step from its fresh state, or leave it to whoever moved it",
         key=f"{run_id}/{task_id}",
+    )
+
+
+def board_json(board: str, key: str, value: Any) -> str:
+    """`value` as the JSON text a store keeps for a blackboard entry; `StoreError` if it is
+    not JSON (so every backend refuses the same values and returns the same ones)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(
+            f"entry {key!r} of board {board!r} cannot be saved as JSON ({exc}); nothing was "
+            "written. Keep board values to strings, finite numbers, booleans, None, lists and "
+            "dicts with string keys"
+        ) from exc
+
+
+def board_conflict(board: str, key: str, expected: int, stored: int) -> ConflictError:
+    """`write_entry` found another version of the entry than the one the caller read."""
+    held = "no such entry" if stored == 0 else f"version {stored}"
+    return ConflictError(
+        f"entry {key!r} of board {board!r} was written by someone else meanwhile: expected "
+        f"version {expected} but the store holds {held}; nothing was written. Read it again "
+        "(read_entry) and retry the write from its fresh value (write_with_retry does both)",
+        key=f"{board}/{key}",
     )

@@ -1,8 +1,10 @@
 """The store: small capability protocols (sessions and transcripts, checkpoints, leases, the
-human queue; tasks) that every backend implements, each tested by one conformance suite.
+human queue; tasks; the blackboard) that every backend implements, each tested by one
+conformance suite.
 
-`Store` is what every backend has; `Tasks` (the tasks of plan-execute-review runs) is a
-capability of its own that a topology needing it checks for (`isinstance(store, Tasks)`)."""
+`Store` is what every backend has; `Tasks` (the tasks of plan-execute-review runs) and
+`Blackboard` (shared, versioned entries that several agents read and write) are capabilities
+of their own that a topology needing one checks for (`isinstance(store, Blackboard)`)."""
 
 from __future__ import annotations
 
@@ -228,4 +230,66 @@ class Tasks(Protocol):
         status: TaskStatus | None = None,
     ) -> list[Task]:
         """Stored tasks matching every filter given, in the order they were first saved."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class BoardEntry:
+    """One entry of a blackboard as the store holds it: a JSON value under (board, key).
+
+    Every field is JSON (`dataclasses.asdict(entry)` can be dumped as it is). An entry handed
+    out by a store is the caller's own: changing its `value` changes nothing stored.
+    """
+
+    board: str
+    """The blackboard the entry is on."""
+    key: str
+    """The entry's name, unique on its board."""
+    value: Any
+    """Any JSON value: string, number, boolean, None, or lists and dicts of them."""
+    version: int
+    """Writes of this entry so far (1 after the first); `write_entry` is compare-and-set on
+    it."""
+    seq: int
+    """The board-wide number of the write that left the entry as it is: every write on a
+    board takes the board's next seq, so `board_changes(board, since_seq)` finds what changed
+    since a reader last looked."""
+    writer: str = ""
+    """Who wrote this version (an agent's name), as the writer gave it."""
+    updated_at: float = field(default_factory=now)
+    """When this version was written (seconds since the epoch)."""
+
+
+@runtime_checkable
+class Blackboard(Protocol):
+    """Blackboards: shared, versioned state that several agents read and write (in several
+    processes, with a shared store). Each entry is saved compare-and-set on its own version,
+    so two agents that read one version cannot both write over it; `write_with_retry`
+    (`baton.backends.board`) re-reads and retries for them."""
+
+    async def read_board(self, board: str) -> dict[str, BoardEntry]:
+        """Every entry of the board, by key (empty for a board never written or deleted)."""
+        ...
+
+    async def read_entry(self, board: str, key: str) -> BoardEntry | None:
+        """The entry, or None."""
+        ...
+
+    async def write_entry(
+        self, board: str, key: str, value: Any, expected_version: int, *, writer: str = ""
+    ) -> BoardEntry:
+        """Write `value` (JSON) under (board, key) if the entry's stored version is
+        `expected_version` (0: the key must not exist yet); returns the stored entry, at
+        version `expected_version + 1` with the board's next seq. Else raise `ConflictError`
+        and write nothing. A value that is not JSON raises `StoreError`."""
+        ...
+
+    async def board_changes(self, board: str, since_seq: int = 0) -> list[BoardEntry]:
+        """The entries whose last write has a seq above `since_seq`, oldest write first (the
+        last entry's seq is where to look from next time)."""
+        ...
+
+    async def delete_board(self, board: str) -> None:
+        """Drop every entry of the board (no error if it has none). The board's seq goes on
+        from where it was, so a reader's `since_seq` still finds later writes."""
         ...

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections import OrderedDict
 from typing import Any
 
 from baton.backends._conflicts import (
+    board_conflict,
+    board_json,
     check_task_owner,
     check_ticket,
     paused_elsewhere,
@@ -19,6 +22,7 @@ from baton.backends._conflicts import (
     version_conflict,
 )
 from baton.backends.base import (
+    BoardEntry,
     Checkpoint,
     CheckpointStatus,
     HumanTicket,
@@ -46,6 +50,16 @@ def _snapshot(rec: SessionRecord) -> SessionRecord:
     out.__dict__.update(rec.__dict__)
     out.state = _copy_state(rec.state)
     return out
+
+
+_StoredEntry = tuple[str, int, int, str, float]
+"""A blackboard entry as `MemoryStore` keeps it: (value as JSON text, version, seq, writer,
+updated_at); the text is decoded afresh for every read, so no caller shares a stored value."""
+
+
+def _entry(board: str, key: str, stored: _StoredEntry) -> BoardEntry:
+    text, version, seq, writer, at = stored
+    return BoardEntry(board, key, json.loads(text), version, seq, writer, at)
 
 
 def _batch_seq(batch: tuple[int, list[Event]]) -> int:
@@ -81,7 +95,8 @@ class MemoryStore:
 
     Checkpoints are kept by reference, neither copied nor serialised (the kernel never changes
     a state it has checkpointed). Tasks are copied in and out, and evicted with their session.
-    Not shared between processes: `shared` is False.
+    Blackboard values are kept as JSON text (so they round-trip as SQLite's do) and are not
+    bounded: `delete_board` drops a board. Not shared between processes: `shared` is False.
     """
 
     url = "memory://"
@@ -118,6 +133,9 @@ class MemoryStore:
         """(run id, task id) -> the stored copy, in the order first saved."""
         self._session_tasks: dict[str, list[tuple[str, str]]] = {}
         """Session id -> the keys of its tasks (to evict them with it)."""
+        self._boards: dict[str, dict[str, _StoredEntry]] = {}
+        self._board_seqs: dict[str, int] = {}
+        """Board -> the seq of its last write (kept when the board is deleted)."""
 
     # ------------------------------------------------------------------ sessions
     async def get_session(self, session_id: str) -> SessionRecord | None:
@@ -375,6 +393,44 @@ class MemoryStore:
             and (run_id is None or t.run_id == run_id)
             and (status is None or t.status == status)
         ]
+
+    # ------------------------------------------------------------------ blackboard
+    async def read_board(self, board: str) -> dict[str, BoardEntry]:
+        """Every entry of the board, by key in key order (copies)."""
+        entries = self._boards.get(board, {})
+        return {key: _entry(board, key, entries[key]) for key in sorted(entries)}
+
+    async def read_entry(self, board: str, key: str) -> BoardEntry | None:
+        """The entry (a copy), or None."""
+        stored = self._boards.get(board, {}).get(key)
+        return None if stored is None else _entry(board, key, stored)
+
+    async def write_entry(
+        self, board: str, key: str, value: Any, expected_version: int, *, writer: str = ""
+    ) -> BoardEntry:
+        """Keep `value` as JSON if the entry's stored version is `expected_version` (else
+        `ConflictError`); returns the new entry."""
+        text = board_json(board, key, value)
+        entries = self._boards.get(board, {})
+        stored = entries.get(key)
+        version = 0 if stored is None else stored[1]
+        if version != expected_version:
+            raise board_conflict(board, key, expected_version, version)
+        seq = self._board_seqs.get(board, 0) + 1
+        saved = (text, version + 1, seq, writer, now())
+        self._boards.setdefault(board, entries)[key] = saved
+        self._board_seqs[board] = seq
+        return _entry(board, key, saved)
+
+    async def board_changes(self, board: str, since_seq: int = 0) -> list[BoardEntry]:
+        """Copies of the entries last written after `since_seq`, oldest write first."""
+        entries = self._boards.get(board, {})
+        changed = sorted((s[2], k) for k, s in entries.items() if s[2] > since_seq)
+        return [_entry(board, key, entries[key]) for _, key in changed]
+
+    async def delete_board(self, board: str) -> None:
+        """Drop the board's entries (its seq is kept)."""
+        self._boards.pop(board, None)
 
     async def close(self) -> None:
         """Nothing to release."""

@@ -1,12 +1,13 @@
-"""`SQLiteStore`: sessions, transcripts, events, checkpoints, locks, leases, the human queue
-and the tasks of plan-execute-review runs in one SQLite file.
+"""`SQLiteStore`: sessions, transcripts, events, checkpoints, locks, leases, the human queue,
+the tasks of plan-execute-review runs and blackboards in one SQLite file.
 
 Open it with a URL: `sqlite:///relative/path.db` (relative to the working directory),
 `sqlite:////absolute/path.db`, or `sqlite:///:memory:` (a private in-memory database).
 Several processes may share one file: WAL lets readers run while one writer commits, the
 busy timeout makes writers wait for each other, commits compare and set the session's version
-under the write lock, and lock, lease, checkpoint and task writes are single atomic
-statements.
+under the write lock, lock, lease, checkpoint and task writes are single atomic
+statements, and a blackboard write compares and sets its entry's version and takes the
+board's next seq in one transaction.
 The sqlite3 calls run in one worker thread per store, so a writer waiting for the lock never
 freezes the event loop.
 
@@ -31,6 +32,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 
 from baton.backends._conflicts import (
+    board_conflict,
+    board_json,
     check_task_owner,
     check_ticket,
     paused_elsewhere,
@@ -58,6 +61,7 @@ from baton.backends.audit import (
     verify,
 )
 from baton.backends.base import (
+    BoardEntry,
     Checkpoint,
     CheckpointStatus,
     HumanTicket,
@@ -70,7 +74,7 @@ from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 from baton.core.tasks import Task, TaskStatus
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Version of the table layout, kept in `PRAGMA user_version`."""
 
 _MEMORY = ":memory:"
@@ -225,6 +229,27 @@ _MIGRATIONS: dict[int, tuple[Migration, ...]] = {
         "CREATE INDEX IF NOT EXISTS tasks_session ON tasks (session_id)",
         "CREATE INDEX IF NOT EXISTS tasks_status ON tasks (status)",
     ),
+    6: (
+        # Blackboards: one row per (board, key), the value as JSON, written compare-and-set on
+        # its version; seq is the board-wide number of the write that left the row as it is.
+        # board_seqs keeps each board's last seq, also once its entries are deleted, so that
+        # a reader's since_seq stays valid when the board is written again.
+        """CREATE TABLE IF NOT EXISTS board (
+            board TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            writer TEXT NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (board, key)
+        )""",
+        "CREATE INDEX IF NOT EXISTS board_changes ON board (board, seq)",
+        """CREATE TABLE IF NOT EXISTS board_seqs (
+            board TEXT PRIMARY KEY,
+            seq INTEGER NOT NULL
+        )""",
+    ),
 }
 
 _SESSION_COLUMNS = (
@@ -233,6 +258,7 @@ _SESSION_COLUMNS = (
 _CHECKPOINT_COLUMNS = "session_id, run_id, seq, status, data, meta, updated_at"
 _TICKET_COLUMNS = "id, card, status, claimed_by, answer, note, updated_at"
 _TASK_COLUMNS = "run_id, task_id, session_id, status, version, data, updated_at"
+_BOARD_COLUMNS = "board, key, value, version, seq, writer, updated_at"
 
 
 def _audit_tip(conn: sqlite3.Connection) -> tuple[int, str]:
@@ -442,6 +468,8 @@ class SQLiteStore:
         self._audit_columns = _AUDIT_COLUMNS
         self._has_tasks = True
         """False for a store opened read-only whose schema predates tasks (version < 5)."""
+        self._has_board = True
+        """False for a store opened read-only whose schema predates blackboards (version < 6)."""
         self._conn: sqlite3.Connection | None = (
             self._open_read_only() if read_only else self._open()
         )
@@ -552,6 +580,7 @@ class SQLiteStore:
                 )
             self._schema = found
             self._has_tasks = "tasks" in tables
+            self._has_board = "board" in tables
             if "audit" in tables:
                 columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(audit)")}
                 if "messages" not in columns:
@@ -1270,6 +1299,104 @@ class SQLiteStore:
         return StoreError(
             f"SQLite store {self.path}: {action}: schema version {self._schema} predates tasks "
             "and the store was opened read-only; open it read-write once (on a copy) to add them"
+        )
+
+    # ------------------------------------------------------------------ blackboard
+    async def read_board(self, board: str) -> dict[str, BoardEntry]:
+        """Every entry of the board, by key in key order."""
+        if not self._has_board:
+            return {}
+        rows = await self._query(
+            "read_board",
+            f"SELECT {_BOARD_COLUMNS} FROM board WHERE board = ? ORDER BY key",
+            (board,),
+        )
+        return {row[1]: self._board_entry(row) for row in rows}
+
+    async def read_entry(self, board: str, key: str) -> BoardEntry | None:
+        """The entry, or None."""
+        if not self._has_board:
+            return None
+        rows = await self._query(
+            "read_entry",
+            f"SELECT {_BOARD_COLUMNS} FROM board WHERE board = ? AND key = ?",
+            (board, key),
+        )
+        return self._board_entry(rows[0]) if rows else None
+
+    async def write_entry(
+        self, board: str, key: str, value: Any, expected_version: int, *, writer: str = ""
+    ) -> BoardEntry:
+        """Save `value` as JSON if the entry's stored version is `expected_version` (else
+        `ConflictError`); returns the new entry.
+
+        One transaction under the write lock: the version is compared and the board's next
+        seq taken there, so of two processes that read one version one writes and the other
+        gets `ConflictError`, and seqs never repeat.
+        """
+        if not self._has_board:
+            raise self._no_board("write_entry")
+        text = board_json(board, key, value)
+        new = expected_version + 1
+
+        def save(conn: sqlite3.Connection) -> BoardEntry:
+            with self._transaction(conn):
+                row = conn.execute(
+                    "SELECT version FROM board WHERE board = ? AND key = ?", (board, key)
+                ).fetchone()
+                stored = 0 if row is None else int(row[0])
+                if stored != expected_version:
+                    raise board_conflict(board, key, expected_version, stored)  # rolls back
+                conn.execute(
+                    "INSERT INTO board_seqs (board, seq) VALUES (?, 1) "
+                    "ON CONFLICT (board) DO UPDATE SET seq = board_seqs.seq + 1",
+                    (board,),
+                )
+                [seq] = conn.execute(
+                    "SELECT seq FROM board_seqs WHERE board = ?", (board,)
+                ).fetchone()
+                t = time.time()
+                conn.execute(
+                    f"INSERT INTO board ({_BOARD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (board, key) DO UPDATE SET value = excluded.value, "
+                    "version = excluded.version, seq = excluded.seq, writer = excluded.writer, "
+                    "updated_at = excluded.updated_at",
+                    (board, key, text, new, seq, writer, t),
+                )
+            return BoardEntry(board, key, json.loads(text), new, int(seq), writer, t)
+
+        return await self._run("write_entry", save)
+
+    async def board_changes(self, board: str, since_seq: int = 0) -> list[BoardEntry]:
+        """The entries last written after `since_seq`, oldest write first."""
+        if not self._has_board:
+            return []
+        rows = await self._query(
+            "board_changes",
+            f"SELECT {_BOARD_COLUMNS} FROM board WHERE board = ? AND seq > ? ORDER BY seq",
+            (board, since_seq),
+        )
+        return [self._board_entry(r) for r in rows]
+
+    async def delete_board(self, board: str) -> None:
+        """Drop the board's entries (its seq is kept)."""
+        if not self._has_board:
+            raise self._no_board("delete_board")
+        await self._query("delete_board", "DELETE FROM board WHERE board = ?", (board,))
+
+    def _board_entry(self, row: tuple[Any, ...]) -> BoardEntry:
+        board, key, text, version, seq, writer, updated = row
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise self._corrupt("board", f"{board}/{key}", exc) from exc
+        return BoardEntry(board, key, value, version, seq, writer, updated)
+
+    def _no_board(self, action: str) -> StoreError:
+        return StoreError(
+            f"SQLite store {self.path}: {action}: schema version {self._schema} predates "
+            "blackboards and the store was opened read-only; open it read-write once (on a "
+            "copy) to add them"
         )
 
     async def close(self) -> None:
