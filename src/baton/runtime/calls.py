@@ -135,7 +135,7 @@ async def run_calls(
                     return handled
                 content, effect = handled
                 _take(t, effect)
-        _answer(r, t, pc, content)
+        answer(r, t, pc, content)
         if t.accepted is None and t.halt is None:
             # (a call that ends the turn is followed by the hand-off's checkpoint, the
             # escalation's or the commit: nothing with side effects runs in between)
@@ -158,7 +158,7 @@ def _take(t: TurnState, effect: Effect) -> None:
         t.halt_reason = effect.reason
 
 
-def _answer(r: RunState, t: TurnState, pc: PendingCall, content: str) -> None:
+def answer(r: RunState, t: TurnState, pc: PendingCall, content: str) -> None:
     """Record a call's result: what the model reads back in its next call."""
     pc.content = content
     t.scratch.append(
@@ -206,7 +206,7 @@ async def _run_parallel(
             return
         content, effect = handled
         _take(t, effect)
-        _answer(r, t, pc, content)
+        answer(r, t, pc, content)
         await k.checkpoint(r)
 
     tasks = [asyncio.ensure_future(one(pc, entry)) for pc, entry in batch]

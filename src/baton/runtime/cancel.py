@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from baton.core.messages import Message
+from baton.runtime.calls import answer
 from baton.tools import error_content
 
 if TYPE_CHECKING:
@@ -89,19 +89,7 @@ def answer_open_calls(r: RunState, ended: str) -> None:
             )
         else:
             note = f"not executed: the run {ended} before this call ran"
-        pc.content = error_content(note)
-        t.scratch.append(
-            r.record(
-                Message(
-                    role="tool",
-                    content=pc.content,
-                    agent=t.agent,
-                    tool_call_id=pc.call.id,
-                    name=pc.call.name,
-                    run_id=r.run_id,
-                )
-            )
-        )
+        answer(r, t, pc, error_content(note))
     r.approval = None
 
 

@@ -35,7 +35,7 @@ from baton.core.payload import HandoffPayload
 from baton.core.policies import STRUCTURED, ContextPolicy
 from baton.models.base import estimate_tokens
 from baton.runtime.at_rest import masked_messages, masked_session
-from baton.runtime.calls import HANDLERS, Handler, classify, run_calls
+from baton.runtime.calls import HANDLERS, Handler, answer, classify, run_calls
 from baton.runtime.cancel import CALLER, LiveRun, answer_open_calls, consume_cancellation
 from baton.runtime.context import build_view, system_prompt
 from baton.runtime.entities import EntityMemo
@@ -136,19 +136,7 @@ class Runner:
             f"decision within {card.timeout_s:g}s"
         )
         for pc in t.open_calls():
-            pc.content = error_content("not executed: the approval timed out")
-            t.scratch.append(
-                r.record(
-                    Message(
-                        role="tool",
-                        content=pc.content,
-                        agent=t.agent,
-                        tool_call_id=pc.call.id,
-                        name=pc.call.name,
-                        run_id=r.run_id,
-                    )
-                )
-            )
+            answer(r, t, pc, error_content("not executed: the approval timed out"))
         t.calls, r.approval = [], None
         self.trip(r, t.agent, "approval_timeout", detail)
         return await self.settle(r, self.drive(r, self.turn_done(r, t, Tripped(detail))))
