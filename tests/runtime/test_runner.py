@@ -558,7 +558,7 @@ async def test_handoff_payload_is_completed_by_the_kernel(desk: Any) -> None:
     system = model.requests[1].messages[0]
     assert system.role == "system"
     assert "You are billing." in (system.content or "")
-    assert '  objective: "Send the invoice"' in (system.content or "")
+    assert 'Objective: "Send the invoice"' in (system.content or "")
     assert "ORD-1" in (system.content or "")
     assert "Passing you to billing." in (system.content or "")
     # the receiver does not see triage's tool call
