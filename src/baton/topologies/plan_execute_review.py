@@ -31,10 +31,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any, Literal
 
-from json_repair import repair_json
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from baton.agents import Agent
 from baton.backends.base import Tasks
@@ -44,6 +44,7 @@ from baton.runtime.conduct import Done, NoModel, answered
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.model_call import Parsed, Reply
 from baton.runtime.outcomes import Failed
+from baton.runtime.output import OutputSpec, compile_output
 from baton.runtime.runner import Runner
 from baton.runtime.state import RunState, TurnState
 from baton.runtime.tasks import (
@@ -152,8 +153,9 @@ class PlanExecuteReview(Team):
             }
         )
         tools = {e.name: tuple(t.name for t in e.tools) for e in executors}
+        planned = plan_type(tools)
         if planner.output_type is None:
-            planner = planner.model_copy(update={"output_type": plan_type(tools)})
+            planner = planner.model_copy(update={"output_type": planned})
         if reviewer.output_type is None:
             reviewer = reviewer.model_copy(update={"output_type": Review})
         everyone = [planner, writer, *executors, reviewer]
@@ -170,6 +172,7 @@ class PlanExecuteReview(Team):
         self.max_fix, self.max_replans = max_fix, max_replans
         delegate(self, name, everyone, max_parallel, Ask(max_delegations=asks))
         conductor = _Conductor(
+            compile_output(planned, native=False),
             planner.name,
             writer.name,
             reviewer.name,
@@ -216,6 +219,8 @@ class _Replay:
 
 @dataclass(frozen=True, slots=True)
 class _Conductor:
+    plans: OutputSpec
+    """How a plan is read back from the planner's answer (its output type, compiled once)."""
     planner: str
     writer: str
     reviewer: str
@@ -280,13 +285,11 @@ class _Conductor:
         if done.failed:
             why = f"the planner failed: {done.answer}"
         else:
-            try:
-                plan = Plan.model_validate(
-                    _parse(plan_type(self.executors), done.answer).model_dump()
-                )
-            except ValueError as exc:
-                why = f"the plan is not valid JSON of the expected shape: {exc}"
+            checked = self.plans.check(done.answer)
+            if isinstance(checked, str):
+                why = f"the plan is not valid JSON of the expected shape: {checked}"
             else:
+                plan = Plan.model_validate(checked.data)
                 why = self._precheck(plan)
                 if not why:
                     state.board = TaskBoard.from_subtasks(plan.tasks, max_retries=self.max_fix)
@@ -454,10 +457,11 @@ def _reviewed(state: _Replay, task: Task, done: Done) -> None:
     why = done.answer
     review: Review | None = None
     if not done.failed:
-        try:
-            review = _parse(Review, done.answer)
-        except ValueError as exc:
-            why = f"the review is not valid JSON of the expected shape: {exc}"
+        checked = _reviews().check(done.answer)
+        if isinstance(checked, str):
+            why = f"the review is not valid JSON of the expected shape: {checked}"
+        else:
+            review = Review.model_validate(checked.data)
     if review is None:
         state.move(task, "failed", f"the review failed: {why}", error=why)
         return
@@ -481,24 +485,10 @@ def _reviewed(state: _Replay, task: Task, done: Done) -> None:
         state.move(task, "failed", f"reviewer: fix, no fixes left ({advice})", error=advice)
 
 
-def _parse(model: type[BaseModel], text: str) -> Any:
-    """`text` (JSON, maybe fenced or slightly broken: repaired for syntax only) as `model`."""
-    raw = text.strip()
-    if raw.startswith("```"):
-        raw = raw.strip("`").removeprefix("json").strip()
-    try:
-        return TypeAdapter(model).validate_json(raw)
-    except ValidationError:
-        pass
-    repaired = repair_json(raw, return_objects=False)
-    try:
-        return TypeAdapter(model).validate_json(str(repaired))
-    except ValidationError as exc:
-        raise ValueError(
-            str(exc).splitlines()[0]
-            + ": "
-            + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
-        ) from None
+@cache
+def _reviews() -> OutputSpec:
+    """How a review is read back from the reviewer's answer (compiled on first use)."""
+    return compile_output(Review, native=False)
 
 
 def _cut(text: str) -> str:
