@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from baton.backends import Blackboard, BoardEntry, SQLiteStore, Store, write_with_retry
-from baton.backends.sqlite import _MIGRATIONS
+from baton.backends.sqlite import _MIGRATIONS, SCHEMA_VERSION
 from baton.core.errors import ConfigError, ConflictError, StoreError
 from baton.core.ids import new_id
 
@@ -471,7 +471,7 @@ async def test_a_version_5_file_read_only_has_empty_boards_and_migrates_when_ope
     finally:
         await store.close()
     raw = sqlite3.connect(db)
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     raw.close()
     ro = SQLiteStore(url(db), read_only=True)
     try:  # the migrated file, read-only, shows its boards and writes none

@@ -665,7 +665,7 @@ async def test_commit_with_a_checkpoint_saves_both_in_one_step(store: Store) -> 
 async def test_a_run_waiting_for_approval_is_never_replaced_by_another(store: Store) -> None:
     sid = new_id("s_")
     await store.put_checkpoint(make_checkpoint(sid, "run_1", 1, status="awaiting_approval"))
-    with pytest.raises(ConflictError, match="waiting for approval"):
+    with pytest.raises(ConflictError, match="waiting for a person"):
         await store.put_checkpoint(make_checkpoint(sid, "run_2", 1))
     got = await store.get_checkpoint(sid)
     assert got is not None and got.run_id == "run_1"
@@ -674,3 +674,15 @@ async def test_a_run_waiting_for_approval_is_never_replaced_by_another(store: St
     await store.put_checkpoint(make_checkpoint(sid, "run_2", 1))
     got = await store.get_checkpoint(sid)
     assert got is not None and got.run_id == "run_2"
+
+
+async def test_an_interrupted_run_is_never_replaced_by_another(store: Store) -> None:
+    sid = new_id("s_")
+    await store.put_checkpoint(make_checkpoint(sid, "run_1", 1, status="interrupted"))
+    with pytest.raises(ConflictError, match="waiting for a person"):
+        await store.put_checkpoint(make_checkpoint(sid, "run_2", 1))
+    got = await store.get_checkpoint(sid)
+    assert got is not None and (got.run_id, got.status) == ("run_1", "interrupted")
+    assert [c.run_id for c in await store.list_checkpoints("interrupted")] == ["run_1"]
+    await store.put_checkpoint(make_checkpoint(sid, "run_1", 2, status="running"))
+    assert (await store.list_checkpoints("interrupted")) == []

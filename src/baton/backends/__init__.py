@@ -10,6 +10,8 @@ from baton.backends.base import (
     Checkpoint,
     HumanTicket,
     SessionRecord,
+    Snapshot,
+    Snapshots,
     Store,
     Tasks,
 )
@@ -48,6 +50,8 @@ __all__ = [
     "MemoryStore",
     "SQLiteStore",
     "SessionRecord",
+    "Snapshot",
+    "Snapshots",
     "Store",
     "Tasks",
     "open_store",

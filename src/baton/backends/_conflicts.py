@@ -36,10 +36,12 @@ def stale_checkpoint(cp: Checkpoint, stored_seq: int | None) -> ConflictError:
 
 
 def paused_elsewhere(cp: Checkpoint, stored_run: str) -> ConflictError:
-    """`put_checkpoint` of another run while the stored one waits for a person's decision."""
+    """`put_checkpoint` of another run while the stored one waits for a person (an approval,
+    or the answer to an interrupt)."""
     return ConflictError(
-        f"session {cp.session_id!r} has run {stored_run!r} waiting for approval; run "
-        f"{cp.run_id!r} may not replace its checkpoint. Approve or reject it first",
+        f"session {cp.session_id!r} has run {stored_run!r} waiting for a person (approval or "
+        f"interrupt); run {cp.run_id!r} may not replace its checkpoint. Decide, answer or "
+        "discard it first",
         key=cp.session_id,
     )
 

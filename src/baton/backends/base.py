@@ -1,10 +1,11 @@
 """The store: small capability protocols (sessions and transcripts, checkpoints, leases, the
-human queue; tasks; the blackboard) that every backend implements, each tested by one
-conformance suite.
+human queue; tasks; the blackboard; snapshots) that every backend implements, each tested by
+one conformance suite.
 
-`Store` is what every backend has; `Tasks` (the tasks of plan-execute-review runs) and
-`Blackboard` (shared, versioned entries that several agents read and write) are capabilities
-of their own that a topology needing one checks for (`isinstance(store, Blackboard)`)."""
+`Store` is what every backend has; `Tasks` (the tasks of plan-execute-review runs),
+`Blackboard` (shared, versioned entries that several agents read and write) and `Snapshots`
+(the per-super-step checkpoints of graph threads) are capabilities of their own that a
+topology needing one checks for (`isinstance(store, Blackboard)`)."""
 
 from __future__ import annotations
 
@@ -58,9 +59,10 @@ class HumanTicket:
     updated_at: float = field(default_factory=now)
 
 
-CheckpointStatus = Literal["running", "awaiting_approval", "cancelled"]
+CheckpointStatus = Literal["running", "awaiting_approval", "interrupted", "cancelled"]
 """`running`: the run goes on (or its process died: resume it); `awaiting_approval`: it waits
-for a person; `cancelled`: it was cancelled, what it did is committed, and `resume` may still
+for a person's decision; `interrupted`: it waits for a person's answer to an `interrupt`;
+`cancelled`: it was cancelled, what it did is committed, and `resume` may still
 continue it until the session's next message."""
 
 
@@ -292,4 +294,63 @@ class Blackboard(Protocol):
     async def delete_board(self, board: str) -> None:
         """Drop every entry of the board (no error if it has none). The board's seq goes on
         from where it was, so a reader's `since_seq` still finds later writes."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One checkpoint of a graph thread, saved after a super-step: what time travel lists
+    (a thread's history) and forks from (a new branch whose first snapshot names an older one
+    as its parent).
+
+    A snapshot handed out by a store is the caller's own: changing its `data` changes nothing
+    stored.
+    """
+
+    thread_id: str
+    """The thread it belongs to: the session id of the graph's thread."""
+    id: str
+    """Unique within the thread, chosen by the caller (deterministic, e.g. `f"{run_id}:{step}"`,
+    so that a resumed run saving its step again replaces it)."""
+    run_id: str
+    """The run that saved it."""
+    step: int
+    """The super-step number along its branch."""
+    parent_id: str | None
+    """The snapshot it followed (None for a thread's first); a fork's first snapshot names the
+    older one it forked from. Retention may have deleted the parent since."""
+    data: Any
+    """Any JSON value (graph state, next nodes, ...)."""
+    seq: int = 0
+    """Set by the store: the order of first save within the thread (1 for the first; a thread
+    emptied by `delete_snapshots` starts over)."""
+    created_at: float = field(default_factory=now)
+    """When it was saved (seconds since the epoch)."""
+
+
+@runtime_checkable
+class Snapshots(Protocol):
+    """The per-super-step checkpoints of graph threads, for time travel: list a thread's
+    history, fork from an older snapshot, and keep only the newest few (`keep_last`)."""
+
+    async def put_snapshot(self, snapshot: Snapshot, keep_last: int | None = None) -> Snapshot:
+        """Save `snapshot`; one whose (thread_id, id) is stored already is replaced in place
+        and keeps its seq (a resumed run saves its step again). Then, with `keep_last` (>= 1),
+        delete the thread's oldest snapshots (by seq, whatever their branch) beyond the newest
+        `keep_last`. Returns the stored snapshot (with its seq, its data as stored). Data that
+        is not JSON raises `StoreError` and `keep_last` < 1 raises `ConfigError`; nothing is
+        written then."""
+        ...
+
+    async def get_snapshot(self, thread_id: str, snapshot_id: str) -> Snapshot | None:
+        """The snapshot, or None."""
+        ...
+
+    async def list_snapshots(self, thread_id: str, limit: int | None = None) -> list[Snapshot]:
+        """The thread's snapshots, newest first (highest seq first); the newest `limit` if
+        given."""
+        ...
+
+    async def delete_snapshots(self, thread_id: str) -> None:
+        """Drop every snapshot of the thread (no error if it has none)."""
         ...

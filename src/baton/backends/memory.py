@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import time
 from collections import OrderedDict
+from itertools import islice
 from typing import Any
 
 from baton.backends._conflicts import (
@@ -21,12 +23,14 @@ from baton.backends._conflicts import (
     unknown_ticket,
     version_conflict,
 )
+from baton.backends._snapshots import check_keep_last, snapshot_json
 from baton.backends.base import (
     BoardEntry,
     Checkpoint,
     CheckpointStatus,
     HumanTicket,
     SessionRecord,
+    Snapshot,
     TicketStatus,
 )
 from baton.core.errors import ConfigError
@@ -60,6 +64,16 @@ updated_at); the text is decoded afresh for every read, so no caller shares a st
 def _entry(board: str, key: str, stored: _StoredEntry) -> BoardEntry:
     text, version, seq, writer, at = stored
     return BoardEntry(board, key, json.loads(text), version, seq, writer, at)
+
+
+_StoredSnapshot = tuple[Snapshot, str]
+"""A graph snapshot as `MemoryStore` keeps it: the snapshot (its seq set, its data None) and
+its data as JSON text, decoded afresh for every read."""
+
+
+def _snapshot_of(stored: _StoredSnapshot) -> Snapshot:
+    snap, text = stored
+    return dataclasses.replace(snap, data=json.loads(text))
 
 
 def _batch_seq(batch: tuple[int, list[Event]]) -> int:
@@ -96,7 +110,9 @@ class MemoryStore:
     Checkpoints are kept by reference, neither copied nor serialised (the kernel never changes
     a state it has checkpointed). Tasks are copied in and out, and evicted with their session.
     Blackboard values are kept as JSON text (so they round-trip as SQLite's do) and are not
-    bounded: `delete_board` drops a board. Not shared between processes: `shared` is False.
+    bounded: `delete_board` drops a board. Graph snapshots are kept as JSON text too, bounded
+    by `keep_last`, and evicted with the session of their thread. Not shared between
+    processes: `shared` is False.
     """
 
     url = "memory://"
@@ -136,6 +152,8 @@ class MemoryStore:
         self._boards: dict[str, dict[str, _StoredEntry]] = {}
         self._board_seqs: dict[str, int] = {}
         """Board -> the seq of its last write (kept when the board is deleted)."""
+        self._snapshots: dict[str, dict[str, _StoredSnapshot]] = {}
+        """Thread id -> its snapshots by id, in seq order (a replaced one keeps its place)."""
 
     # ------------------------------------------------------------------ sessions
     async def get_session(self, session_id: str) -> SessionRecord | None:
@@ -228,6 +246,7 @@ class MemoryStore:
         self._events.pop(sid, None)
         for key in self._session_tasks.pop(sid, ()):
             del self._tasks[key]
+        self._snapshots.pop(sid, None)
 
     async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
         """The session's transcript, oldest first (the last `limit` messages if given)."""
@@ -296,7 +315,7 @@ class MemoryStore:
             if old.run_id == checkpoint.run_id:
                 if checkpoint.seq <= old.seq:
                     raise stale_checkpoint(checkpoint, old.seq)
-            elif old.status == "awaiting_approval":
+            elif old.status in ("awaiting_approval", "interrupted"):
                 raise paused_elsewhere(checkpoint, old.run_id)
         self._checkpoints[checkpoint.session_id] = checkpoint
 
@@ -431,6 +450,39 @@ class MemoryStore:
     async def delete_board(self, board: str) -> None:
         """Drop the board's entries (its seq is kept)."""
         self._boards.pop(board, None)
+
+    # ------------------------------------------------------------------ graph snapshots
+    async def put_snapshot(self, snapshot: Snapshot, keep_last: int | None = None) -> Snapshot:
+        """Keep `snapshot` with its data as JSON (a stored id is replaced and keeps its seq),
+        then drop the thread's oldest beyond `keep_last`; returns the stored snapshot."""
+        check_keep_last(keep_last)
+        text = snapshot_json(snapshot)
+        thread = self._snapshots.setdefault(snapshot.thread_id, {})
+        old = thread.get(snapshot.id)
+        if old is not None:
+            seq = old[0].seq
+        else:
+            seq = next(reversed(thread.values()))[0].seq + 1 if thread else 1
+        stored = (dataclasses.replace(snapshot, seq=seq, data=None), text)
+        thread[snapshot.id] = stored  # a stored key keeps its place in the dict
+        if keep_last is not None:
+            for key in list(islice(thread, max(0, len(thread) - keep_last))):
+                del thread[key]
+        return _snapshot_of(stored)
+
+    async def get_snapshot(self, thread_id: str, snapshot_id: str) -> Snapshot | None:
+        """The snapshot (a copy), or None."""
+        stored = self._snapshots.get(thread_id, {}).get(snapshot_id)
+        return None if stored is None else _snapshot_of(stored)
+
+    async def list_snapshots(self, thread_id: str, limit: int | None = None) -> list[Snapshot]:
+        """Copies of the thread's snapshots, newest first (the newest `limit` if given)."""
+        newest = reversed(self._snapshots.get(thread_id, {}).values())
+        return [_snapshot_of(s) for s in islice(newest, None if limit is None else max(0, limit))]
+
+    async def delete_snapshots(self, thread_id: str) -> None:
+        """Drop the thread's snapshots."""
+        self._snapshots.pop(thread_id, None)
 
     async def close(self) -> None:
         """Nothing to release."""

@@ -1,5 +1,5 @@
 """`SQLiteStore`: sessions, transcripts, events, checkpoints, locks, leases, the human queue,
-the tasks of plan-execute-review runs and blackboards in one SQLite file.
+the tasks of plan-execute-review runs, blackboards and graph snapshots in one SQLite file.
 
 Open it with a URL: `sqlite:///relative/path.db` (relative to the working directory),
 `sqlite:////absolute/path.db`, or `sqlite:///:memory:` (a private in-memory database).
@@ -44,6 +44,7 @@ from baton.backends._conflicts import (
     unknown_ticket,
     version_conflict,
 )
+from baton.backends._snapshots import check_keep_last, snapshot_json
 from baton.backends.audit import (
     GENESIS,
     AuditRecord,
@@ -66,6 +67,7 @@ from baton.backends.base import (
     CheckpointStatus,
     HumanTicket,
     SessionRecord,
+    Snapshot,
     TicketStatus,
 )
 from baton.core.errors import ConfigError, StoreError
@@ -74,7 +76,7 @@ from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 from baton.core.tasks import Task, TaskStatus
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """Version of the table layout, kept in `PRAGMA user_version`."""
 
 _MEMORY = ":memory:"
@@ -250,6 +252,23 @@ _MIGRATIONS: dict[int, tuple[Migration, ...]] = {
             seq INTEGER NOT NULL
         )""",
     ),
+    7: (
+        # Graph snapshots: one row per (thread, snapshot id), the data as JSON; seq numbers a
+        # thread's snapshots in the order first saved (a replaced row keeps it), which is the
+        # order listings and retention (keep_last) go by.
+        """CREATE TABLE IF NOT EXISTS snapshots (
+            thread_id TEXT NOT NULL,
+            id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            run_id TEXT NOT NULL,
+            step INTEGER NOT NULL,
+            parent_id TEXT,
+            data TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (thread_id, id)
+        )""",
+        "CREATE UNIQUE INDEX IF NOT EXISTS snapshots_seq ON snapshots (thread_id, seq)",
+    ),
 }
 
 _SESSION_COLUMNS = (
@@ -259,6 +278,7 @@ _CHECKPOINT_COLUMNS = "session_id, run_id, seq, status, data, meta, updated_at"
 _TICKET_COLUMNS = "id, card, status, claimed_by, answer, note, updated_at"
 _TASK_COLUMNS = "run_id, task_id, session_id, status, version, data, updated_at"
 _BOARD_COLUMNS = "board, key, value, version, seq, writer, updated_at"
+_SNAPSHOT_COLUMNS = "thread_id, id, seq, run_id, step, parent_id, data, created_at"
 
 
 def _audit_tip(conn: sqlite3.Connection) -> tuple[int, str]:
@@ -470,6 +490,8 @@ class SQLiteStore:
         """False for a store opened read-only whose schema predates tasks (version < 5)."""
         self._has_board = True
         """False for a store opened read-only whose schema predates blackboards (version < 6)."""
+        self._has_snapshots = True
+        """False for a store opened read-only whose schema predates snapshots (version < 7)."""
         self._conn: sqlite3.Connection | None = (
             self._open_read_only() if read_only else self._open()
         )
@@ -581,6 +603,7 @@ class SQLiteStore:
             self._schema = found
             self._has_tasks = "tasks" in tables
             self._has_board = "board" in tables
+            self._has_snapshots = "snapshots" in tables
             if "audit" in tables:
                 columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(audit)")}
                 if "messages" not in columns:
@@ -1044,7 +1067,7 @@ class SQLiteStore:
                 "seq = excluded.seq, status = excluded.status, data = excluded.data, "
                 "meta = excluded.meta, updated_at = excluded.updated_at "
                 "WHERE (checkpoints.run_id <> excluded.run_id "
-                "AND checkpoints.status <> 'awaiting_approval') "
+                "AND checkpoints.status NOT IN ('awaiting_approval', 'interrupted')) "
                 "OR (checkpoints.run_id = excluded.run_id AND checkpoints.seq < excluded.seq)",
                 row,
             )
@@ -1397,6 +1420,97 @@ class SQLiteStore:
             f"SQLite store {self.path}: {action}: schema version {self._schema} predates "
             "blackboards and the store was opened read-only; open it read-write once (on a "
             "copy) to add them"
+        )
+
+    # ------------------------------------------------------------------ graph snapshots
+    async def put_snapshot(self, snapshot: Snapshot, keep_last: int | None = None) -> Snapshot:
+        """Save the snapshot with its data as JSON (a stored id is replaced and keeps its
+        seq), then drop the thread's oldest beyond `keep_last`; returns the stored snapshot.
+
+        One transaction under the write lock: the thread's next seq is taken there, so two
+        processes saving snapshots of one thread never get the same seq.
+        """
+        check_keep_last(keep_last)
+        text = snapshot_json(snapshot)
+        if not self._has_snapshots:
+            raise self._no_snapshots("put_snapshot")
+        s = snapshot
+        tid = s.thread_id
+
+        def save(conn: sqlite3.Connection) -> int:
+            with self._transaction(conn):
+                row = conn.execute(
+                    "SELECT seq FROM snapshots WHERE thread_id = ? AND id = ?", (tid, s.id)
+                ).fetchone()
+                if row is None:
+                    [seq] = conn.execute(
+                        "SELECT COALESCE(MAX(seq), 0) + 1 FROM snapshots WHERE thread_id = ?",
+                        (tid,),
+                    ).fetchone()
+                else:
+                    seq = row[0]
+                conn.execute(
+                    f"INSERT OR REPLACE INTO snapshots ({_SNAPSHOT_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (tid, s.id, seq, s.run_id, s.step, s.parent_id, text, s.created_at),
+                )
+                if keep_last is not None:
+                    conn.execute(
+                        "DELETE FROM snapshots WHERE thread_id = ? AND seq <= (SELECT seq FROM "
+                        "snapshots WHERE thread_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                        (tid, tid, keep_last),
+                    )
+            return int(seq)
+
+        seq = await self._run("put_snapshot", save)
+        return Snapshot(
+            tid, s.id, s.run_id, s.step, s.parent_id, json.loads(text), seq, s.created_at
+        )
+
+    async def get_snapshot(self, thread_id: str, snapshot_id: str) -> Snapshot | None:
+        """The snapshot, or None."""
+        if not self._has_snapshots:
+            return None
+        rows = await self._query(
+            "get_snapshot",
+            f"SELECT {_SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = ? AND id = ?",
+            (thread_id, snapshot_id),
+        )
+        return self._snapshot(rows[0]) if rows else None
+
+    async def list_snapshots(self, thread_id: str, limit: int | None = None) -> list[Snapshot]:
+        """The thread's snapshots, newest first (the newest `limit` if given)."""
+        if not self._has_snapshots or (limit is not None and limit <= 0):
+            return []
+        rows = await self._query(
+            "list_snapshots",
+            f"SELECT {_SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (thread_id, -1 if limit is None else limit),  # LIMIT -1: no limit
+        )
+        return [self._snapshot(r) for r in rows]
+
+    async def delete_snapshots(self, thread_id: str) -> None:
+        """Drop the thread's snapshots."""
+        if not self._has_snapshots:
+            raise self._no_snapshots("delete_snapshots")
+        await self._query(
+            "delete_snapshots", "DELETE FROM snapshots WHERE thread_id = ?", (thread_id,)
+        )
+
+    def _snapshot(self, row: tuple[Any, ...]) -> Snapshot:
+        thread_id, sid, seq, run_id, step, parent_id, text, created = row
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise self._corrupt("snapshots", f"{thread_id}/{sid}", exc) from exc
+        return Snapshot(thread_id, sid, run_id, step, parent_id, data, seq, created)
+
+    def _no_snapshots(self, action: str) -> StoreError:
+        return StoreError(
+            f"SQLite store {self.path}: {action}: schema version {self._schema} predates "
+            "graph snapshots and the store was opened read-only; open it read-write once (on "
+            "a copy) to add them"
         )
 
     async def close(self) -> None:
