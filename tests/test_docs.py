@@ -22,6 +22,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/pipeline.md",
         "docs/debate.md",
         "docs/plan_execute_review.md",
+        "docs/graph.md",
     ],
 )
 def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -31,6 +32,6 @@ def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
     namespace: dict[str, object] = {"__name__": f"doc_{Path(doc).stem}"}
     for i, block in enumerate(blocks, 1):
         try:
-            exec(compile(block, f"{doc}[{i}]", "exec"), namespace)
+            exec(compile(block, f"{doc}[{i}]", "exec", dont_inherit=True), namespace)
         except Exception as exc:  # pragma: no cover - the message is the point
             pytest.fail(f"{doc} example {i} failed: {type(exc).__name__}: {exc}\n{block}")

@@ -13,6 +13,7 @@ from baton.core import (
     EscalationCard,
     Event,
     HandoffPayload,
+    InterruptError,
     InvalidTransition,
     Message,
     ModelError,
@@ -28,6 +29,7 @@ from baton.core import (
     Usage,
 )
 from baton.core.approval import Approval, ApprovalCard
+from baton.core.interrupt import GraphInterrupt, InterruptCard, interrupt
 from baton.core.policies import ContextPolicy, recent
 from baton.models import Model, ModelRequest, ModelResponse, ScriptedModel
 from baton.observe import ConsoleSink, EventSink, JSONLSink
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from baton.models.openai_compat import OpenAICompatible
     from baton.observe import MetricsSink, OTelSink
     from baton.topologies.debate import Debate
+    from baton.topologies.graph import END, START, CompiledGraph, Graph, NodeContext
     from baton.topologies.pipeline import Pipeline
     from baton.topologies.plan_execute_review import PlanExecuteReview
     from baton.topologies.supervisor import Supervisor
@@ -49,6 +52,8 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "END",
+    "START",
     "Agent",
     "Approval",
     "ApprovalCard",
@@ -56,6 +61,7 @@ __all__ = [
     "ApprovalPolicy",
     "BatonError",
     "Checkpoint",
+    "CompiledGraph",
     "ConfigError",
     "ConflictError",
     "ConsoleSink",
@@ -64,8 +70,12 @@ __all__ = [
     "EscalationCard",
     "Event",
     "EventSink",
+    "Graph",
+    "GraphInterrupt",
     "Guards",
     "HandoffPayload",
+    "InterruptCard",
+    "InterruptError",
     "InvalidTransition",
     "JSONLSink",
     "LocalModel",
@@ -77,6 +87,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "NoRunToResume",
+    "NodeContext",
     "OTelSink",
     "OpenAICompatible",
     "ParseError",
@@ -101,6 +112,7 @@ __all__ = [
     "ToolError",
     "Usage",
     "__version__",
+    "interrupt",
     "open_store",
     "recent",
     "tool",
@@ -124,6 +136,10 @@ def __getattr__(name: str) -> Any:
         from baton.topologies.supervisor import Supervisor
 
         return Supervisor
+    if name in ("Graph", "CompiledGraph", "NodeContext", "START", "END"):
+        import baton.topologies.graph
+
+        return getattr(baton.topologies.graph, name)
     if name == "Pipeline":
         from baton.topologies.pipeline import Pipeline
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from baton.approvals import ApprovalPolicy, PolicyLike, approval_policy
 from baton.core.data import Data
 from baton.core.errors import ConfigError
+from baton.core.interrupt import GraphInterrupt
 from baton.core.jsontext import encoder
 from baton.core.messages import ToolSpec
 from baton.core.text import clean_text
@@ -312,6 +313,8 @@ class Tool:
         except ProcessFailed as exc:
             msg = f"{self.name} failed in its process: {exc}"
             return ToolOutcome(ok=False, content=error_content(msg), error=msg)
+        except GraphInterrupt:
+            raise  # `interrupt(value)`: the kernel pauses the run on this call
         except Exception as exc:
             msg = f"{type(exc).__name__}: {exc}"
             return ToolOutcome(ok=False, content=error_content(msg), error=msg)

@@ -25,6 +25,8 @@ from baton.core.events import (
     GuardTripped,
     Handoff,
     HandoffRefused,
+    InterruptRaised,
+    InterruptResumed,
     ModelCalled,
     RouteDecided,
     RunFinished,
@@ -36,6 +38,7 @@ from baton.core.events import (
     ToolCalled,
     ToolRefused,
 )
+from baton.core.interrupt import InterruptCard
 from baton.core.messages import Usage
 from baton.core.payload import HandoffPayload
 from baton.runtime.redact import RedactingFilter, Redactor, cn_id_ok, luhn_ok
@@ -555,6 +558,20 @@ def _events(text: str, secret_args: dict[str, Any]) -> list[Any]:
         TaskTransitioned(
             **base, task_id="t1", from_status="reviewing", to_status="retry", reason=text, attempt=1
         ),
+        InterruptRaised(
+            **base,
+            card=InterruptCard(
+                id="int_1",
+                session_id="s1",
+                run_id="r1",
+                trace_id="t" * 32,
+                agent="billing",
+                call_id="c1",
+                name="confirm",
+                value={**secret_args, "question": text},
+            ),
+        ),
+        InterruptResumed(**base, interrupt_id="int_1", name="confirm"),
         TextDelta(**base, text=text),
     ]
 

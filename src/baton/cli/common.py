@@ -42,6 +42,14 @@ def ensure_cwd_on_path() -> None:
 
 def load_team(spec: str) -> Team:
     """The `Team` named by `module:attribute` (the attribute may be dotted)."""
+    obj = load_object(spec)
+    if not isinstance(obj, Team):
+        raise CLIError(f"{spec} is a {type(obj).__name__}, not a baton Team")
+    return obj
+
+
+def load_object(spec: str) -> object:
+    """The object named by `module:attribute` (the attribute may be dotted)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise CLIError(
@@ -72,8 +80,6 @@ def load_team(spec: str) -> Team:
             obj = getattr(obj, part)
         except AttributeError:
             raise CLIError(f"module {module_name!r} has no attribute {attr!r}") from None
-    if not isinstance(obj, Team):
-        raise CLIError(f"{spec} is a {type(obj).__name__}, not a baton Team")
     return obj
 
 

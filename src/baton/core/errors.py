@@ -60,6 +60,11 @@ class ApprovalError(BatonError):
     not approve, the same person signing twice, or a run that is not waiting for it."""
 
 
+class InterruptError(BatonError):
+    """An interrupted run cannot take that step: it waits for an answer (resume it with one,
+    or discard it), or the session has no interrupt to answer."""
+
+
 class NoRunToResume(BatonError):
     """`team.resume` named a session that has no unfinished run."""
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from baton.core.approval import ApprovalCard
 from baton.core.data import Data
 from baton.core.ids import id_factory, now
+from baton.core.interrupt import InterruptCard
 from baton.core.messages import Usage
 from baton.core.payload import HandoffPayload
 from baton.core.tasks import TaskStatus
@@ -289,6 +290,24 @@ class TaskTransitioned(EventBase):
 
 
 @dataclass(slots=True, kw_only=True)
+class InterruptRaised(EventBase):
+    """A node or tool called `interrupt(value)`: the run stops until a person answers."""
+
+    type: Literal["interrupt_raised"] = "interrupt_raised"
+    card: InterruptCard
+
+
+@dataclass(slots=True, kw_only=True)
+class InterruptResumed(EventBase):
+    """A person answered an interrupt: its call runs again with the answer."""
+
+    type: Literal["interrupt_resumed"] = "interrupt_resumed"
+    interrupt_id: str
+    name: str
+    """The tool or node that asked."""
+
+
+@dataclass(slots=True, kw_only=True)
 class TextDelta(EventBase):
     """A piece of a streaming model's reply (only for `team.stream`; never stored)."""
 
@@ -313,6 +332,8 @@ Event = Annotated[
     | ApprovalDecided
     | RunResumed
     | TaskTransitioned
+    | InterruptRaised
+    | InterruptResumed
     | TextDelta,
     Field(discriminator="type"),
 ]

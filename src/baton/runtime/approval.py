@@ -75,7 +75,7 @@ def waiting_call(r: RunState) -> PendingCall:
     card, t = r.approval, r.turn
     if card is None or t is None:
         raise ApprovalError(f"session {r.session.session_id!r} is not waiting for an approval")
-    found = _find_call(t, card.call_id)
+    found = find_call(t, card.call_id)
     if found is not None:
         return found
     raise ApprovalError(
@@ -84,14 +84,14 @@ def waiting_call(r: RunState) -> PendingCall:
     )
 
 
-def _find_call(t: TurnState, call_id: str) -> PendingCall | None:
+def find_call(t: TurnState, call_id: str) -> PendingCall | None:
     """The open call `call_id` of the turn, or of a sub-run it delegated to (a worker)."""
     for pc in t.calls:
         if pc.content is None:
             if pc.call.id == call_id:
                 return pc
             if pc.sub is not None and pc.sub.turn is not None:
-                found = _find_call(pc.sub.turn, call_id)
+                found = find_call(pc.sub.turn, call_id)
                 if found is not None:
                     return found
     return None

@@ -15,12 +15,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from baton.core.events import HandoffRefused, ToolCalled, ToolRefused
+from baton.core.interrupt import GraphInterrupt, resuming
 from baton.core.messages import Message
 from baton.handoff import handoff_target
 from baton.runtime.approval import request_approval
 from baton.runtime.grounding import context_text, id_like, ungrounded
 from baton.runtime.handoffs import hand_back, hand_off
 from baton.runtime.history import fetch_history, parse_args
+from baton.runtime.interrupts import request_interrupt
 from baton.runtime.model_call import Parsed
 from baton.runtime.outcomes import Failed, HandedOff, Paused, ToHuman, Tripped
 from baton.runtime.state import PendingCall, RunState, TurnState
@@ -310,7 +312,8 @@ async def run_tool(
     started = time.perf_counter()
     pc.started = True
     try:
-        out = await timed(tool.invoke(args, k.cfg.max_result_chars, context), limit)
+        with resuming(pc.resumes):
+            out = await timed(tool.invoke(args, k.cfg.max_result_chars, context), limit)
         ok, content, error, truncated, n = (
             out.ok,
             out.content,
@@ -325,6 +328,8 @@ async def run_tool(
         ok, error, truncated, n = False, tool.timeout_error(limit), False, 0
         content, fatal = error_content(error), False
         k.trip(r, name, "tool_timeout", short)
+    except GraphInterrupt as raised:  # the tool asks a person: it runs again with the answer
+        return request_interrupt(k, r, t, pc, tool.name, raised)
     red = k.cfg.redactor
     if not ok and red is not None and error is not None:
         # a raw exception may quote a secret (a DSN, a password): the model reads it redacted

@@ -90,7 +90,7 @@ def answer_open_calls(r: RunState, ended: str) -> None:
         else:
             note = f"not executed: the run {ended} before this call ran"
         answer(r, t, pc, error_content(note))
-    r.approval = None
+    r.approval = r.interrupt = None
 
 
 def consume_cancellation() -> bool:

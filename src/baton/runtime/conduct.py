@@ -20,7 +20,7 @@ from baton.core.errors import ModelError
 from baton.core.messages import ToolCall
 from baton.models.base import ModelRequest, ModelResponse
 from baton.runtime.model_call import Parsed, Reply
-from baton.runtime.outcomes import Failed, ToHuman
+from baton.runtime.outcomes import Failed, ToHuman, Tripped
 from baton.runtime.state import RunState, TurnState
 
 if TYPE_CHECKING:
@@ -30,10 +30,13 @@ if TYPE_CHECKING:
 class Conductor(Protocol):
     """Decides the lead's next step from the run and its turn so far."""
 
-    async def __call__(self, k: Runner, r: RunState, t: TurnState) -> Reply | Failed | ToHuman:
+    async def __call__(
+        self, k: Runner, r: RunState, t: TurnState
+    ) -> Reply | Failed | ToHuman | Tripped:
         """Calls to make next (with text, or None), the answer (text and no calls), why the
-        run fails, or why it goes to the human queue. It may record events (`k.emit`) and
-        use the store (`k.cfg.store`)."""
+        run fails, why it goes to the human queue, or a guard it tripped (recorded with
+        `k.trip`; the run escalates). It may record events (`k.emit`) and use the store
+        (`k.cfg.store`)."""
         ...
 
 

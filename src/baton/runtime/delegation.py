@@ -126,7 +126,9 @@ class Ask:
             return self._done(k, r, t, pc, started, error_content(error), error)
         if isinstance(outcome, Paused):  # a worker's call waits for a person: so does the run
             root = r.root
-            if root.approval is None:  # one card at a time: a second is asked again on resume
+            if root.approval is None and root.interrupt is None:
+                # one card at a time: a second is asked again on resume (an interrupt's card
+                # is the root's already)
                 root.approval = child.approval
             child.approval = None
             return outcome

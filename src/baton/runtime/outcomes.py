@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from baton.core.approval import ApprovalCard
+from baton.core.interrupt import InterruptCard
 from baton.core.payload import HandoffPayload
 
 
@@ -53,9 +54,10 @@ class Cancelled:
 
 @dataclass(frozen=True, slots=True)
 class Paused:
-    """A call waits for a person's approval; the run stops and can be resumed."""
+    """A call waits for a person (an approval, or the answer to an `interrupt`); the run
+    stops and can be resumed."""
 
-    card: ApprovalCard
+    card: ApprovalCard | InterruptCard
 
 
 TurnOutcome = Answered | HandedOff | Tripped | ToHuman | Failed | Paused | Cancelled

@@ -8,10 +8,13 @@ from typing import Any, Literal
 from baton.core.approval import ApprovalCard
 from baton.core.data import Data
 from baton.core.events import EscalationCard, Event, HandoffUsage
+from baton.core.interrupt import InterruptCard
 from baton.core.messages import Usage
 from baton.core.payload import HandoffPayload
 
-RunStatus = Literal["completed", "escalated", "awaiting_approval", "failed", "cancelled"]
+RunStatus = Literal[
+    "completed", "escalated", "awaiting_approval", "interrupted", "failed", "cancelled"
+]
 
 
 # A slotted dataclass, not a pydantic model: as a model it would re-validate (rebuild) every
@@ -21,7 +24,7 @@ class RunResult(Data):
     """The outcome of one run (one user message)."""
 
     status: RunStatus
-    """completed, escalated, awaiting_approval, failed or cancelled."""
+    """completed, escalated, awaiting_approval, interrupted, failed or cancelled."""
     output: str | None = None
     """Final text to the user (an agent with an `output_type` answers JSON text)."""
     final: Any = None
@@ -44,6 +47,9 @@ class RunResult(Data):
     """Set when escalated."""
     approval: ApprovalCard | None = None
     """Set when awaiting_approval: what a person must decide (`team.approve`/`team.reject`)."""
+    interrupt: InterruptCard | None = None
+    """Set when interrupted: what `interrupt(value)` asked (answer it with `graph.resume(
+    thread_id, value)` or `team.answer_interrupt`)."""
     holder: str | None = None
     """Agent holding the baton after the run."""
     state: dict[str, Any] = field(default_factory=dict)

@@ -14,17 +14,20 @@ import contextvars
 import threading
 import time
 import weakref
+from typing import Any
 
 from baton.backends.base import Checkpoint, Store
 from baton.core.errors import (
     ApprovalError,
     BatonError,
     ConflictError,
+    InterruptError,
     NoRunToResume,
     StoreError,
 )
 from baton.core.ids import new_id
 from baton.runtime.approval import decide, expire
+from baton.runtime.interrupts import give_answer
 from baton.runtime.redact import Redactor, end_run_log_redaction, run_log_redaction
 from baton.runtime.result import RunResult
 from baton.runtime.runner import Runner
@@ -290,6 +293,14 @@ class Resumer:
         if cp.status == "cancelled":  # the user moves on: the cancellation stands
             await self.runner.cfg.store.delete_checkpoint(session_id, cp.run_id)
             return
+        if cp.status == "interrupted":
+            card = cp.meta.get("interrupt", {})
+            raise InterruptError(
+                f"session {session_id!r} waits for an answer to interrupt {card.get('id', '?')} "
+                f"({card.get('name', 'a call')} asked {card.get('value')!r}); answer it first "
+                "(graph.resume(thread_id, answer) or team.answer_interrupt), or discard the run "
+                "(team.discard)"
+            )
         if cp.status == "awaiting_approval":
             card = cp.meta.get("approval", {})
             raise ApprovalError(
@@ -298,6 +309,13 @@ class Resumer:
                 "(team.approve / team.reject, or `baton approvals`)"
             )
         result = await self.resume(session_id)
+        if result.status == "interrupted":  # the resumed run reached an interrupt
+            assert result.interrupt is not None
+            raise InterruptError(
+                f"session {session_id!r}: its unfinished run went on and now waits for an "
+                f"answer to interrupt {result.interrupt.id} ({result.interrupt.value!r}); "
+                "answer it first, then send the message again"
+            )
         if result.status == "awaiting_approval":  # the resumed run reached an approval gate
             assert result.approval is not None
             raise ApprovalError(
@@ -313,6 +331,8 @@ class Resumer:
             if expire(self.runner, r):
                 return await self.runner.expired(r)
             return self.runner.result(r, "awaiting_approval", None, None)
+        if cp.status == "interrupted":  # it waits for an answer (`answer`)
+            return self.runner.result(r, "interrupted", None, None)
         if cp.status == "cancelled":
             return await self.runner.resume(r, why="continued after it was cancelled")
         return await self.runner.resume(r, why="continued after an interruption")
@@ -325,6 +345,27 @@ class Resumer:
             return None
         _, r = await self._load(session_id)
         return await self.runner.cancel(r, reason)
+
+    async def answer(
+        self, session_id: str, value: Any, interrupt_id: str | None = None
+    ) -> RunResult:
+        """Give the run's interrupt its answer and continue the run (the caller holds the
+        session)."""
+        try:
+            cp, r = await self._load(session_id)
+        except NoRunToResume:
+            raise InterruptError(
+                f"session {session_id!r} has no run waiting for an answer to an interrupt"
+            ) from None
+        if cp.status != "interrupted":
+            raise InterruptError(
+                f"session {session_id!r} is not waiting for an answer to an interrupt (its run "
+                f"is {cp.status.replace('_', ' ')})"
+            )
+        found = give_answer(self.runner, r, value, interrupt_id)
+        # the answer is durable before its call runs again: a crash in it resumes with it
+        await self.runner.commit_so_far(r, paused=False)
+        return await self.runner.resume(r, why=f"interrupt {found} answered")
 
     async def decide(
         self,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 from baton.backends.base import Checkpoint, CheckpointStatus, SessionRecord
 from baton.core.errors import BatonError, ConflictError, StoreError
@@ -90,10 +90,11 @@ class Runner:
         session: SessionRecord,
         user_id: str | None,
         listener: Listener | None = None,
+        start: Any = None,
     ) -> RunResult:
         """Run one user message until it answers, escalates, fails or pauses. Never raises for
-        model or tool misbehaviour."""
-        r = RunState(session, message, user_id or session.user_id, listener=listener)
+        model or tool misbehaviour. `start`: what a topology starts the run from (`RunState`)."""
+        r = RunState(session, message, user_id or session.user_id, listener=listener, start=start)
         self.emit(r, RunStarted(**r.base(None), message=message, user_id=r.user_id))
         r.user_msg_id = r.record(Message(role="user", content=message, run_id=r.run_id)).id
         return await self.settle(r, self.start(r))
@@ -397,7 +398,7 @@ class Runner:
         """Save the session, the run's messages and events (or, paused, the checkpoint)."""
         if isinstance(outcome, Paused):
             await self.commit_so_far(r, paused=True)
-            return self.result(r, "awaiting_approval", None, None)
+            return self.result(r, self.paused_status(r), None, None)
         session, t = r.session, r.turn
         status: RunStatus = "completed"
         output: str | None = None
@@ -463,7 +464,7 @@ class Runner:
         self, r: RunState, status: RunStatus, output: str | None, error: str | None
     ) -> RunResult:
         """The `RunResult` of a finished or paused run."""
-        paused = status == "awaiting_approval"
+        paused = status in ("awaiting_approval", "interrupted")
         return RunResult(
             status=status,
             output=output,
@@ -477,6 +478,7 @@ class Runner:
             events=r.events,
             escalation=r.card,
             approval=r.approval,
+            interrupt=r.interrupt,
             holder=r.turn.agent if paused and r.turn is not None else r.session.holder,
             state=dict(r.session.state),
             error=error,
@@ -520,7 +522,7 @@ class Runner:
             await self.fence(r.session.session_id)
         messages, events = r.messages[r.saved_messages :], r.events[r.saved_events :]
         saved = (r.saved_messages, r.saved_events, r.seq)
-        kept = self.resumable(r, "awaiting_approval" if paused else "running")
+        kept = self.resumable(r, self.paused_status(r) if paused else "running")
         try:
             await self.commit(r, messages, events, checkpoint=kept)
         except BaseException:
@@ -557,6 +559,11 @@ class Runner:
         finally:
             session.version = stored.version  # the store's verdict, committed or not
 
+    @staticmethod
+    def paused_status(r: RunState) -> Literal["awaiting_approval", "interrupted"]:
+        """What a paused run waits for: a person's answer to an interrupt, or a decision."""
+        return "interrupted" if r.interrupt is not None else "awaiting_approval"
+
     def resumable(self, r: RunState, status: CheckpointStatus) -> Checkpoint:
         """The checkpoint to commit with the run's messages and events so far: a copy of the
         state as it will be once that commit succeeds (everything saved, the session's next
@@ -572,6 +579,8 @@ class Runner:
         meta: dict[str, Any] = {"agent": r.turn.agent if r.turn is not None else None}
         if r.approval is not None:
             meta["approval"] = r.approval.model_dump(mode="json")
+        if r.interrupt is not None:
+            meta["interrupt"] = r.interrupt.model_dump(mode="json")
         return Checkpoint(
             session_id=r.session.session_id,
             run_id=r.run_id,

@@ -20,6 +20,7 @@ from baton.backends.base import SessionRecord
 from baton.core.approval import ApprovalCard
 from baton.core.events import EscalationCard, Event, HandoffUsage
 from baton.core.ids import id_factory, new_trace_id
+from baton.core.interrupt import InterruptCard
 from baton.core.messages import Message, ToolCall, Usage
 from baton.core.payload import HandoffPayload
 from baton.core.policies import ContextPolicy
@@ -67,6 +68,12 @@ class PendingCall:
     started: bool = False
     """Its tool was invoked (a run cancelled meanwhile tells the model that the call may have
     taken effect; a resumed run runs an unfinished call again under the same key)."""
+    resumes: list[Any] = field(default_factory=list)
+    """The answers a person gave to its `interrupt(...)` calls, in order (it runs again with
+    them: `interrupt` returns them instead of stopping the run)."""
+    memo: list[Any] = field(default_factory=list)
+    """The results of a graph node's completed steps (`ctx.call`), in order: when the node
+    runs again (after an interrupt or a crash) they are returned, not run again."""
 
 
 @dataclass(slots=True)
@@ -150,6 +157,9 @@ class RunState:
     """What its model calls cost by `Guards.token_prices` (`Guards.max_cost_per_run`)."""
     handoff_usage: list[HandoffUsage] = field(default_factory=list)
     last_reply: str | None = None
+    start: Any = None
+    """What a topology starts the run from besides the message (JSON: a graph's base state and
+    the nodes to run), never changed by the run."""
     final: Any = None
     """The holder's answer validated into its `output_type`, as JSON data (`RunResult.final`
     rebuilds the typed value); None for a free-text answer."""
@@ -165,6 +175,8 @@ class RunState:
     hand off)."""
     approval: ApprovalCard | None = None
     """The approval the run waits for."""
+    interrupt: InterruptCard | None = None
+    """The interrupt the run waits for an answer to (`interrupt(value)` in a node or tool)."""
     seq: int = 0
     """Checkpoints saved so far."""
     saved_messages: int = 0
@@ -283,6 +295,7 @@ class RunState:
             turn=None if turn is None else _turn_copy(turn),
             card=None if self.card is None else self.card.model_copy(deep=True),
             approval=None if self.approval is None else self.approval.model_copy(deep=True),
+            interrupt=None if self.interrupt is None else self.interrupt.model_copy(deep=True),
             listener=None,
             ended=None,
         )
@@ -316,7 +329,16 @@ def _turn_copy(t: TurnState) -> TurnState:
         view=list(t.view),
         scratch=list(t.scratch),
         usage=Usage(input_tokens=t.usage.input_tokens, output_tokens=t.usage.output_tokens),
-        calls=[replace(c) if c.sub is None else replace(c, sub=c.sub.snapshot()) for c in t.calls],
+        calls=[_call_copy(c) for c in t.calls],
+    )
+
+
+def _call_copy(c: PendingCall) -> PendingCall:
+    return replace(
+        c,
+        resumes=list(c.resumes),
+        memo=list(c.memo),
+        sub=None if c.sub is None else c.sub.snapshot(),
     )
 
 

@@ -20,6 +20,7 @@ from baton.core.errors import (
 )
 from baton.core.events import Event
 from baton.core.ids import new_id
+from baton.core.interrupt import InterruptCard
 from baton.core.text import clean_text
 from baton.models.base import Model
 from baton.models.registry import resolve_model
@@ -197,6 +198,7 @@ class Team:
         session_id: str | None,
         user_id: str | None,
         listener: Listener | None,
+        start: Any = None,
     ) -> RunResult:
         if not isinstance(message, str) or not message.strip():
             raise ValueError("message must be a non-empty string")
@@ -212,7 +214,14 @@ class Team:
                 )
             await self._resumer.finish_crashed(sid)
             session = await self.store.get_session(sid) or SessionRecord(sid, user_id=user_id)
-            return await self._runner.run(message, session, user_id, listener)
+            if start is None:
+                start = await self._start(message, sid)
+            return await self._runner.run(message, session, user_id, listener, start)
+
+    async def _start(self, message: str, session_id: str) -> Any:
+        """What a run of this topology starts from besides its message (`RunState.start`),
+        read while the session is held; a team needs nothing."""
+        return None
 
     def _held(self, session_id: str) -> Hold:
         """What every entry point that runs the kernel does first: this team's redaction of
@@ -312,6 +321,24 @@ class Team:
         user. Nothing is executed."""
         async with self._held(session_id):
             return await self._resumer.decide(session_id, approval_id, False, by, role, reason)
+
+    async def answer_interrupt(
+        self, session_id: str, value: Any, *, interrupt_id: str | None = None
+    ) -> RunResult:
+        """Answer the interrupt the session's run waits for: the call that called
+        `interrupt(...)` runs again and this time gets `value` back; nothing else the run did
+        runs again. `interrupt_id` (optional) guards against answering a newer interrupt than
+        the one that was read. Raises `InterruptError` when the session waits for none."""
+        async with self._held(session_id):
+            return await self._resumer.answer(session_id, value, interrupt_id)
+
+    async def interrupts(self) -> list[InterruptCard]:
+        """Every interrupt a run of this store waits an answer for, oldest first."""
+        return [
+            InterruptCard.model_validate(cp.meta["interrupt"])
+            for cp in await self.store.list_checkpoints("interrupted")
+            if "interrupt" in cp.meta
+        ]
 
     async def expire_approvals(self) -> list[RunResult]:
         """Escalate every run whose approval waited longer than its timeout."""

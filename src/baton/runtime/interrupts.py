@@ -1,0 +1,90 @@
+"""Interrupted runs (`baton.core.interrupt`): the card a call's `interrupt(value)` leaves, and
+the answer that lets the call run again.
+
+`request_interrupt` pauses the turn on the call that raised `GraphInterrupt` (the call stays
+open, like one waiting for approval); `give_answer` checks a resume against the card and adds
+the person's answer to the call's `resumes`, which the call reads back on its next run.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from baton.core.errors import InterruptError
+from baton.core.events import InterruptRaised, InterruptResumed
+from baton.core.ids import new_id
+from baton.core.interrupt import GraphInterrupt, InterruptCard
+from baton.runtime.approval import find_call
+from baton.runtime.outcomes import Paused
+from baton.runtime.state import PendingCall, RunState, TurnState
+
+if TYPE_CHECKING:
+    from baton.runtime.runner import Runner
+
+
+def request_interrupt(
+    k: Runner, r: RunState, t: TurnState, pc: PendingCall, name: str, raised: GraphInterrupt
+) -> Paused:
+    """Pause the run on `pc` with a new interrupt card (one card per run: a second pause of
+    parallel calls is asked again when the run resumes)."""
+    value = _json_value(raised.value)
+    card = InterruptCard(
+        id=new_id("int_"),
+        session_id=r.session.session_id,
+        run_id=r.root.run_id,
+        trace_id=r.trace_id,
+        agent=t.agent,
+        call_id=pc.call.id,
+        name=name,
+        value=value,
+        index=raised.index,
+    )
+    root = r.root
+    if root.approval is None and root.interrupt is None:
+        root.interrupt = card
+    k.emit(r, InterruptRaised(**r.base(t.agent), card=card))
+    return Paused(card)
+
+
+def give_answer(k: Runner, r: RunState, value: Any, interrupt_id: str | None = None) -> str:
+    """Record the person's answer to the run's interrupt on its waiting call; returns the
+    interrupt's id. Raises `InterruptError` (changing nothing) when the run waits for no
+    interrupt, for another one than `interrupt_id`, or `value` is not JSON."""
+    card, t = r.interrupt, r.turn
+    sid = r.session.session_id
+    if card is None or t is None:
+        raise InterruptError(f"session {sid!r} is not waiting for an answer to an interrupt")
+    if interrupt_id is not None and interrupt_id != card.id:
+        raise InterruptError(
+            f"session {sid!r} waits for an answer to interrupt {card.id}, not {interrupt_id!r}"
+        )
+    pc = find_call(t, card.call_id)
+    if pc is None:
+        raise InterruptError(
+            f"interrupt {card.id} names call {card.call_id}, which the interrupted turn does "
+            "not hold; the checkpoint is inconsistent: discard the run"
+        )
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InterruptError(
+            f"the answer to interrupt {card.id} must be JSON (text, numbers, lists, dicts): {exc}"
+        ) from None
+    if len(pc.resumes) != card.index:  # an older answer was lost: never misalign them
+        raise InterruptError(
+            f"interrupt {card.id} is the call's interrupt #{card.index} but the call holds "
+            f"{len(pc.resumes)} answers; the checkpoint is inconsistent: discard the run"
+        )
+    pc.resumes.append(value)
+    r.interrupt = None
+    k.emit(r, InterruptResumed(**r.base(card.agent), interrupt_id=card.id, name=card.name))
+    return card.id
+
+
+def _json_value(value: Any) -> Any:
+    """The interrupt's value as JSON data (anything else is shown as its text)."""
+    try:
+        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
+    except (TypeError, ValueError):
+        return repr(value)
