@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from baton import Agent, ScriptedModel, Supervisor, Team, tool
@@ -63,3 +64,15 @@ def test_baton_graph_prints_the_flowchart() -> None:
     assert result.output.startswith("flowchart LR")
     bad = CliRunner().invoke(app, ["graph", "nowhere:team"])
     assert bad.exit_code != 0 and "cannot import" in bad.output
+
+
+def test_baton_graph_prints_a_graph_with_labelled_conditional_edges(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("BATON_MODEL", "scripted")
+    result = CliRunner().invoke(app, ["graph", "examples.code_fix_loop:graph"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("flowchart LR")
+    assert '-.->|"red"|' in result.output and '-.->|"green"|' in result.output
+    bad = CliRunner().invoke(app, ["graph", "examples.code_fix_loop:TASK"])
+    assert bad.exit_code != 0 and "not a baton Team or Graph" in bad.output
