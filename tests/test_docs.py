@@ -22,6 +22,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/pipeline.md",
         "docs/debate.md",
         "docs/plan_execute_review.md",
+        "docs/blackboard.md",
         "docs/graph.md",
     ],
 )

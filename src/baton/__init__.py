@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from baton.models.local import LocalModel
     from baton.models.openai_compat import OpenAICompatible
     from baton.observe import MetricsSink, OTelSink
+    from baton.topologies.blackboard import Blackboard
     from baton.topologies.debate import Debate
     from baton.topologies.graph import END, START, CompiledGraph, Graph, NodeContext
     from baton.topologies.pipeline import Pipeline
@@ -60,6 +61,7 @@ __all__ = [
     "ApprovalError",
     "ApprovalPolicy",
     "BatonError",
+    "Blackboard",
     "Checkpoint",
     "CompiledGraph",
     "ConfigError",
@@ -136,6 +138,10 @@ def __getattr__(name: str) -> Any:
         from baton.topologies.supervisor import Supervisor
 
         return Supervisor
+    if name == "Blackboard":  # the topology; the store capability stays in baton.backends
+        from baton.topologies.blackboard import Blackboard
+
+        return Blackboard
     if name in ("Graph", "CompiledGraph", "NodeContext", "START", "END"):
         import baton.topologies.graph
 

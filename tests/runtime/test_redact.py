@@ -19,6 +19,7 @@ from baton.core.events import (
     AgentStarted,
     ApprovalDecided,
     ApprovalRequested,
+    BoardWritten,
     Escalated,
     EscalationCard,
     Event,
@@ -572,6 +573,7 @@ def _events(text: str, secret_args: dict[str, Any]) -> list[Any]:
             ),
         ),
         InterruptResumed(**base, interrupt_id="int_1", name="confirm"),
+        BoardWritten(**base, board="b", key="notes", version=1, seq=1),
         TextDelta(**base, text=text),
     ]
 

@@ -308,6 +308,24 @@ class InterruptResumed(EventBase):
 
 
 @dataclass(slots=True, kw_only=True)
+class BoardWritten(EventBase):
+    """An agent wrote an entry of a blackboard (`post_to_board`); `agent` is the writer."""
+
+    type: Literal["board_written"] = "board_written"
+    board: str
+    key: str
+    mode: Literal["set", "append", "merge"] = "set"
+    version: int
+    """The entry's version after this write."""
+    seq: int
+    """The board-wide number of this write (`Blackboard.board_changes`)."""
+    conflicts: int = 0
+    """Writes of other writers it met between reading and writing: each made it read the
+    entry again and re-apply its change (board contention)."""
+    call_id: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
 class TextDelta(EventBase):
     """A piece of a streaming model's reply (only for `team.stream`; never stored)."""
 
@@ -334,6 +352,7 @@ Event = Annotated[
     | TaskTransitioned
     | InterruptRaised
     | InterruptResumed
+    | BoardWritten
     | TextDelta,
     Field(discriminator="type"),
 ]

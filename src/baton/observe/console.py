@@ -10,6 +10,7 @@ from baton.core.events import (
     AgentStarted,
     ApprovalDecided,
     ApprovalRequested,
+    BoardWritten,
     Escalated,
     Event,
     GuardTripped,
@@ -218,6 +219,16 @@ class ConsoleSink:
             if event.reason:
                 t.append("  ", style="dim")
                 t.append(safe_clip(event.reason, 120, "dim"))
+        elif isinstance(event, BoardWritten):
+            self._prefix(t, event.agent)
+            t.append("board ", style="bold")
+            t.append(safe(event.key, "bold"))
+            t.append(f" v{event.version}", style="dim")
+            if event.mode != "set":
+                t.append(f" ({event.mode})", style="dim")
+            if event.conflicts:
+                n = event.conflicts
+                t.append(f"  {n} conflict{'s' if n > 1 else ''}, re-read and retried", "yellow")
         elif isinstance(event, Escalated):
             card = event.card
             t.append("⇡ escalated ", style="bold red")

@@ -17,6 +17,9 @@ Metrics (on the sink's own `CollectorRegistry` unless one is given):
   latencies), so the kernel's own bookkeeping does not count.
 - `baton_guard_trips_total{guard}`, `baton_route_decisions_total{tier}`,
   `baton_tool_calls_total{tool,ok}`, `baton_escalations_total{to}`.
+- `baton_board_writes_total{writer}`: blackboard writes; `baton_board_conflicts_total{key}`:
+  the conflicts those writes met (another writer got there between read and write, so the
+  writer read again and re-applied its change), by the entry's key.
 
 `metrics_from_events` builds the same metrics from stored events by feeding them through a
 fresh sink, so live and after-the-fact numbers come from one code path.
@@ -34,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from baton.core.events import (
     AgentStarted,
+    BoardWritten,
     Escalated,
     Event,
     GuardTripped,
@@ -127,6 +131,15 @@ class MetricsSink:
         self.escalations = Counter(
             "baton_escalations", "Escalations by destination.", ["to"], registry=r
         )
+        self.board_writes = Counter(
+            "baton_board_writes", "Blackboard writes by writer.", ["writer"], registry=r
+        )
+        self.board_conflicts = Counter(
+            "baton_board_conflicts",
+            "Conflicts blackboard writes met and retried, by key.",
+            ["key"],
+            registry=r,
+        )
         self._settled = 0
         self._resolved = 0
         self._runs: OrderedDict[str, _OpenRun] = OrderedDict()
@@ -194,6 +207,9 @@ class MetricsSink:
             self.guard_trips.labels(event.guard).inc()
         elif isinstance(event, RouteDecided):
             self.route_decisions.labels(event.tier).inc()
+        elif isinstance(event, BoardWritten):
+            self.board_writes.labels(event.agent or "unknown").inc()
+            self.board_conflicts.labels(event.key).inc(event.conflicts)
         elif isinstance(event, Escalated):
             run.escalated = True
             self.escalations.labels(event.to).inc()
