@@ -200,7 +200,9 @@ async def test_json_normalises_alike_on_every_backend(store: Store) -> None:
 
 
 @pytest.mark.parametrize(
-    "value", [{1, 2}, math.nan, {"at": object()}, [math.inf]], ids=["set", "nan", "obj", "inf"]
+    "value",
+    [{1, 2}, math.nan, {"at": object()}, [math.inf], ["半个\ud800代理"]],
+    ids=["set", "nan", "obj", "inf", "lone-surrogate"],
 )
 async def test_a_value_that_is_not_json_is_refused(store: Store, value: Any) -> None:
     bb = board_of(store)

@@ -1,8 +1,10 @@
 """A refund graph over SQLite, built the same way in the test process and in child processes
-(`python graph_child.py <db> <ledger> start|answer <value>` runs one step of it).
+(`python graph_child.py <db> <ledger> start|answer|resume [<value>] [hang]` runs one step of
+it).
 
 `prepare` reserves the money (a side effect written to the ledger, once per idempotency key),
-then asks a person with `interrupt`; `pay` pays only if the person said yes.
+then asks a person with `interrupt`; `pay` pays only if the person said yes. With `hang`, `pay`
+hangs after its payment (a test kills the process there).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ class Refund(BaseModel):
     decision: str = ""
 
 
-def build(db: str, ledger: str) -> CompiledGraph:
+def build(db: str, ledger: str, hang: bool = False) -> CompiledGraph:
     def record(action: str, order_id: str) -> str:
         """Write one side effect to the ledger."""
         ctx: ToolContext | None = tool_context()
@@ -44,6 +46,8 @@ def build(db: str, ledger: str) -> CompiledGraph:
 
     async def pay(state: Refund, ctx: NodeContext) -> dict[str, Any]:
         done = await ctx.call(record, action="pay", order_id=state.order_id)
+        if hang:
+            await asyncio.sleep(60)
         return {"log": [done]}
 
     g = Graph(Refund, name="refund")
@@ -51,15 +55,17 @@ def build(db: str, ledger: str) -> CompiledGraph:
     g.add_edge(START, "prepare")
     g.add_conditional_edges("prepare", lambda s: s.decision == "yes", {True: "pay", False: END})
     g.add_edge("pay", END)
-    return g.compile(store=f"sqlite:///{db}")
+    return g.compile(store=f"sqlite:///{db}", lease_s=1.0)
 
 
-async def main(db: str, ledger: str, step: str, value: str) -> None:
-    graph = build(db, ledger)
+async def main(db: str, ledger: str, step: str, value: str, mode: str) -> None:
+    graph = build(db, ledger, hang=mode == "hang")
     if step == "start":
         result = await graph.invoke({"order_id": "ORD-7", "amount": 12.5}, thread_id="T")
-    else:
+    elif step == "answer":
         result = await graph.resume("T", value)
+    else:
+        result = await graph.resume("T")
     final = result.final.model_dump() if result.final is not None else None
     card = result.interrupt.model_dump(mode="json") if result.interrupt else None
     print(json.dumps({"status": result.status, "final": final, "interrupt": card}))
@@ -67,4 +73,5 @@ async def main(db: str, ledger: str, step: str, value: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4], sys.argv[4] if len(sys.argv) > 4 else ""))
+    args = [*sys.argv[1:], "", ""]
+    asyncio.run(main(args[0], args[1], args[2], args[3], args[4]))

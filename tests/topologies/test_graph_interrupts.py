@@ -6,8 +6,10 @@ import asyncio
 import itertools
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -226,6 +228,66 @@ def test_interrupt_in_one_process_and_resume_in_another(tmp_path: Path) -> None:
     effects = ledger.read_text(encoding="utf-8").splitlines()
     assert [e.split()[0] for e in effects] == ["reserve", "pay"]  # each exactly once
     assert len({e.split()[2] for e in effects}) == 2  # each with its own idempotency key
+
+
+def test_kill_9_after_a_paid_step_resumes_in_another_process_without_paying_twice(
+    tmp_path: Path,
+) -> None:
+    db, ledger = tmp_path / "graph.db", tmp_path / "ledger"
+    assert _run_child(db, ledger, "start")["status"] == "interrupted"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CHILD.parent), *sys.path])}
+    proc = subprocess.Popen(
+        [sys.executable, str(CHILD), str(db), str(ledger), "answer", "yes", "hang"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if ledger.exists() and "pay" in ledger.read_text(encoding="utf-8"):
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        time.sleep(0.3)  # the step's checkpoint follows its result
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    done = _run_child(db, ledger, "resume")
+    assert done["status"] == "completed", done
+    assert done["final"]["log"] == ["reserve:ORD-7", "pay:ORD-7"]
+    effects = ledger.read_text(encoding="utf-8").splitlines()
+    assert [e.split()[0] for e in effects] == ["reserve", "pay"]  # paid once
+
+
+async def test_concurrent_runs_on_one_thread_take_turns_and_lose_no_write() -> None:
+    g = Graph(State).add_node("inc", lambda s: {"n": s.n + 1, "log": [f"n={s.n + 1}"]})
+    g.add_edge(START, "inc")
+    graph = g.compile()
+    results = await asyncio.gather(*[graph.invoke({}, thread_id="T") for _ in range(5)])
+    assert all(r.status == "completed" for r in results)
+    assert sorted(r.final.n for r in results) == [1, 2, 3, 4, 5]
+    assert (await graph.get_state("T")).values.log == [f"n={i}" for i in range(1, 6)]
+
+
+async def test_lone_surrogates_in_node_output_and_answers_are_stored_cleaned(
+    tmp_path: Path,
+) -> None:
+    async def ask(state: State) -> dict[str, Any]:
+        said = interrupt("名字？\ud800")
+        return {"answer": f"{said}", "log": ["x\udfff"]}
+
+    g = Graph(State).add_node("ask", ask)
+    g.add_edge(START, "ask")
+    graph = g.compile(store=f"sqlite:///{tmp_path / 's.db'}")
+    first = await graph.invoke({}, thread_id="T")
+    assert first.status == "interrupted" and first.interrupt is not None
+    assert first.interrupt.value == "名字？\ufffd"
+    done = await graph.resume("T", "张\udc00三")
+    assert done.status == "completed", done.error
+    assert done.final.answer == "张\ufffd三" and done.final.log == ["x\ufffd"]
+    await graph.aclose()
 
 
 async def test_a_crashed_graph_resumes_without_rerunning_finished_nodes(

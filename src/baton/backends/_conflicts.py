@@ -108,13 +108,16 @@ def board_json(board: str, key: str, value: Any) -> str:
     """`value` as the JSON text a store keeps for a blackboard entry; `StoreError` if it is
     not JSON (so every backend refuses the same values and returns the same ones)."""
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")  # a lone surrogate: no store could keep it
+    except (TypeError, ValueError) as exc:  # (UnicodeEncodeError is a ValueError)
         raise StoreError(
             f"entry {key!r} of board {board!r} cannot be saved as JSON ({exc}); nothing was "
-            "written. Keep board values to strings, finite numbers, booleans, None, lists and "
-            "dicts with string keys"
+            "written. Keep board values to strings (without lone surrogates: clean them with "
+            "baton.core.text.clean_value), finite numbers, booleans, None, lists and dicts "
+            "with string keys"
         ) from exc
+    return text
 
 
 def board_conflict(board: str, key: str, expected: int, stored: int) -> ConflictError:

@@ -15,6 +15,7 @@ from baton.core.errors import InterruptError
 from baton.core.events import InterruptRaised, InterruptResumed
 from baton.core.ids import new_id
 from baton.core.interrupt import GraphInterrupt, InterruptCard
+from baton.core.text import clean_value
 from baton.runtime.approval import find_call
 from baton.runtime.outcomes import Paused
 from baton.runtime.state import PendingCall, RunState, TurnState
@@ -76,7 +77,7 @@ def give_answer(k: Runner, r: RunState, value: Any, interrupt_id: str | None = N
             f"interrupt {card.id} is the call's interrupt #{card.index} but the call holds "
             f"{len(pc.resumes)} answers; the checkpoint is inconsistent: discard the run"
         )
-    pc.resumes.append(value)
+    pc.resumes.append(clean_value(value))
     r.interrupt = None
     k.emit(r, InterruptResumed(**r.base(card.agent), interrupt_id=card.id, name=card.name))
     return card.id
@@ -85,6 +86,7 @@ def give_answer(k: Runner, r: RunState, value: Any, interrupt_id: str | None = N
 def _json_value(value: Any) -> Any:
     """The interrupt's value as JSON data (anything else is shown as its text)."""
     try:
-        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
+        data = json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False, default=str))
     except (TypeError, ValueError):
-        return repr(value)
+        data = repr(value)
+    return clean_value(data)

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from baton.agents import Agent
 from baton.backends.base import SessionRecord, Snapshot, Snapshots
 from baton.core.errors import ConfigError, InterruptError, NoRunToResume
-from baton.core.text import clean_text
+from baton.core.text import clean_text, clean_value
 from baton.runtime.conduct import NoModel
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.plan import CallEntry
@@ -466,6 +466,7 @@ class CompiledGraph(Team):
         return await super().resume(session_id)
 
     async def _fork(self, session_id: str, snapshot_id: str, update: dict[str, Any]) -> RunResult:
+        update = clean_value(update)
         store = self._snapshots()
         snap = await store.get_snapshot(session_id, snapshot_id)
         if snap is None:

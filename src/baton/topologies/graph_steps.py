@@ -26,6 +26,7 @@ from baton.backends.base import Snapshot, Snapshots
 from baton.core.errors import ToolError
 from baton.core.events import ToolCalled
 from baton.core.interrupt import GraphInterrupt, resuming
+from baton.core.text import clean_value
 from baton.runtime.calls import called
 from baton.runtime.conduct import call
 from baton.runtime.interrupts import request_interrupt
@@ -438,7 +439,7 @@ class NodeContext:
 
 def _jsonable(value: Any, content: str) -> Any:
     try:
-        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+        return clean_value(json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False)))
     except (TypeError, ValueError):
         return content
 
@@ -530,7 +531,8 @@ def _update(node: str, out: Any) -> dict[str, Any] | str:
     except (TypeError, ValueError) as exc:
         return f"node {node!r} returned an update that is not JSON: {exc}"
     assert isinstance(data, dict)
-    return data
+    cleaned: dict[str, Any] = clean_value(data)  # a lone surrogate could never be stored
+    return cleaned
 
 
 def _dump(value: Any) -> Any:
