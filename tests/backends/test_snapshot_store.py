@@ -270,7 +270,7 @@ async def test_a_version_6_file_read_only_has_no_snapshots_and_migrates_when_ope
     finally:
         await store.close()
     raw = sqlite3.connect(db)
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     raw.close()
     ro = SQLiteStore(url(db), read_only=True)
     try:  # the migrated file, read-only, shows its snapshots and writes none

@@ -686,3 +686,20 @@ async def test_an_interrupted_run_is_never_replaced_by_another(store: Store) -> 
     assert [c.run_id for c in await store.list_checkpoints("interrupted")] == ["run_1"]
     await store.put_checkpoint(make_checkpoint(sid, "run_1", 2, status="running"))
     assert (await store.list_checkpoints("interrupted")) == []
+
+
+async def test_the_requests_a_session_answered_are_committed_with_it(store: Store) -> None:
+    rec = new_session()
+    rec.requests = {"msg-1": "run_a", "请求-2": "run_b"}
+    await store.commit_run(rec, [], [])
+    got = await store.get_session(rec.session_id)
+    assert got is not None and got.requests == {"msg-1": "run_a", "请求-2": "run_b"}
+    assert list(got.requests) == ["msg-1", "请求-2"]  # in the order they were answered
+    got.requests["msg-3"] = "run_c"  # a copy: nothing stored changes
+    again = await store.get_session(rec.session_id)
+    assert again is not None and "msg-3" not in again.requests
+    stale = new_session(rec.session_id, requests={"msg-9": "run_z"})
+    with pytest.raises(ConflictError):
+        await store.commit_run(stale, [], [])  # compare-and-set covers them too
+    listed = [s for s in await store.list_sessions() if s.session_id == rec.session_id]
+    assert listed[0].requests == {"msg-1": "run_a", "请求-2": "run_b"}

@@ -136,7 +136,8 @@ def test_the_timeline_and_the_table_indent_the_subruns(runner, ticket):
     }
     col = {a: timeline[i].index(a) for a, i in rows.items()}
     assert col["tickets"] < col["retrieve"] < col["orders_kb"] == col["policy_kb"]
-    assert rows["retrieve"] < rows["orders_kb"] < rows["policy_kb"]
+    # the two knowledge bases run in parallel: either may start first
+    assert rows["retrieve"] < min(rows["orders_kb"], rows["policy_kb"])
     assert sum("timeline · " in x for x in timeline) == 1
 
     table = trace(runner, url, session, "--view", "table").splitlines()

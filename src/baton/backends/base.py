@@ -38,6 +38,14 @@ class SessionRecord:
     version: int = 0
     """Commits so far. `commit_run` is compare-and-set on it: a record read at version n
     commits only while the store still holds version n (then both become n + 1)."""
+    requests: dict[str, str] = field(default_factory=dict)
+    """Request id -> run id of the last requests (e.g. bus messages) whose runs this session
+    committed, oldest first, at most `MAX_REQUESTS`: committed with the run, so a request
+    delivered again is recognised and never run twice."""
+
+
+MAX_REQUESTS = 64
+"""Request ids a session remembers (`SessionRecord.requests`)."""
 
 
 TicketStatus = Literal["open", "claimed", "answered", "closed"]

@@ -53,6 +53,7 @@ def _snapshot(rec: SessionRecord) -> SessionRecord:
     out = object.__new__(type(rec))
     out.__dict__.update(rec.__dict__)
     out.state = _copy_state(rec.state)
+    out.requests = dict(rec.requests)
     return out
 
 

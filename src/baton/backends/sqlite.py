@@ -76,7 +76,7 @@ from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 from baton.core.tasks import Task, TaskStatus
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """Version of the table layout, kept in `PRAGMA user_version`."""
 
 _MEMORY = ":memory:"
@@ -269,11 +269,18 @@ _MIGRATIONS: dict[int, tuple[Migration, ...]] = {
         )""",
         "CREATE UNIQUE INDEX IF NOT EXISTS snapshots_seq ON snapshots (thread_id, seq)",
     ),
+    8: (
+        # The requests a session's runs answered (request id -> run id, as JSON), committed
+        # with the run: a request delivered twice (a bus redelivery) runs once.
+        "ALTER TABLE sessions ADD COLUMN requests TEXT NOT NULL DEFAULT '{}'",
+    ),
 }
 
 _SESSION_COLUMNS = (
-    "id, user_id, holder, holder_since, incoming, state, created_at, updated_at, version"
+    "id, user_id, holder, holder_since, incoming, state, created_at, updated_at, version, requests"
 )
+_SESSION_COLUMNS_V7 = _SESSION_COLUMNS.replace("requests", "'{}' AS requests")
+"""The session columns of a store (read only) from before requests were kept (schema < 8)."""
 _CHECKPOINT_COLUMNS = "session_id, run_id, seq, status, data, meta, updated_at"
 _TICKET_COLUMNS = "id, card, status, claimed_by, answer, note, updated_at"
 _TASK_COLUMNS = "run_id, task_id, session_id, status, version, data, updated_at"
@@ -720,18 +727,26 @@ class SQLiteStore:
         """The session, or None if it does not exist."""
         rows = await self._query(
             "get_session",
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?",
+            f"SELECT {self._session_columns()} FROM sessions WHERE id = ?",
             (session_id,),
         )
         return self._session(rows[0]) if rows else None
 
+    def _session_columns(self) -> str:
+        """The session columns to select (a read-only file of an older schema has no
+        requests column)."""
+        return _SESSION_COLUMNS if self._schema >= 8 else _SESSION_COLUMNS_V7
+
     def _session(self, row: tuple[Any, ...]) -> SessionRecord:
-        sid, user_id, holder, since, incoming, state, created, updated, version = row
+        sid, user_id, holder, since, incoming, state, created, updated, version, reqs = row
         try:
             payload = None if incoming is None else HandoffPayload.model_validate_json(incoming)
             data = json.loads(state)
             if not isinstance(data, dict):
                 raise ValueError(f"state is a {type(data).__name__}, not an object")
+            requests = json.loads(reqs)
+            if not isinstance(requests, dict):
+                raise ValueError(f"requests is a {type(requests).__name__}, not an object")
         except (ValueError, ValidationError) as exc:
             raise self._corrupt("sessions", sid, exc) from exc
         return SessionRecord(
@@ -744,6 +759,7 @@ class SQLiteStore:
             created_at=created,
             updated_at=updated,
             version=version,
+            requests=requests,
         )
 
     async def commit_run(
@@ -784,6 +800,7 @@ class SQLiteStore:
             session.created_at,
             session.updated_at,
             read + 1,
+            json.dumps(session.requests, ensure_ascii=False),
         )
         message_rows = [
             (m.id, sid, m.run_id, m.role, m.agent, m.model_dump_json(), m.ts) for m in messages
@@ -812,11 +829,13 @@ class SQLiteStore:
                 if stored != read:
                     raise version_conflict(sid, read, stored)  # rolls the transaction back
                 conn.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, "
                     "holder = excluded.holder, holder_since = excluded.holder_since, "
                     "incoming = excluded.incoming, state = excluded.state, "
-                    "updated_at = excluded.updated_at, version = excluded.version",
+                    "updated_at = excluded.updated_at, version = excluded.version, "
+                    "requests = excluded.requests",
                     session_row,
                 )
                 if cp_row is not None:
@@ -989,7 +1008,8 @@ class SQLiteStore:
         """Most recently updated sessions first."""
         rows = await self._query(
             "list_sessions",
-            f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, rowid LIMIT ?",
+            f"SELECT {self._session_columns()} FROM sessions ORDER BY updated_at DESC, rowid "
+            "LIMIT ?",
             (max(limit, 0),),
         )
         return [self._session(r) for r in rows]

@@ -21,6 +21,8 @@ from baton.cli.resume import resume as resume_command
 from baton.cli.tau2 import bench_tau2
 from baton.cli.tickets import tickets_app
 from baton.cli.trace import trace as trace_command
+from baton.cli.worker import submit as submit_command
+from baton.cli.worker import worker as worker_command
 from baton.core.errors import BatonError
 from baton.observe.console import ConsoleSink
 from baton.runtime.result import RunResult
@@ -38,7 +40,10 @@ app = typer.Typer(
 )
 """The typer application behind the `baton` console script."""
 
-STORE_HELP = f"Store URL: sqlite:///path.db or memory:// (default {DEFAULT_STORE_URL})."
+STORE_HELP = (
+    "Store URL: sqlite:///path.db, memory://, postgresql://user@host:5432/db or "
+    f"redis://host:6379/0 (default {DEFAULT_STORE_URL})."
+)
 """Help text of the `--store` option."""
 
 
@@ -119,6 +124,8 @@ def run(
 
 
 app.command("resume")(resume_command)
+app.command("worker")(worker_command)
+app.command("submit")(submit_command)
 app.add_typer(approvals_app, name="approvals")
 app.add_typer(tickets_app, name="tickets")
 

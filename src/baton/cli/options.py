@@ -8,7 +8,10 @@ import typer
 
 from baton.cli.common import DEFAULT_STORE_URL
 
-STORE_HELP = f"Store URL: sqlite:///path.db or memory:// (default {DEFAULT_STORE_URL})."
+STORE_HELP = (
+    "Store URL: sqlite:///path.db, memory://, postgresql://user@host:5432/db or "
+    f"redis://host:6379/0 (default {DEFAULT_STORE_URL})."
+)
 """Help text of the `--store` option."""
 
 StoreOption = Annotated[str | None, typer.Option("--store", help=STORE_HELP)]

@@ -65,6 +65,12 @@ class InterruptError(BatonError):
     or discard it), or the session has no interrupt to answer."""
 
 
+class RunReleased(BatonError):
+    """The run was released before it finished (`team.release`: its process shuts down). It
+    stays unfinished at its last checkpoint, its session lease given up: `team.resume`, or a
+    `team.run` of the same `request_id`, continues it, in this process or another."""
+
+
 class NoRunToResume(BatonError):
     """`team.resume` named a session that has no unfinished run."""
 

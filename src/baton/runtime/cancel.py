@@ -26,25 +26,32 @@ if TYPE_CHECKING:
 CALLER = "the caller cancelled the run (task.cancel(), or a timeout around the call)"
 """The reason recorded when the run's own task was cancelled."""
 
+RELEASED = "released unfinished (team.release): its process is shutting down"
+"""Why a released run stopped (it is not recorded: the run stays unfinished)."""
+
 
 class LiveRun:
     """A run going on in this process, as `team.cancel` reaches it (from any thread)."""
 
-    __slots__ = ("_done", "finished", "loop", "reason", "result", "task")
+    __slots__ = ("_done", "finished", "loop", "reason", "released", "result", "task")
 
     def __init__(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.task = asyncio.current_task()
         self.reason: str | None = None
         """Why `team.cancel` stopped it (None: not asked to stop)."""
+        self.released = False
+        """`team.release` stopped it: it stays unfinished, nothing committed."""
         self.finished = False
         self.result: RunResult | None = None
         self._done: concurrent.futures.Future[RunResult | None] | None = None
 
-    def stop(self, reason: str) -> None:
-        """Ask the run to stop (thread-safe); it records `cancelled` and returns its result."""
+    def stop(self, reason: str, *, release: bool = False) -> None:
+        """Ask the run to stop (thread-safe): it records `cancelled` and returns its result, or,
+        with `release`, stops where it is, unfinished (its caller gets `RunReleased`)."""
         if self.reason is None:
             self.reason = reason
+            self.released = release
             self.loop.call_soon_threadsafe(self._cancel)
 
     def _cancel(self) -> None:

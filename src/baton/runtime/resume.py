@@ -16,7 +16,7 @@ import time
 import weakref
 from typing import Any
 
-from baton.backends.base import Checkpoint, Store
+from baton.backends.base import Checkpoint, SessionRecord, Store
 from baton.core.errors import (
     ApprovalError,
     BatonError,
@@ -25,6 +25,7 @@ from baton.core.errors import (
     NoRunToResume,
     StoreError,
 )
+from baton.core.events import RunFinished
 from baton.core.ids import new_id
 from baton.runtime.approval import decide, expire
 from baton.runtime.interrupts import give_answer
@@ -346,6 +347,24 @@ class Resumer:
         _, r = await self._load(session_id)
         return await self.runner.cancel(r, reason)
 
+    async def answered(self, session_id: str, request_id: str) -> RunResult | None:
+        """The result of request `request_id` when the session has one (the caller holds
+        the session): its committed run's, rebuilt from the stored events; its unfinished
+        run's, resumed (after a crash) or as it waits (for a person); None when the request
+        is new."""
+        store = self.runner.cfg.store
+        session = await store.get_session(session_id)
+        run_id = session.requests.get(request_id) if session is not None else None
+        if session is not None and run_id is not None:
+            return await recorded_result(store, session, run_id)
+        cp = await store.get_checkpoint(session_id)
+        if cp is None or cp.meta.get("request_id") != request_id:
+            return None
+        if cp.status == "cancelled":  # cancelled and committed: it stays so
+            _, r = await self._load(session_id)
+            return self.runner.result(r, "cancelled", None, "cancelled before it finished")
+        return await self.resume(session_id)
+
     async def answer(
         self, session_id: str, value: Any, interrupt_id: str | None = None
     ) -> RunResult:
@@ -398,6 +417,29 @@ class Resumer:
         # the decision is durable before its call runs: a crash in the call resumes with it
         await self.runner.commit_so_far(r, paused=False)
         return await self.runner.resume(r, why=f"approval {approval_id} {decision} by {by}")
+
+
+async def recorded_result(store: Store, session: SessionRecord, run_id: str) -> RunResult:
+    """The result of a committed run, rebuilt from its stored events."""
+    events = [
+        e for e in await store.get_events(session_id=session.session_id) if e.run_id == run_id
+    ]
+    ended = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
+    started = events[0] if events else None
+    return RunResult(
+        status=ended.status if ended is not None else "completed",  # type: ignore[arg-type]
+        output=ended.output if ended is not None else None,
+        path=list(ended.path) if ended is not None else [],
+        usage=dict(ended.usage) if ended is not None else {},
+        usage_by_handoff=list(ended.handoff_usage) if ended is not None else [],
+        trace_id=started.trace_id if started is not None else "",
+        session_id=session.session_id,
+        run_id=run_id,
+        events=events,
+        holder=session.holder,
+        state=dict(session.state),
+        error=ended.error if ended is not None else None,
+    )
 
 
 class Hold:

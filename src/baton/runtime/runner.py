@@ -17,8 +17,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from baton.backends.base import Checkpoint, CheckpointStatus, SessionRecord
-from baton.core.errors import BatonError, ConflictError, StoreError
+from baton.backends.base import MAX_REQUESTS, Checkpoint, CheckpointStatus, SessionRecord
+from baton.core.errors import BatonError, ConflictError, RunReleased, StoreError
 from baton.core.events import (
     AgentStarted,
     Event,
@@ -91,10 +91,23 @@ class Runner:
         user_id: str | None,
         listener: Listener | None = None,
         start: Any = None,
+        request_id: str | None = None,
+        trace_id: str | None = None,
     ) -> RunResult:
         """Run one user message until it answers, escalates, fails or pauses. Never raises for
-        model or tool misbehaviour. `start`: what a topology starts the run from (`RunState`)."""
-        r = RunState(session, message, user_id or session.user_id, listener=listener, start=start)
+        model or tool misbehaviour. `start`: what a topology starts the run from; `request_id`:
+        the request it answers (`RunState`); `trace_id`: the trace it joins (a new one if
+        None)."""
+        r = RunState(
+            session,
+            message,
+            user_id or session.user_id,
+            listener=listener,
+            start=start,
+            request_id=request_id,
+        )
+        if trace_id is not None:
+            r.trace_id = trace_id
         self.emit(r, RunStarted(**r.base(None), message=message, user_id=r.user_id))
         r.user_msg_id = r.record(Message(role="user", content=message, run_id=r.run_id)).id
         return await self.settle(r, self.start(r))
@@ -163,6 +176,14 @@ class Runner:
             return result
         except asyncio.CancelledError:
             asked = live.reason
+            if live.released and r.ended is None:  # left unfinished at its last checkpoint
+                if consume_cancellation():
+                    raise RunReleased(
+                        f"run {r.run_id} of session {sid} was released at checkpoint {r.seq} "
+                        "before it finished; resume it (team.resume, or team.run with the same "
+                        "request_id) in this process or another"
+                    ) from None
+                raise
             if r.ended is not None:  # it finished (and committed) as the cancellation landed
                 result = r.ended
             else:
@@ -426,6 +447,11 @@ class Runner:
         session.incoming = incoming
         session.user_id = r.user_id
         session.updated_at = time.time()
+        if r.request_id is not None:  # answered: committed with the run, never run again
+            answered = session.requests
+            answered[r.request_id] = r.run_id
+            while len(answered) > MAX_REQUESTS:
+                del answered[next(iter(answered))]
         self.emit(
             r,
             RunFinished(
@@ -577,6 +603,8 @@ class Runner:
     def _checkpoint(self, r: RunState, status: CheckpointStatus, state: RunState) -> Checkpoint:
         """The checkpoint of `r` (its agent, and the approval it waits for, in `meta`)."""
         meta: dict[str, Any] = {"agent": r.turn.agent if r.turn is not None else None}
+        if r.request_id is not None:
+            meta["request_id"] = r.request_id
         if r.approval is not None:
             meta["approval"] = r.approval.model_dump(mode="json")
         if r.interrupt is not None:

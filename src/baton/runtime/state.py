@@ -157,6 +157,9 @@ class RunState:
     """What its model calls cost by `Guards.token_prices` (`Guards.max_cost_per_run`)."""
     handoff_usage: list[HandoffUsage] = field(default_factory=list)
     last_reply: str | None = None
+    request_id: str | None = None
+    """The id of the request the run answers (a bus message's): committed with the run in
+    `SessionRecord.requests`, so the request delivered again is not run again."""
     start: Any = None
     """What a topology starts the run from besides the message (JSON: a graph's base state and
     the nodes to run), never changed by the run."""

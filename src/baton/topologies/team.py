@@ -10,6 +10,8 @@ from typing import Any
 from baton.agents import Agent
 from baton.backends import open_store
 from baton.backends.base import Checkpoint, HumanTicket, SessionRecord, Store
+from baton.bus import Bus, Envelope, TurnResult, open_bus
+from baton.bus.headers import trace_headers
 from baton.core.approval import ApprovalCard
 from baton.core.errors import (
     ApprovalError,
@@ -26,6 +28,7 @@ from baton.models.base import Model
 from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
 from baton.routing.router import Router, routes_from_agents
+from baton.runtime.cancel import RELEASED
 from baton.runtime.entities import Extractor
 from baton.runtime.guards import Guards
 from baton.runtime.plan import (
@@ -79,6 +82,7 @@ class Team:
         extractors: Sequence[Extractor] | None = None,
         lease_s: float = 30.0,
         mask_at_rest: bool = True,
+        bus: Bus | str | None = None,
     ) -> None:
         self.agents: dict[str, Agent] = {}
         for a in agents:
@@ -101,6 +105,8 @@ class Team:
         self.guards = guards or Guards()
         self.fallback = fallback
         self.store: Store = open_store(store)
+        self._bus_spec = bus
+        self._bus: Bus | None = None
         self.default_model = model
         self.sinks: list[EventSink] = list(sinks)
         redactor = (
@@ -154,6 +160,15 @@ class Team:
         """The kernel settings (kept under their old name for callers that tune them)."""
         return self._settings
 
+    @property
+    def bus(self) -> Bus:
+        """Where `submit` queues turns for workers (`baton.bus.Worker`): the `bus` given to
+        the team (`redis://...` for workers in other processes), else an in-process
+        `MemoryBus`, opened on first use."""
+        if self._bus is None:
+            self._bus = open_bus(self._bus_spec)
+        return self._bus
+
     def use_store(self, store: Store | str) -> None:
         """Switch the team to another store (a URL or a Store object) for future runs."""
         self.store = open_store(store)
@@ -161,8 +176,13 @@ class Team:
         self.tickets = Tickets(self.store, self._settings.at_rest)
 
     async def aclose(self) -> None:
-        """Close the store's connections (a Team is also an async context manager)."""
-        await self.store.close()
+        """Close the store's and the bus's connections (a Team is also an async context
+        manager)."""
+        try:
+            if self._bus is not None:
+                await self._bus.close()
+        finally:
+            await self.store.close()
 
     async def __aenter__(self) -> Team:
         return self
@@ -181,7 +201,13 @@ class Team:
 
     # ------------------------------------------------------------------ runs
     async def run(
-        self, message: str, session_id: str | None = None, user_id: str | None = None
+        self,
+        message: str,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        request_id: str | None = None,
+        trace_id: str | None = None,
     ) -> RunResult:
         """Run one user message; continue the session when `session_id` is known.
 
@@ -189,8 +215,57 @@ class Team:
         whose run waits for approval raises `ApprovalError`: decide it first. Two processes
         on one session take turns (a lease in the store); a commit that loses a race raises
         `ConflictError` and writes nothing.
+
+        `request_id` names the request (a bus message's id, a client's retry key): a request
+        the session already answered is not run again — its recorded result comes back — and
+        one whose run was interrupted by a crash is resumed, not started over. `trace_id` (32
+        hex chars, a W3C trace id) makes the run part of a trace begun elsewhere (a client's,
+        another worker's); a new trace by default.
         """
-        return await self._run(message, session_id, user_id, None)
+        return await self._run(
+            message, session_id, user_id, None, request_id=request_id, trace_id=trace_id
+        )
+
+    async def submit(
+        self,
+        message: str,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        request_id: str | None = None,
+    ) -> Envelope:
+        """Queue one user message on the team's bus for a worker to run (`baton worker`);
+        returns the envelope (its `id` is the request id, `session_id` the session's). The
+        turn carries the caller's trace context. `await team.result(session_id)` waits for
+        the answer. A request id submitted again is answered once (its recorded result)."""
+        if not isinstance(message, str) or not message.strip():
+            raise ValueError("message must be a non-empty string")
+        envelope = Envelope(
+            session_id=session_id or new_id("s_"),
+            message=clean_text(message),
+            user_id=user_id,
+            headers=trace_headers(),
+            id=request_id if request_id is not None else new_id("req_"),
+        )
+        await self.bus.publish(envelope)
+        return envelope
+
+    async def result(
+        self, session_id: str, *, request_id: str | None = None, wait_s: float = 30.0
+    ) -> TurnResult:
+        """The result of the session's last submitted turn (or of `request_id`), waiting up to
+        `wait_s` seconds for a worker to report it. Raises `TimeoutError` when none did in
+        time, `LookupError` when nothing was submitted for the session."""
+        rid = request_id or await self.bus.last_request(session_id)
+        if rid is None:
+            raise LookupError(f"no turn was submitted for session {session_id!r} on this bus")
+        found = await self.bus.get_result(rid, wait_s=wait_s)
+        if found is None:
+            raise TimeoutError(
+                f"no worker reported request {rid} of session {session_id!r} within "
+                f"{wait_s:g}s: is a worker running on {self.bus.url}? (baton worker ...)"
+            )
+        return found
 
     async def _run(
         self,
@@ -199,6 +274,8 @@ class Team:
         user_id: str | None,
         listener: Listener | None,
         start: Any = None,
+        request_id: str | None = None,
+        trace_id: str | None = None,
     ) -> RunResult:
         if not isinstance(message, str) or not message.strip():
             raise ValueError("message must be a non-empty string")
@@ -212,11 +289,17 @@ class Team:
                     f"session {sid!r} belongs to another user; user {user_id!r} may not run "
                     "in it. Start a new session for this user"
                 )
+            if request_id is not None:
+                done = await self._resumer.answered(sid, request_id)
+                if done is not None:
+                    return done
             await self._resumer.finish_crashed(sid)
             session = await self.store.get_session(sid) or SessionRecord(sid, user_id=user_id)
             if start is None:
                 start = await self._start(message, sid)
-            return await self._runner.run(message, session, user_id, listener, start)
+            return await self._runner.run(
+                message, session, user_id, listener, start, request_id, trace_id
+            )
 
     async def _start(self, message: str, session_id: str) -> Any:
         """What a run of this topology starts from besides its message (`RunState.start`),
@@ -271,6 +354,21 @@ class Team:
             return await asyncio.wrap_future(live.done())
         async with self._held(session_id):
             return await self._resumer.cancel(session_id, reason)
+
+    async def release(self, session_id: str) -> bool:
+        """Stop the session's run going on in this process WITHOUT ending it (a worker shutting
+        down): it stays unfinished at its last checkpoint, its lease given up, and its caller
+        gets `RunReleased`; `team.resume` (or a `team.run` of the same `request_id`) continues
+        it here or in another process. Work since that checkpoint (a model call in flight) is
+        done again; a tool call that had started is treated as after a crash. Returns False
+        when no run of the session is going on here."""
+        live = self._runner.live.get(session_id)
+        if live is None or live.task is asyncio.current_task():
+            return False
+        live.stop(RELEASED, release=True)
+        with contextlib.suppress(Exception):
+            await asyncio.wrap_future(live.done())
+        return True
 
     async def resume(self, session_id: str) -> RunResult:
         """Continue the session's unfinished run from its last checkpoint (in any process).
