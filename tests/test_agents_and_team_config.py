@@ -123,7 +123,7 @@ def test_non_agents_and_missing_models() -> None:
     with pytest.raises(ConfigError, match="unknown model"):
         Team([Agent(name="a")], entry="a", model="gpt-4o")
     with pytest.raises(ConfigError, match="unknown store URL"):
-        Team([Agent(name="a")], entry="a", model=_model(), store="redis://x")
+        Team([Agent(name="a")], entry="a", model=_model(), store="mongodb://x")
 
 
 def test_a_valid_team_builds_and_describes_itself() -> None:

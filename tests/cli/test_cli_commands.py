@@ -88,7 +88,7 @@ def test_run_with_a_module_that_raises_on_import(runner, tmp_path, monkeypatch, 
 
 
 def test_run_with_a_bad_store_url_fails_clearly(runner, in_repo):
-    result = runner.invoke(app, ["run", DESK, "hello", "--store", "redis://nowhere"])
+    result = runner.invoke(app, ["run", DESK, "hello", "--store", "mongodb://nowhere"])
     assert result.exit_code == 2
     assert "unknown store URL" in result.stderr
     assert "Traceback" not in result.output

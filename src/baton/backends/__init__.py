@@ -20,11 +20,13 @@ from baton.backends.memory import MemoryStore
 from baton.core.errors import ConfigError
 
 if TYPE_CHECKING:
+    from baton.backends.redis_store import RedisStore as RedisStore  # not in __all__: an extra
     from baton.backends.sqlite import SQLiteStore
 
 
 def open_store(spec: Any) -> Store:
-    """A store from a URL (`memory://`, `sqlite:///path.db`), a Store object, or None (memory)."""
+    """A store from a URL (`memory://`, `sqlite:///path.db`, `redis://...`), a Store object,
+    or None (memory)."""
     if spec is None:
         return MemoryStore()
     if isinstance(spec, str):
@@ -34,8 +36,13 @@ def open_store(spec: Any) -> Store:
             from baton.backends.sqlite import SQLiteStore
 
             return SQLiteStore(spec)
+        if spec.startswith(("redis://", "rediss://", "unix://")):
+            from baton.backends.redis_store import RedisStore
+
+            return RedisStore(spec)
         raise ConfigError(
-            f"unknown store URL {spec!r}: use 'memory://' or 'sqlite:///path/to/baton.db'"
+            f"unknown store URL {spec!r}: use 'memory://', 'sqlite:///path/to/baton.db' "
+            "or 'redis://host:6379/0'"
         )
     if isinstance(spec, Store):
         return spec
@@ -60,9 +67,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """`SQLiteStore` (with sqlite3 and the audit trail) loads on first use."""
+    """`SQLiteStore` (with sqlite3 and the audit trail) and `RedisStore` (with the `redis`
+    extra) load on first use."""
     if name == "SQLiteStore":
         from baton.backends.sqlite import SQLiteStore
 
         return SQLiteStore
+    if name == "RedisStore":
+        from baton.backends.redis_store import RedisStore
+
+        return RedisStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,1499 @@
+"""`RedisStore`: sessions, transcripts, events, the audit chain, checkpoints, locks, leases,
+the human queue, the tasks of plan-execute-review runs, blackboards and graph snapshots in
+Redis (`redis.asyncio`, the `redis` extra: `pip install 'baton-relay[redis]'`).
+
+Open it with a URL: `redis://[:password@]host:6379/0`, `rediss://...` (TLS) or
+`unix:///path/to/redis.sock?db=0`; `?prefix=name:` (or the `prefix` argument, default
+`baton:`) names the keys, so that several stores share one database. The client connects on
+first use (one client per event loop), retries a dropped connection with backoff, and turns
+what Redis reports into `StoreError`s that say what to do.
+
+Keys, each under the prefix `{P}` (`{sid}` a session id, `{tid}` a trace or thread id):
+
+- `{P}session:{sid}` hash: version, record (JSON: user, holder, state, requests), incoming,
+  created_at, updated_at; `{P}sessions` zset of session ids by updated_at.
+- `{P}msg` hash: message number -> `[id, session, run, role, agent, ts]` newline message JSON;
+  `{P}msg:n` the last number; `{P}msg:s:{sid}` list of a session's message numbers.
+- `{P}ev` hash: event number -> event JSON; `{P}ev:n`; lists `{P}ev:s:{sid}`, `{P}ev:t:{tid}`.
+- `{P}audit` hash: chain position -> audit record (JSON); `{P}audit:tip` "seq:hash" of the last
+  record; `{P}audit:s:{sid}` list of a session's positions.
+- `{P}cp:{sid}` hash: the session's checkpoint; zsets `{P}cps` and `{P}cps:{status}` of
+  session ids by updated_at.
+- `{P}lock:{key}`, `{P}lease:{key}` strings that expire (PX); expiry is the server's clock.
+- `{P}ticket:{id}` hash (card, status, body); `{P}tickets:next`; zsets `{P}tickets` and
+  `{P}tickets:{status}` of ticket ids.
+- `{P}task` hash: `[run, task id]` -> `[session, status, version, updated_at]` newline task
+  JSON; hashes `{P}task:v` (versions) and `{P}task:s` (sessions); lists `{P}tasks`,
+  `{P}tasks:s:{sid}`, `{P}tasks:r:{run}` of tasks in the order first saved.
+- `{P}bd:{board}` hash: key -> "seq [version, updated_at, writer, value]"; `{P}bv:{board}`
+  hash of versions; `{P}bz:{board}` zset of keys by seq; `{P}bseq` hash: board -> last seq
+  (kept when the board is deleted).
+- `{P}snap:{tid}` hash: snapshot id -> `[run, step, parent, created_at, data]`;
+  `{P}snapz:{tid}` zset of ids by seq.
+- `{P}op:{token}` the result of a write, kept 5 minutes, so that a write the client retries
+  after a dropped connection (its reply lost) is not applied twice.
+
+Atomicity: every write that touches several keys or compares before it writes is one Lua
+script, which Redis runs whole with nothing in between: `commit_run` (the session's
+compare-and-set on its version, its messages, events, requests, checkpoint and audit records),
+`put_checkpoint` (stale and paused rules), `update_human` (expected status), `put_task`,
+`write_entry` (compare-and-set and the board's next seq) and `put_snapshot` (seq and
+retention). The audit chain's hashes (SHA-256, HMAC with an audit key) are computed here and
+linked in the commit script only if the chain's tip is still the one they were computed on;
+otherwise the script writes nothing and returns the new tip, and the commit is linked again
+(bounded retries). Scripts check everything before their first write.
+
+Scripts build key names from the prefix, so every key of a store must be on one Redis server
+(standalone, or a primary with replicas / Sentinel); Redis Cluster is not supported. Redis
+keeps data in memory: without persistence (AOF or RDB) a restart loses every session, so run
+it with `appendonly yes` for durable runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import suppress
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from pydantic import ValidationError
+
+from baton.backends._conflicts import (
+    board_conflict,
+    board_json,
+    check_task_owner,
+    check_ticket,
+    paused_elsewhere,
+    stale_checkpoint,
+    task_conflict,
+    task_elsewhere,
+    ticket_conflict,
+    unknown_ticket,
+    version_conflict,
+)
+from baton.backends._snapshots import check_keep_last, snapshot_json
+from baton.backends.audit import (
+    GENESIS,
+    AuditRecord,
+    EventRow,
+    MessageRow,
+    VerifyResult,
+    agree,
+    link,
+    message_digest,
+    prepare,
+    resolve_key,
+    verify,
+)
+from baton.backends.base import (
+    BoardEntry,
+    Checkpoint,
+    CheckpointStatus,
+    HumanTicket,
+    SessionRecord,
+    Snapshot,
+    TicketStatus,
+)
+from baton.core.errors import ConfigError, StoreError
+from baton.core.events import EscalationCard, Event, event_from_json
+from baton.core.messages import Message
+from baton.core.payload import HandoffPayload
+from baton.core.tasks import Task, TaskStatus
+
+try:
+    import redis.asyncio as aioredis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import ExponentialBackoff
+    from redis.exceptions import (
+        AuthenticationError,
+        RedisError,
+        ResponseError,
+    )
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+except ImportError as exc:  # pragma: no cover - the extra is part of the dev install
+    raise ImportError(
+        "the Redis store needs the redis package: pip install 'baton-relay[redis]'"
+    ) from exc
+
+T = TypeVar("T")
+
+DEFAULT_PREFIX = "baton:"
+"""Key prefix of a store opened without one."""
+
+_OP_TTL_S = 300
+"""Seconds the result of a write is kept under its token (a retried write returns it)."""
+
+_TIP_ATTEMPTS = 64
+"""Times a commit is linked to a moved audit tip before it gives up."""
+
+_PAGE = 1000
+"""Hash fields read per command (transcripts, events, audit records)."""
+
+_RETRIES = 3
+"""Times a command is retried on a dropped connection (with exponential backoff)."""
+
+# ---------------------------------------------------------------- Lua scripts
+# Every write script takes the prefix as ARGV[1]; those that are not idempotent by themselves
+# take a token as ARGV[2] and keep their result under `{P}op:{token}`, so that the client's
+# retry of a script whose reply was lost returns that result instead of writing again.
+
+_WRITE_PRELUDE = f"""
+local P = ARGV[1]
+local op = P .. 'op:' .. ARGV[2]
+local done = redis.call('GET', op)
+if done then return done end
+local function finish(result)
+  redis.call('SET', op, result, 'EX', {_OP_TTL_S})
+  return result
+end
+"""
+
+_CHECKPOINT_FUNCTIONS = """
+local function save_checkpoint(sid, a)
+  local key = P .. 'cp:' .. sid
+  local old = redis.call('HGET', key, 'status')
+  if old then redis.call('ZREM', P .. 'cps:' .. old, sid) end
+  redis.call('HSET', key, 'run_id', ARGV[a], 'seq', ARGV[a + 1], 'status', ARGV[a + 2],
+    'data', ARGV[a + 3], 'meta', ARGV[a + 4], 'updated_at', ARGV[a + 5])
+  redis.call('ZADD', P .. 'cps', ARGV[a + 5], sid)
+  redis.call('ZADD', P .. 'cps:' .. ARGV[a + 2], ARGV[a + 5], sid)
+end
+local function drop_checkpoint(sid, run)
+  local key = P .. 'cp:' .. sid
+  local held = redis.call('HMGET', key, 'run_id', 'status')
+  if held[1] == run then
+    redis.call('DEL', key)
+    redis.call('ZREM', P .. 'cps', sid)
+    if held[2] then redis.call('ZREM', P .. 'cps:' .. held[2], sid) end
+  end
+end
+"""
+
+# ARGV: 3 session id, 4 version read, 5 expected audit tip ('-': no audit records),
+# 6 record, 7 incoming, 8 created_at, 9 updated_at, 10 checkpoint mode ('', 'put', 'drop'),
+# 11 run id to drop, 12-17 checkpoint (run, seq, status, data, meta, updated_at), then the
+# count and items of: messages (row), events (session, trace, JSON), audit records
+# (seq, session, JSON, hash).
+_COMMIT = (
+    _WRITE_PRELUDE
+    + _CHECKPOINT_FUNCTIONS
+    + """
+local sid = ARGV[3]
+local skey = P .. 'session:' .. sid
+local stored = tonumber(redis.call('HGET', skey, 'version') or '0')
+if stored ~= tonumber(ARGV[4]) then return 'conflict:' .. string.format('%d', stored) end
+if ARGV[5] ~= '-' then
+  local tip = redis.call('GET', P .. 'audit:tip') or ''
+  if tip ~= ARGV[5] then return 'tip:' .. tip end
+end
+redis.call('HSET', skey, 'version', stored + 1, 'record', ARGV[6], 'incoming', ARGV[7],
+  'updated_at', ARGV[9])
+redis.call('HSETNX', skey, 'created_at', ARGV[8])
+redis.call('ZADD', P .. 'sessions', ARGV[9], sid)
+if ARGV[10] == 'put' then
+  save_checkpoint(sid, 12)
+elseif ARGV[10] == 'drop' then
+  drop_checkpoint(sid, ARGV[11])
+end
+local i = 18
+local count = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, count do
+  local n = redis.call('INCR', P .. 'msg:n')
+  redis.call('HSET', P .. 'msg', n, ARGV[i])
+  redis.call('RPUSH', P .. 'msg:s:' .. sid, n)
+  i = i + 1
+end
+count = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, count do
+  local n = redis.call('INCR', P .. 'ev:n')
+  redis.call('HSET', P .. 'ev', n, ARGV[i + 2])
+  redis.call('RPUSH', P .. 'ev:s:' .. ARGV[i], n)
+  redis.call('RPUSH', P .. 'ev:t:' .. ARGV[i + 1], n)
+  i = i + 3
+end
+count = tonumber(ARGV[i])
+i = i + 1
+local tip = nil
+for _ = 1, count do
+  redis.call('HSET', P .. 'audit', ARGV[i], ARGV[i + 2])
+  redis.call('RPUSH', P .. 'audit:s:' .. ARGV[i + 1], ARGV[i])
+  tip = ARGV[i] .. ':' .. ARGV[i + 3]
+  i = i + 4
+end
+if tip then redis.call('SET', P .. 'audit:tip', tip) end
+return finish('ok')
+"""
+)
+
+# ARGV: 3 session id, 4-9 checkpoint (run, seq, status, data, meta, updated_at).
+_PUT_CHECKPOINT = (
+    _WRITE_PRELUDE
+    + _CHECKPOINT_FUNCTIONS
+    + """
+local sid = ARGV[3]
+local old = redis.call('HMGET', P .. 'cp:' .. sid, 'run_id', 'seq', 'status')
+if old[1] then
+  if old[1] == ARGV[4] then
+    if tonumber(ARGV[5]) <= tonumber(old[2]) then return 'stale:' .. old[2] end
+  elseif old[3] == 'awaiting_approval' or old[3] == 'interrupted' then
+    return 'paused:' .. old[1]
+  end
+end
+save_checkpoint(sid, 4)
+return finish('ok')
+"""
+)
+
+# ARGV: 1 prefix, 2 session id, 3 run id.
+_DELETE_CHECKPOINT = (
+    "local P = ARGV[1]\n" + _CHECKPOINT_FUNCTIONS + "drop_checkpoint(ARGV[2], ARGV[3])\nreturn 1\n"
+)
+
+# KEYS[1] the lock; ARGV: token, milliseconds. The token makes a retried claim see its own.
+_CLAIM_LOCK = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
+return 0
+"""
+
+# KEYS[1] the lease; ARGV: owner, milliseconds.
+_ACQUIRE_LEASE = """
+local held = redis.call('GET', KEYS[1])
+if held and held ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+
+_RELEASE_LEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+# ARGV: 3 card JSON, 4 body JSON.
+_PUSH_HUMAN = (
+    _WRITE_PRELUDE
+    + """
+local id = redis.call('INCR', P .. 'tickets:next')
+redis.call('HSET', P .. 'ticket:' .. id, 'card', ARGV[3], 'status', 'open', 'body', ARGV[4])
+redis.call('ZADD', P .. 'tickets', id, id)
+redis.call('ZADD', P .. 'tickets:open', id, id)
+return finish(string.format('%d', id))
+"""
+)
+
+# ARGV: 3 ticket id, 4 expected status, 5 new status, 6 body JSON.
+_UPDATE_HUMAN = (
+    _WRITE_PRELUDE
+    + """
+local key = P .. 'ticket:' .. ARGV[3]
+local status = redis.call('HGET', key, 'status')
+if not status then return 'missing:' end
+if status ~= ARGV[4] then return 'conflict:' .. status end
+redis.call('HSET', key, 'status', ARGV[5], 'body', ARGV[6])
+redis.call('ZREM', P .. 'tickets:' .. status, ARGV[3])
+redis.call('ZADD', P .. 'tickets:' .. ARGV[5], ARGV[3], ARGV[3])
+return finish('ok')
+"""
+)
+
+# ARGV: 3 task field, 4 session id, 5 run id, 6 expected version, 7 row.
+_PUT_TASK = (
+    _WRITE_PRELUDE
+    + """
+local f, sid = ARGV[3], ARGV[4]
+local owner = redis.call('HGET', P .. 'task:s', f)
+if owner and owner ~= sid then return 'elsewhere:' .. owner end
+local v = tonumber(redis.call('HGET', P .. 'task:v', f) or '0')
+if v ~= tonumber(ARGV[6]) then return 'conflict:' .. string.format('%d', v) end
+redis.call('HSET', P .. 'task:v', f, v + 1)
+redis.call('HSET', P .. 'task', f, ARGV[7])
+if v == 0 then
+  redis.call('HSET', P .. 'task:s', f, sid)
+  redis.call('RPUSH', P .. 'tasks', f)
+  redis.call('RPUSH', P .. 'tasks:s:' .. sid, f)
+  redis.call('RPUSH', P .. 'tasks:r:' .. ARGV[5], f)
+end
+return finish('ok')
+"""
+)
+
+# ARGV: 3 board, 4 key, 5 expected version, 6 row after the seq.
+_WRITE_ENTRY = (
+    _WRITE_PRELUDE
+    + """
+local b, k = ARGV[3], ARGV[4]
+local v = tonumber(redis.call('HGET', P .. 'bv:' .. b, k) or '0')
+if v ~= tonumber(ARGV[5]) then return 'conflict:' .. string.format('%d', v) end
+local seq = string.format('%d', redis.call('HINCRBY', P .. 'bseq', b, 1))
+redis.call('HSET', P .. 'bv:' .. b, k, v + 1)
+redis.call('HSET', P .. 'bd:' .. b, k, seq .. ' ' .. ARGV[6])
+redis.call('ZADD', P .. 'bz:' .. b, seq, k)
+return finish('ok:' .. seq)
+"""
+)
+
+_HMGET_FUNCTION = """
+local function hmget(key, fields)
+  local out = {}
+  for i = 1, #fields, 1000 do
+    local got = redis.call('HMGET', key, unpack(fields, i, math.min(i + 999, #fields)))
+    for j = 1, #got do out[#out + 1] = got[j] end
+  end
+  return out
+end
+"""
+
+# KEYS[1] hash of snapshots, KEYS[2] zset of their seqs; ARGV: id, row, keep_last ('' for all).
+# Idempotent: a retried save of one id keeps its seq.
+_PUT_SNAPSHOT = """
+local seq = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not seq then
+  local top = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  seq = 1
+  if top[2] then seq = tonumber(top[2]) + 1 end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], seq, ARGV[1])
+if ARGV[3] ~= '' then
+  local old = redis.call('ZRANGE', KEYS[2], 0, -(tonumber(ARGV[3]) + 1))
+  for i = 1, #old, 1000 do
+    local chunk = {unpack(old, i, math.min(i + 999, #old))}
+    redis.call('HDEL', KEYS[1], unpack(chunk))
+    redis.call('ZREM', KEYS[2], unpack(chunk))
+  end
+end
+return tonumber(seq)
+"""
+
+# KEYS[1] a list of hash fields, KEYS[2] the hash; ARGV: first and last index (LRANGE).
+_GATHER = (
+    _HMGET_FUNCTION
+    + """
+local ids = redis.call('LRANGE', KEYS[1], ARGV[1], ARGV[2])
+return hmget(KEYS[2], ids)
+"""
+)
+
+# KEYS[1] a zset, KEYS[2] a hash; ARGV: ZRANGE's arguments. Returns member, score, value, ...
+_GATHER_ZSET = (
+    _HMGET_FUNCTION
+    + """
+local found = redis.call(ARGV[1], KEYS[1], ARGV[2], ARGV[3], 'WITHSCORES')
+local ids = {}
+for i = 1, #found, 2 do ids[#ids + 1] = found[i] end
+local rows = hmget(KEYS[2], ids)
+local out = {}
+for i = 1, #ids do
+  out[#out + 1] = ids[i]
+  out[#out + 1] = found[2 * i]
+  out[#out + 1] = rows[i]
+end
+return out
+"""
+)
+
+
+class _Client:
+    """One event loop's connection pool and its scripts."""
+
+    def __init__(self, client: Any) -> None:
+        self.redis = client
+        register = client.register_script
+        self.commit = register(_COMMIT)
+        self.put_checkpoint = register(_PUT_CHECKPOINT)
+        self.delete_checkpoint = register(_DELETE_CHECKPOINT)
+        self.claim_lock = register(_CLAIM_LOCK)
+        self.acquire_lease = register(_ACQUIRE_LEASE)
+        self.release_lease = register(_RELEASE_LEASE)
+        self.push_human = register(_PUSH_HUMAN)
+        self.update_human = register(_UPDATE_HUMAN)
+        self.put_task = register(_PUT_TASK)
+        self.write_entry = register(_WRITE_ENTRY)
+        self.put_snapshot = register(_PUT_SNAPSHOT)
+        self.gather = register(_GATHER)
+        self.gather_zset = register(_GATHER_ZSET)
+
+
+async def _settle(work: Coroutine[Any, Any, T]) -> T:
+    """Await `work` to its end even if the caller is cancelled meanwhile (then re-raise the
+    cancellation): a write the server may already have applied is never left unknown, so a
+    committed `SessionRecord` has its new version whatever happens to its caller."""
+    task = asyncio.ensure_future(work)
+    interrupted: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            interrupted = exc
+    if interrupted is not None:
+        if not task.cancelled():
+            task.exception()  # retrieved: the cancellation is what the caller sees
+        raise interrupted
+    return task.result()
+
+
+def _token() -> str:
+    return uuid.uuid4().hex
+
+
+def _ms(seconds: float) -> int:
+    """Milliseconds for PX (at least 1: Redis refuses 0)."""
+    return max(1, math.ceil(seconds * 1000))
+
+
+def _glob_escape(text: str) -> str:
+    """`text` matched literally by SCAN's MATCH pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def _num(value: float) -> str:
+    """A float as text that reads back exactly (JSON, and a Redis zset score)."""
+    return repr(float(value))
+
+
+def _parse_tip(text: str | None) -> tuple[int, str]:
+    if not text:
+        return 0, GENESIS
+    seq, _, digest = text.partition(":")
+    return int(seq), digest
+
+
+def _tip_text(seq: int, digest: str) -> str:
+    return "" if seq == 0 else f"{seq}:{digest}"
+
+
+def _split_url(url: str, prefix: str) -> tuple[str, str]:
+    """(the URL without Baton's `prefix` query parameter, the key prefix to use)."""
+    if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(
+            f"bad Redis URL {url!r}: use 'redis://host:6379/0', 'rediss://host:6379/0' (TLS) "
+            "or 'unix:///path/to/redis.sock'"
+        )
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    given = [v for k, v in query if k == "prefix"]
+    if given:
+        if prefix not in (DEFAULT_PREFIX, given[-1]):
+            raise ConfigError(
+                f"the Redis store URL names prefix {given[-1]!r} but prefix={prefix!r} was "
+                "passed too; give it in one place"
+            )
+        prefix = given[-1]
+        rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+        url = urlunsplit(parts._replace(query=rest))
+    if not isinstance(prefix, str) or not prefix:
+        raise ConfigError(
+            f"RedisStore(prefix={prefix!r}): give a non-empty key prefix, e.g. 'baton:' (drop() "
+            "deletes every key under it)"
+        )
+    return url, prefix
+
+
+def _where(url: str) -> str:
+    """host:port (or the socket path) of a Redis URL, without credentials."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return parts.path or url
+    try:
+        port = parts.port or 6379
+    except ValueError:
+        port = 6379
+    return f"{parts.hostname or 'localhost'}:{port}"
+
+
+def _redacted(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+class RedisStore:
+    """A `Store` in Redis, with the `Tasks`, `Blackboard`, `Snapshots` and `AuditTrail`
+    capabilities; several processes may share it (`shared` is True).
+
+    `RedisStore(url, prefix="baton:", audit_key=None)`: every key starts with `prefix`;
+    `audit_key` (else `$BATON_AUDIT_KEY`) seals the audit chain with HMAC-SHA256. Nothing
+    connects until the first call. `drop()` deletes every key under the prefix; `close()`
+    closes the connections (later calls raise `StoreError`).
+    """
+
+    shared = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        audit_key: str | bytes | None = None,
+    ) -> None:
+        self.url = url
+        connect_url, self.prefix = _split_url(url, prefix)
+        """Every key of the store starts with it."""
+        self.audit_key = resolve_key(audit_key)
+        """HMAC key of the audit chain (`audit_key`, else `$BATON_AUDIT_KEY`), or None."""
+        self.where = _where(connect_url)
+        """host:port (or socket path) of the server, for messages."""
+        self._connect_url = connect_url
+        try:
+            aioredis.connection.parse_url(connect_url)
+        except ValueError as exc:
+            raise ConfigError(f"bad Redis URL {_redacted(url)!r}: {exc}") from exc
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Client] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._mutex = threading.Lock()
+        self._closed = False
+        self._tip: tuple[int, str] | None = None
+        """The audit chain's tip as this store last saw it (a commit links to it first)."""
+
+    # ------------------------------------------------------------------ plumbing
+    def _client(self) -> _Client:
+        """The client of the running event loop (made on first use: a redis.asyncio pool
+        belongs to one loop, and `run_sync` runs each call in a loop of its own)."""
+        if self._closed:
+            raise StoreError(f"the Redis store at {self.where} is closed; open a new RedisStore")
+        loop = asyncio.get_running_loop()
+        with self._mutex:
+            found = self._clients.get(loop)
+            if found is None:
+                # a client holds its loop, so the weak keys alone never let a dead loop go
+                for dead in [old for old in self._clients if old.is_closed()]:
+                    del self._clients[dead]
+                client = aioredis.Redis.from_url(
+                    self._connect_url,  # options in the URL's query win over these
+                    decode_responses=True,
+                    socket_connect_timeout=5.0,
+                    socket_timeout=30.0,
+                    socket_keepalive=True,
+                    retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), _RETRIES),
+                    retry_on_error=[RedisConnectionError, RedisTimeoutError],
+                )
+                found = self._clients[loop] = _Client(client)
+            return found
+
+    def _key(self, *parts: str) -> str:
+        return self.prefix + "".join(parts)
+
+    async def _run(
+        self, action: str, work: Callable[[_Client], Awaitable[T]], *, write: bool = False
+    ) -> T:
+        """`work(client)` with Redis errors turned into `StoreError`s; a write runs to its end
+        even when its caller is cancelled (`_settle`)."""
+        client = self._client()
+
+        async def guarded() -> T:
+            try:
+                return await work(client)
+            except StoreError:
+                raise
+            except UnicodeEncodeError as exc:
+                raise StoreError(
+                    f"Redis store {self.where}: {action}: a value holds text that is not valid "
+                    f"Unicode ({exc.reason} at position {exc.start}, a lone surrogate); nothing "
+                    "was written. Clean it first (baton.core.text.clean_value)"
+                ) from exc
+            except RedisError as exc:
+                raise StoreError(self._explain(action, exc)) from exc
+            except OSError as exc:
+                raise StoreError(self._explain(action, exc)) from exc
+
+        if write:
+            return await _settle(guarded())
+        return await guarded()
+
+    def _explain(self, action: str, exc: BaseException) -> str:
+        text = str(exc) or type(exc).__name__
+        if isinstance(exc, AuthenticationError):
+            return (
+                f"Redis at {self.where} refused the credentials of the store URL ({text}) "
+                f"during {action}: fix the user or password in the URL"
+            )
+        if isinstance(exc, (RedisConnectionError, RedisTimeoutError, OSError)):
+            return (
+                f"Redis at {self.where} is unreachable ({text}) during {action}, after "
+                f"{_RETRIES} retries: start it or fix the store URL"
+            )
+        low = text.lower()
+        where = f"Redis store {self.where} (prefix {self.prefix!r}): {action} failed ({text})"
+        if isinstance(exc, ResponseError):
+            if low.startswith("readonly"):
+                return f"{where}: the URL names a read-only replica; point it at the primary"
+            if low.startswith("oom"):
+                return (
+                    f"{where}: Redis is out of memory (maxmemory); raise maxmemory or free "
+                    "keys, and use a noeviction policy so that no run's data is evicted"
+                )
+            if "wrongtype" in low:
+                return (
+                    f"{where}: a key under the prefix holds another type than the store "
+                    "wrote; another program uses the prefix: give the store a prefix of its own"
+                )
+        return f"{where}; check the server (redis-cli ping) and retry"
+
+    def _corrupt(self, what: str, key: object, exc: Exception) -> StoreError:
+        return StoreError(
+            f"Redis store {self.where} (prefix {self.prefix!r}): {what} {key!r} cannot be read "
+            f"({exc}); it was written by something else than this Baton version, or edited; "
+            "delete it, or give the store a prefix of its own"
+        )
+
+    async def drop(self) -> None:
+        """Delete every key under the prefix (SCAN and UNLINK), e.g. after a test. Keys of
+        other prefixes are left alone, unless they start with this one."""
+        pattern = _glob_escape(self.prefix) + "*"
+
+        async def work(c: _Client) -> None:
+            batch: list[str] = []
+            async for key in c.redis.scan_iter(match=pattern, count=1000):
+                batch.append(key)
+                if len(batch) >= 500:
+                    await c.redis.unlink(*batch)
+                    batch = []
+            if batch:
+                await c.redis.unlink(*batch)
+
+        self._tip = None
+        await self._run("drop", work, write=True)
+
+    # ------------------------------------------------------------------ sessions
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session, or None if it does not exist."""
+
+        async def work(c: _Client) -> dict[str, str]:
+            found: dict[str, str] = await c.redis.hgetall(self._key("session:", session_id))
+            return found
+
+        fields = await self._run("get_session", work)
+        return self._session(session_id, fields) if fields else None
+
+    def _session(self, sid: str, fields: dict[str, str]) -> SessionRecord:
+        try:
+            record = json.loads(fields["record"])
+            incoming = fields.get("incoming") or None
+            payload = None if incoming is None else HandoffPayload.model_validate_json(incoming)
+            state, requests = record["state"], record["requests"]
+            if not isinstance(state, dict):
+                raise ValueError(f"state is a {type(state).__name__}, not an object")
+            if not isinstance(requests, dict):
+                raise ValueError(f"requests is a {type(requests).__name__}, not an object")
+            return SessionRecord(
+                session_id=sid,
+                user_id=record["user_id"],
+                holder=record["holder"],
+                holder_since=record["holder_since"],
+                incoming=payload,
+                state=state,
+                created_at=float(fields["created_at"]),
+                updated_at=float(fields["updated_at"]),
+                version=int(fields["version"]),
+                requests=requests,
+            )
+        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+            raise self._corrupt("session", sid, exc) from exc
+
+    async def commit_run(
+        self,
+        session: SessionRecord,
+        messages: list[Message],
+        events: list[Event],
+        *,
+        run_id: str | None = None,
+        checkpoint: Checkpoint | None = None,
+    ) -> None:
+        """Save the session, append messages and events with their audit records, and save
+        `checkpoint` (or delete `run_id`'s checkpoint), in one script.
+
+        Compare-and-set: raises `ConflictError` (nothing written) unless the stored version
+        equals `session.version` (0 for a session not stored yet); on success
+        `session.version` is incremented in place. The first commit of a session sets its
+        `created_at`; later ones keep it.
+        """
+        sid = session.session_id
+        try:
+            record = json.dumps(
+                {
+                    "user_id": session.user_id,
+                    "holder": session.holder,
+                    "holder_since": session.holder_since,
+                    "state": session.state,
+                    "requests": session.requests,
+                },
+                ensure_ascii=False,
+            )
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"session {sid!r} state cannot be saved as JSON ({exc}); keep state values to "
+                "strings, numbers, booleans, None, lists and dicts with string keys"
+            ) from exc
+        incoming = "" if session.incoming is None else session.incoming.model_dump_json()
+        read = session.version
+        head: list[Any] = [self.prefix, _token(), sid, read]
+        body: list[Any] = [record, incoming, _num(session.created_at), _num(session.updated_at)]
+        if checkpoint is not None:
+            cp = checkpoint
+            body += ["put", "", cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp)]
+        else:
+            body += ["drop" if run_id is not None else "", run_id or "", "", "", "", "", "", ""]
+        message_rows: list[str] = []
+        digests: list[tuple[str, str]] = []
+        for m in messages:
+            data = m.model_dump_json()
+            ts = float(m.ts)
+            columns = json.dumps([m.id, sid, m.run_id, m.role, m.agent, ts], ensure_ascii=False)
+            message_rows.append(f"{columns}\n{data}")
+            digests.append((m.id, message_digest(m.id, sid, m.run_id, m.role, m.agent, ts, data)))
+        texts = [e.model_dump_json() for e in events]
+        body.append(len(message_rows))
+        body += message_rows
+        body.append(len(events))
+        for e, text in zip(events, texts, strict=True):
+            body += [e.session_id, e.trace_id, text]
+        unsealed = prepare(events, texts, messages=digests, session_id=sid)
+
+        async def work(c: _Client) -> None:
+            tip = self._tip
+            if tip is None and unsealed:
+                tip = _parse_tip(await c.redis.get(self._key("audit:tip")))
+            for attempt in range(_TIP_ATTEMPTS):
+                audit: list[Any] = [0]
+                expected = "-"
+                last: tuple[int, str] | None = None
+                if unsealed:
+                    assert tip is not None
+                    expected = _tip_text(*tip)
+                    records = link(unsealed, tip[0], tip[1], self.audit_key)
+                    audit = [len(records)]
+                    for r in records:
+                        audit += [r.seq, r.session_id, _audit_json(r), r.hash]
+                    last = (records[-1].seq, records[-1].hash)
+                head[4:] = [expected]
+                result = await c.commit(args=[*head, *body, *audit])
+                kind, _, rest = str(result).partition(":")
+                if kind == "ok":
+                    if last is not None:
+                        self._tip = last
+                    session.version = read + 1  # with the write: a cancelled caller sees it
+                    return
+                if kind == "conflict":
+                    raise version_conflict(sid, read, int(rest))
+                tip = self._tip = _parse_tip(rest)  # the chain moved on: link again after it
+                if attempt >= 2:
+                    await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
+            raise StoreError(
+                f"Redis store {self.where}: commit_run of session {sid!r} lost the audit chain's "
+                f"tip to other writers {_TIP_ATTEMPTS} times in a row; nothing was written. "
+                "Retry the commit"
+            )
+
+        await self._run("commit_run", work, write=True)
+
+    async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
+        """The session's transcript, oldest first (the last `limit` messages if given)."""
+        if limit is not None and limit <= 0:
+            return []
+        start = 0 if limit is None else -limit
+        rows = await self._gather("get_messages", self._key("msg:s:", session_id), "msg", start)
+        out: list[Message] = []
+        for row in rows:
+            if row is None:
+                continue
+            try:
+                out.append(Message.model_validate_json(row.partition("\n")[2]))
+            except ValidationError as exc:
+                raise self._corrupt("message of session", session_id, exc) from exc
+        return out
+
+    async def _gather(
+        self, action: str, index: str, table: str, start: int = 0, stop: int = -1
+    ) -> list[str | None]:
+        """The values of hash `{P}{table}` named by list `index` (LRANGE start..stop), in
+        order; None for one no longer stored."""
+
+        async def work(c: _Client) -> list[str | None]:
+            rows: list[str | None] = await c.gather(
+                keys=[index, self._key(table)], args=[start, stop]
+            )
+            return rows
+
+        return await self._run(action, work)
+
+    async def get_events(
+        self, session_id: str | None = None, trace_id: str | None = None
+    ) -> list[Event]:
+        """Stored events of a session and/or trace, in order."""
+        if session_id is not None:
+            rows = await self._gather("get_events", self._key("ev:s:", session_id), "ev")
+        elif trace_id is not None:
+            rows = await self._gather("get_events", self._key("ev:t:", trace_id), "ev")
+        else:
+            rows = [text for _, text in await self._numbered("get_events", "ev", "ev:n")]
+        out: list[Event] = []
+        for text in rows:
+            if text is None:
+                continue
+            try:
+                event = event_from_json(text)
+            except ValidationError as exc:
+                raise self._corrupt("event", text[:80], exc) from exc
+            if trace_id is None or event.trace_id == trace_id:
+                out.append(event)
+        return out
+
+    async def _numbered(
+        self, action: str, table: str, counter: str | None, last: int | None = None
+    ) -> list[tuple[int, str]]:
+        """(number, value) of hash `{P}{table}` for numbers 1..last (`last`, else the value of
+        `{P}{counter}`), in order; numbers no longer stored are skipped."""
+
+        async def work(c: _Client) -> list[tuple[int, str]]:
+            top = last
+            if top is None:
+                assert counter is not None
+                top = int(await c.redis.get(self._key(counter)) or 0)
+            return await self._range(c, table, 1, top)
+
+        return await self._run(action, work)
+
+    async def _range(self, c: _Client, table: str, first: int, last: int) -> list[tuple[int, str]]:
+        out: list[tuple[int, str]] = []
+        key = self._key(table)
+        pages = [list(range(n, min(n + _PAGE, last + 1))) for n in range(first, last + 1, _PAGE)]
+        for i in range(0, len(pages), 16):  # 16 pages per round trip
+            pipe = c.redis.pipeline(transaction=False)
+            for page in pages[i : i + 16]:
+                pipe.hmget(key, page)
+            for page, values in zip(pages[i : i + 16], await pipe.execute(), strict=True):
+                out += [(n, v) for n, v in zip(page, values, strict=True) if v is not None]
+        return out
+
+    async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
+        """Most recently updated sessions first."""
+        if limit <= 0:
+            return []
+
+        async def work(c: _Client) -> list[tuple[str, dict[str, str]]]:
+            sids: list[str] = await c.redis.zrevrange(self._key("sessions"), 0, limit - 1)
+            pipe = c.redis.pipeline(transaction=False)
+            for sid in sids:
+                pipe.hgetall(self._key("session:", sid))
+            return list(zip(sids, await pipe.execute(), strict=True))
+
+        found = await self._run("list_sessions", work)
+        return [self._session(sid, fields) for sid, fields in found if fields]
+
+    # ------------------------------------------------------------------ audit
+    async def audit_records(
+        self, session_id: str | None = None, limit: int | None = None
+    ) -> list[AuditRecord]:
+        """Audit records in chain order (the last `limit` if given; one session's if given)."""
+        if limit is not None and limit <= 0:
+            return []
+        if session_id is not None:
+            start = 0 if limit is None else -limit
+            rows = await self._gather(
+                "audit_records", self._key("audit:s:", session_id), "audit", start
+            )
+            return [_audit_record(0, text) for text in rows if text is not None]
+
+        async def work(c: _Client) -> list[tuple[int, str]]:
+            head = _parse_tip(await c.redis.get(self._key("audit:tip")))[0]
+            first = 1 if limit is None else max(1, head - limit + 1)
+            return await self._range(c, "audit", first, head)
+
+        found = await self._run("audit_records", work)
+        return [_audit_record(seq, text) for seq, text in found]
+
+    async def verify_audit(self, anchor: tuple[int, str] | None = None) -> VerifyResult:
+        """Verify the whole audit chain (keyed with `audit_key` if set), then that the stored
+        events and messages are exactly the ones it records, in order.
+
+        The chain's tip and the event and message counters are read in one command (MGET):
+        a commit writes them together, so what is read up to them is one consistent state,
+        and commits meanwhile do not show as tampering.
+        """
+
+        async def read(
+            c: _Client,
+        ) -> tuple[list[tuple[int, str]], list[tuple[int, str]], list[tuple[int, str]]]:
+            tip, events, messages = await c.redis.mget(
+                self._key("audit:tip"), self._key("ev:n"), self._key("msg:n")
+            )
+            return (
+                await self._range(c, "audit", 1, _parse_tip(tip)[0]),
+                await self._range(c, "ev", 1, int(events or 0)),
+                await self._range(c, "msg", 1, int(messages or 0)),
+            )
+
+        audit, events, messages = await self._run("verify_audit", read)
+        records = [_audit_record(seq, text) for seq, text in audit]
+        chain = verify(records, anchor=anchor, key=self.audit_key)
+        if not chain.ok:
+            return chain
+        rows = agree(
+            records,
+            [_event_row(seq, text) for seq, text in events],
+            [_message_row(seq, text) for seq, text in messages],
+            records_again=records,
+            head_seq=chain.head_seq,
+        )
+        if not rows.ok:
+            return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
+        return chain.model_copy(update={"events": rows.events, "messages": rows.messages})
+
+    # ------------------------------------------------------------------ locks and leases
+    async def claim_lock(self, key: str, window_s: float) -> bool:
+        """Claim `key` for `window_s` seconds; False if a live claim already exists (expiry
+        by the server's clock, the same for every process)."""
+
+        async def work(c: _Client) -> bool:
+            got = await c.claim_lock(keys=[self._key("lock:", key)], args=[_token(), _ms(window_s)])
+            return bool(got)
+
+        return await self._run("claim_lock", work, write=True)
+
+    async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
+        """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
+        False while another owner's lease is live. One script, hence atomic across
+        processes; expiry by the server's clock."""
+
+        async def work(c: _Client) -> bool:
+            got = await c.acquire_lease(keys=[self._key("lease:", key)], args=[owner, _ms(ttl_s)])
+            return bool(got)
+
+        return await self._run("acquire_lease", work, write=True)
+
+    async def release_lease(self, key: str, owner: str) -> None:
+        """Give `key` up if `owner` holds it."""
+
+        async def work(c: _Client) -> None:
+            await c.release_lease(keys=[self._key("lease:", key)], args=[owner])
+
+        await self._run("release_lease", work, write=True)
+
+    # ------------------------------------------------------------------ checkpoints
+    async def put_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Save the session's latest checkpoint: its state as JSON (`state_json()`) and `meta`.
+
+        A stale save (same run, seq not above the stored one) and a save of another run while
+        the stored one waits for a person raise `ConflictError`. One script, hence atomic
+        across processes.
+        """
+        cp = checkpoint
+        fields = [cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp)]
+
+        async def work(c: _Client) -> str:
+            got = await c.put_checkpoint(args=[self.prefix, _token(), cp.session_id, *fields])
+            return str(got)
+
+        result = await self._run("put_checkpoint", work, write=True)
+        kind, _, rest = result.partition(":")
+        if kind == "stale":
+            raise stale_checkpoint(cp, int(rest))
+        if kind == "paused":
+            raise paused_elsewhere(cp, rest)
+
+    def _checkpoint_texts(self, cp: Checkpoint) -> tuple[str, str, str]:
+        """(data, meta, updated_at) of a checkpoint as stored."""
+        where = f"checkpoint of session {cp.session_id!r} (run {cp.run_id!r}, seq {cp.seq})"
+        try:
+            data = cp.state_json()
+        except ValueError as exc:
+            raise StoreError(f"{where} cannot be saved: {exc}; give it a state") from exc
+        try:
+            meta = json.dumps(cp.meta, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"{where}: meta cannot be saved as JSON ({exc}); keep meta values to strings, "
+                "numbers, booleans, None, lists and dicts with string keys"
+            ) from exc
+        return data, meta, _num(cp.updated_at)
+
+    async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
+        """The session's checkpoint (state as JSON in `data`), or None."""
+
+        async def work(c: _Client) -> dict[str, str]:
+            found: dict[str, str] = await c.redis.hgetall(self._key("cp:", session_id))
+            return found
+
+        fields = await self._run("get_checkpoint", work)
+        return self._checkpoint(session_id, fields) if fields else None
+
+    async def list_checkpoints(self, status: CheckpointStatus | None = None) -> list[Checkpoint]:
+        """Checkpoints of unfinished runs (state as JSON in `data`), least recently saved
+        first."""
+        index = self._key("cps") if status is None else self._key("cps:", status)
+
+        async def work(c: _Client) -> list[tuple[str, dict[str, str]]]:
+            sids: list[str] = await c.redis.zrange(index, 0, -1)
+            pipe = c.redis.pipeline(transaction=False)
+            for sid in sids:
+                pipe.hgetall(self._key("cp:", sid))
+            return list(zip(sids, await pipe.execute(), strict=True))
+
+        found = await self._run("list_checkpoints", work)
+        out = [self._checkpoint(sid, fields) for sid, fields in found if fields]
+        out = [cp for cp in out if status is None or cp.status == status]  # moved meanwhile
+        out.sort(key=lambda cp: (cp.updated_at, cp.session_id))
+        return out
+
+    def _checkpoint(self, sid: str, fields: dict[str, str]) -> Checkpoint:
+        try:
+            meta = json.loads(fields["meta"])
+            if not isinstance(meta, dict):
+                raise ValueError(f"meta is a {type(meta).__name__}, not an object")
+            return Checkpoint(
+                session_id=sid,
+                run_id=fields["run_id"],
+                seq=int(fields["seq"]),
+                status=fields["status"],  # type: ignore[arg-type]
+                data=fields["data"],
+                meta=meta,
+                updated_at=float(fields["updated_at"]),
+            )
+        except (KeyError, ValueError) as exc:
+            raise self._corrupt("checkpoint of session", sid, exc) from exc
+
+    async def delete_checkpoint(self, session_id: str, run_id: str) -> None:
+        """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
+
+        async def work(c: _Client) -> None:
+            await c.delete_checkpoint(args=[self.prefix, session_id, run_id])
+
+        await self._run("delete_checkpoint", work, write=True)
+
+    # ------------------------------------------------------------------ human queue
+    async def push_human(self, card: EscalationCard) -> int:
+        """Put an escalation card in the human queue; returns its ticket id."""
+        text = card.model_dump_json()
+        body = json.dumps([None, None, "", time.time()])
+
+        async def work(c: _Client) -> int:
+            return int(await c.push_human(args=[self.prefix, _token(), text, body]))
+
+        return await self._run("push_human", work, write=True)
+
+    async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
+        """Tickets in the human queue, oldest first."""
+        index = self._key("tickets") if status is None else self._key("tickets:", status)
+
+        async def work(c: _Client) -> list[tuple[str, dict[str, str]]]:
+            ids: list[str] = await c.redis.zrange(index, 0, -1)
+            pipe = c.redis.pipeline(transaction=False)
+            for ticket_id in ids:
+                pipe.hgetall(self._key("ticket:", ticket_id))
+            return list(zip(ids, await pipe.execute(), strict=True))
+
+        found = await self._run("list_human", work)
+        out = [self._ticket(int(i), fields) for i, fields in found if fields]
+        return [t for t in out if status is None or t.status == status]
+
+    async def get_human(self, ticket_id: int) -> HumanTicket | None:
+        """One ticket, or None."""
+        if isinstance(ticket_id, bool) or not isinstance(ticket_id, int):
+            return None
+
+        async def work(c: _Client) -> dict[str, str]:
+            found: dict[str, str] = await c.redis.hgetall(self._key("ticket:", str(ticket_id)))
+            return found
+
+        fields = await self._run("get_human", work)
+        return self._ticket(ticket_id, fields) if fields else None
+
+    def _ticket(self, ticket_id: int, fields: dict[str, str]) -> HumanTicket:
+        try:
+            card = EscalationCard.model_validate_json(fields["card"])
+            claimed_by, answer, note, updated = json.loads(fields["body"])
+            return HumanTicket(
+                id=ticket_id,
+                card=card,
+                status=fields["status"],  # type: ignore[arg-type]
+                claimed_by=claimed_by,
+                answer=answer,
+                note=note,
+                updated_at=float(updated),
+            )
+        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+            raise self._corrupt("ticket", ticket_id, exc) from exc
+
+    async def update_human(self, ticket: HumanTicket, expect: TicketStatus) -> None:
+        """Save the ticket's status, claimed_by, answer and note if its stored status is still
+        `expect` (else `ConflictError`); stamps `updated_at`, on `ticket` too. One script,
+        hence atomic across processes: two people claiming one ticket cannot both succeed."""
+        check_ticket(ticket)
+        if isinstance(ticket.id, bool) or not isinstance(ticket.id, int):
+            raise unknown_ticket(ticket.id)
+        t = time.time()
+        body = json.dumps([ticket.claimed_by, ticket.answer, ticket.note, t], ensure_ascii=False)
+
+        async def work(c: _Client) -> str:
+            got = await c.update_human(
+                args=[self.prefix, _token(), str(ticket.id), expect, ticket.status, body]
+            )
+            if got == "ok":
+                ticket.updated_at = t  # with the write, as `commit_run` does
+            return str(got)
+
+        result = await self._run("update_human", work, write=True)
+        kind, _, rest = result.partition(":")
+        if kind == "missing":
+            raise unknown_ticket(ticket.id)
+        if kind == "conflict":
+            raise ticket_conflict(ticket, expect, rest)
+
+    # ------------------------------------------------------------------ tasks
+    async def put_task(
+        self, session_id: str, run_id: str, task: Task, expected_version: int
+    ) -> None:
+        """Save `task` as JSON if its stored version is `expected_version` (else
+        `ConflictError`); sets `task.version`, `task.session_id` and `task.run_id`. One script,
+        hence atomic across processes."""
+        check_task_owner(session_id, run_id, task)
+        tid, new = task.task_id, expected_version + 1
+        saved = {"version": new, "session_id": session_id, "run_id": run_id}
+        data = task.model_copy(update=saved).model_dump_json()
+        columns = json.dumps([session_id, task.status, new, time.time()], ensure_ascii=False)
+        field = _task_field(run_id, tid)
+
+        async def work(c: _Client) -> str:
+            got = await c.put_task(
+                args=[
+                    self.prefix,
+                    _token(),
+                    field,
+                    session_id,
+                    run_id,
+                    expected_version,
+                    f"{columns}\n{data}",
+                ]
+            )
+            if got == "ok":  # with the write, as `commit_run` does
+                task.version, task.session_id, task.run_id = new, session_id, run_id
+            return str(got)
+
+        result = await self._run("put_task", work, write=True)
+        kind, _, rest = result.partition(":")
+        if kind == "elsewhere":
+            raise task_elsewhere(run_id, tid, rest, session_id)
+        if kind == "conflict":
+            raise task_conflict(run_id, tid, expected_version, int(rest))
+
+    async def get_task(self, run_id: str, task_id: str) -> Task | None:
+        """The stored task (with its version), or None."""
+        field = _task_field(run_id, task_id)
+
+        async def work(c: _Client) -> str | None:
+            found: str | None = await c.redis.hget(self._key("task"), field)
+            return found
+
+        row = await self._run("get_task", work)
+        return None if row is None else self._task(field, row)
+
+    async def list_tasks(
+        self,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        status: TaskStatus | None = None,
+    ) -> list[Task]:
+        """Stored tasks matching every filter given, in the order they were first saved."""
+        if run_id is not None:
+            index = self._key("tasks:r:", run_id)
+        elif session_id is not None:
+            index = self._key("tasks:s:", session_id)
+        else:
+            index = self._key("tasks")
+
+        async def work(c: _Client) -> list[tuple[str, str | None]]:
+            fields: list[str] = await c.redis.lrange(index, 0, -1)
+            rows = await c.redis.hmget(self._key("task"), fields) if fields else []
+            return list(zip(fields, rows, strict=True))
+
+        found = await self._run("list_tasks", work)
+        tasks = [self._task(f, row) for f, row in found if row is not None]
+        return [
+            t
+            for t in tasks
+            if (session_id is None or t.session_id == session_id)
+            and (status is None or t.status == status)
+        ]
+
+    def _task(self, field: str, row: str) -> Task:
+        columns, _, data = row.partition("\n")
+        try:
+            session_id, _, version, _ = json.loads(columns)
+            run_id = json.loads(field)[0]
+            task = Task.model_validate_json(data)
+        except (TypeError, ValueError, ValidationError) as exc:
+            raise self._corrupt("task", field, exc) from exc
+        # the columns are what compare-and-set used: they win over the JSON
+        task.version, task.session_id, task.run_id = version, session_id, run_id
+        return task
+
+    # ------------------------------------------------------------------ blackboard
+    async def read_board(self, board: str) -> dict[str, BoardEntry]:
+        """Every entry of the board, by key in key order."""
+
+        async def work(c: _Client) -> dict[str, str]:
+            found: dict[str, str] = await c.redis.hgetall(self._key("bd:", board))
+            return found
+
+        rows = await self._run("read_board", work)
+        return {key: self._board_entry(board, key, rows[key]) for key in sorted(rows)}
+
+    async def read_entry(self, board: str, key: str) -> BoardEntry | None:
+        """The entry, or None."""
+
+        async def work(c: _Client) -> str | None:
+            found: str | None = await c.redis.hget(self._key("bd:", board), key)
+            return found
+
+        row = await self._run("read_entry", work)
+        return None if row is None else self._board_entry(board, key, row)
+
+    async def write_entry(
+        self, board: str, key: str, value: Any, expected_version: int, *, writer: str = ""
+    ) -> BoardEntry:
+        """Save `value` as JSON if the entry's stored version is `expected_version` (else
+        `ConflictError`); returns the new entry.
+
+        One script: the version is compared and the board's next seq taken there, so of two
+        processes that read one version one writes and the other gets `ConflictError`, and
+        seqs never repeat.
+        """
+        text = board_json(board, key, value)
+        new = expected_version + 1
+        t = time.time()
+        row = f"[{new},{_num(t)},{json.dumps(writer, ensure_ascii=False)},{text}]"
+
+        async def work(c: _Client) -> str:
+            got = await c.write_entry(
+                args=[self.prefix, _token(), board, key, expected_version, row]
+            )
+            return str(got)
+
+        result = await self._run("write_entry", work, write=True)
+        kind, _, rest = result.partition(":")
+        if kind == "conflict":
+            raise board_conflict(board, key, expected_version, int(rest))
+        return BoardEntry(board, key, json.loads(text), new, int(rest), writer, t)
+
+    async def board_changes(self, board: str, since_seq: int = 0) -> list[BoardEntry]:
+        """The entries last written after `since_seq`, oldest write first."""
+
+        async def work(c: _Client) -> list[str | None]:
+            found: list[str | None] = await c.gather_zset(
+                keys=[self._key("bz:", board), self._key("bd:", board)],
+                args=["ZRANGEBYSCORE", f"({int(since_seq)}", "+inf"],
+            )
+            return found
+
+        flat = await self._run("board_changes", work)
+        out: list[BoardEntry] = []
+        for i in range(0, len(flat), 3):
+            key, row = flat[i], flat[i + 2]
+            if key is not None and row is not None:
+                out.append(self._board_entry(board, key, row))
+        return out
+
+    async def delete_board(self, board: str) -> None:
+        """Drop the board's entries (its seq is kept)."""
+
+        async def work(c: _Client) -> None:
+            keys = [self._key(family, board) for family in ("bd:", "bv:", "bz:")]
+            await c.redis.delete(*keys)
+
+        await self._run("delete_board", work, write=True)
+
+    def _board_entry(self, board: str, key: str, row: str) -> BoardEntry:
+        seq, _, rest = row.partition(" ")
+        try:
+            version, updated, writer, value = json.loads(rest)
+            return BoardEntry(board, key, value, int(version), int(seq), writer, float(updated))
+        except (TypeError, ValueError) as exc:
+            raise self._corrupt("board entry", f"{board}/{key}", exc) from exc
+
+    # ------------------------------------------------------------------ graph snapshots
+    async def put_snapshot(self, snapshot: Snapshot, keep_last: int | None = None) -> Snapshot:
+        """Save the snapshot with its data as JSON (a stored id is replaced and keeps its
+        seq), then drop the thread's oldest beyond `keep_last`; returns the stored snapshot.
+
+        One script: the thread's next seq is taken there, so two processes saving snapshots
+        of one thread never get the same seq.
+        """
+        check_keep_last(keep_last)
+        text = snapshot_json(snapshot)
+        s = snapshot
+        run, parent = (json.dumps(v, ensure_ascii=False) for v in (s.run_id, s.parent_id))
+        row = f"[{run},{json.dumps(s.step)},{parent},{_num(s.created_at)},{text}]"
+
+        async def work(c: _Client) -> int:
+            got = await c.put_snapshot(
+                keys=[self._key("snap:", s.thread_id), self._key("snapz:", s.thread_id)],
+                args=[s.id, row, "" if keep_last is None else keep_last],
+            )
+            return int(got)
+
+        seq = await self._run("put_snapshot", work, write=True)
+        return Snapshot(
+            s.thread_id, s.id, s.run_id, s.step, s.parent_id, json.loads(text), seq, s.created_at
+        )
+
+    async def get_snapshot(self, thread_id: str, snapshot_id: str) -> Snapshot | None:
+        """The snapshot, or None."""
+
+        async def work(c: _Client) -> list[Any]:
+            pipe = c.redis.pipeline(transaction=True)
+            pipe.hget(self._key("snap:", thread_id), snapshot_id)
+            pipe.zscore(self._key("snapz:", thread_id), snapshot_id)
+            found: list[Any] = await pipe.execute()
+            return found
+
+        row, seq = await self._run("get_snapshot", work)
+        if row is None or seq is None:
+            return None
+        return self._snapshot(thread_id, snapshot_id, seq, row)
+
+    async def list_snapshots(self, thread_id: str, limit: int | None = None) -> list[Snapshot]:
+        """The thread's snapshots, newest first (the newest `limit` if given)."""
+        if limit is not None and limit <= 0:
+            return []
+
+        async def work(c: _Client) -> list[str | None]:
+            found: list[str | None] = await c.gather_zset(
+                keys=[self._key("snapz:", thread_id), self._key("snap:", thread_id)],
+                args=["ZREVRANGE", 0, -1 if limit is None else limit - 1],
+            )
+            return found
+
+        flat = await self._run("list_snapshots", work)
+        out: list[Snapshot] = []
+        for i in range(0, len(flat), 3):
+            sid, seq, row = flat[i], flat[i + 1], flat[i + 2]
+            if sid is not None and seq is not None and row is not None:
+                out.append(self._snapshot(thread_id, sid, seq, row))
+        return out
+
+    async def delete_snapshots(self, thread_id: str) -> None:
+        """Drop the thread's snapshots."""
+
+        async def work(c: _Client) -> None:
+            await c.redis.delete(self._key("snap:", thread_id), self._key("snapz:", thread_id))
+
+        await self._run("delete_snapshots", work, write=True)
+
+    def _snapshot(self, thread_id: str, sid: str, seq: Any, row: str) -> Snapshot:
+        try:
+            run_id, step, parent_id, created, data = json.loads(row)
+            return Snapshot(thread_id, sid, run_id, step, parent_id, data, int(float(seq)), created)
+        except (TypeError, ValueError) as exc:
+            raise self._corrupt("snapshot", f"{thread_id}/{sid}", exc) from exc
+
+    # ------------------------------------------------------------------ lifecycle
+    async def close(self) -> None:
+        """Close the connections of the running event loop's client (those of other loops
+        are let go); later calls raise `StoreError`. Closing twice is harmless."""
+        with self._mutex:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            mine = None if loop is None else self._clients.get(loop)
+            self._clients = weakref.WeakKeyDictionary()
+        if mine is not None:
+            client = mine.redis
+            closing = getattr(client, "aclose", None) or client.close  # redis < 5.0.1: close
+            with suppress(RedisError, OSError):  # a dead connection: nothing left to release
+                await closing()
+
+    def __repr__(self) -> str:
+        return f"RedisStore({_redacted(self.url)!r}, prefix={self.prefix!r})"
+
+
+# ---------------------------------------------------------------- rows of the audit check
+_AUDIT_FIELDS = (
+    "seq",
+    "event_id",
+    "type",
+    "session_id",
+    "trace_id",
+    "ts",
+    "data",
+    "prev_hash",
+    "hash",
+    "messages",
+)
+
+
+def _audit_json(r: AuditRecord) -> str:
+    return json.dumps({f: getattr(r, f) for f in _AUDIT_FIELDS}, ensure_ascii=False)
+
+
+def _audit_record(seq: int, text: str) -> AuditRecord:
+    """A stored audit record; one that cannot be read whole comes back with empty fields, so
+    that `verify` reports it as edited instead of failing to read it."""
+    try:
+        fields = json.loads(text)
+        if not isinstance(fields, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        fields = {}
+    if not fields:
+        return AuditRecord(
+            seq=seq,
+            event_id="",
+            type="",
+            session_id="",
+            trace_id="",
+            ts=0.0,
+            data=text,
+            prev_hash="",
+            hash="",
+        )
+    try:
+        return AuditRecord.model_validate(fields)
+    except ValidationError:
+        values = {f: fields.get(f, "") for f in _AUDIT_FIELDS}
+        if not isinstance(values["seq"], int):
+            values["seq"] = seq
+        return AuditRecord(**values)
+
+
+def _event_row(seq: int, text: str) -> EventRow:
+    """An event as `agree` compares it: its columns from its own JSON."""
+    try:
+        e = json.loads(text)
+        return EventRow(
+            seq, e["id"], e["type"], e["session_id"], e["trace_id"], e["run_id"], e["ts"], text
+        )
+    except (KeyError, TypeError, ValueError):
+        return EventRow(seq, "", "", "", "", "", 0.0, text)
+
+
+def _message_row(seq: int, text: str) -> MessageRow:
+    columns, _, data = text.partition("\n")
+    try:
+        mid, sid, run_id, role, agent, ts = json.loads(columns)
+        return MessageRow(seq, mid, sid, run_id, role, agent, ts, data)
+    except (TypeError, ValueError):
+        return MessageRow(seq, "", "", None, "", None, 0.0, data)
+
+
+def _task_field(run_id: str, task_id: str) -> str:
+    """The hash field of a (run, task id): JSON, so that no two pairs share one."""
+    return json.dumps([run_id, task_id], ensure_ascii=False)
