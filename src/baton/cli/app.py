@@ -13,6 +13,7 @@ import typer
 from baton.cli.approvals import approvals_app
 from baton.cli.audit import audit_app
 from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team
+from baton.cli.dlq import dlq_app
 from baton.cli.driver import run_and_report
 from baton.cli.graph import graph as graph_command
 from baton.cli.metrics import metrics as metrics_command
@@ -126,6 +127,7 @@ def run(
 app.command("resume")(resume_command)
 app.command("worker")(worker_command)
 app.command("submit")(submit_command)
+app.add_typer(dlq_app, name="dlq")
 app.add_typer(approvals_app, name="approvals")
 app.add_typer(tickets_app, name="tickets")
 
