@@ -16,7 +16,7 @@ from tests.services import POSTGRES, REDIS, require_service
 
 from baton.backends import MemoryStore, SQLiteStore, Store
 
-BACKENDS = ["memory", "sqlite", "redis"]
+BACKENDS = ["memory", "sqlite", "postgres", "redis"]
 
 POSTGRES_URL = f"postgresql://postgres@{POSTGRES[0]}:{POSTGRES[1]}/test"
 REDIS_URL = f"redis://{REDIS[0]}:{REDIS[1]}/0"
@@ -35,6 +35,11 @@ def make_store(kind: str, tmp_path: Path) -> Store:
         return MemoryStore()
     if kind == "sqlite":
         return SQLiteStore(f"sqlite:///{tmp_path / 'baton.db'}")
+    if kind == "postgres":
+        require_service("PostgreSQL", POSTGRES)
+        from baton.backends.postgres import PostgresStore
+
+        return PostgresStore(POSTGRES_URL, schema=namespace())
     if kind == "redis":
         require_service("Redis", REDIS)
         from baton.backends.redis_store import RedisStore

@@ -20,13 +20,14 @@ from baton.backends.memory import MemoryStore
 from baton.core.errors import ConfigError
 
 if TYPE_CHECKING:
+    from baton.backends.postgres import PostgresStore as PostgresStore  # not in __all__: an extra
     from baton.backends.redis_store import RedisStore as RedisStore  # not in __all__: an extra
     from baton.backends.sqlite import SQLiteStore
 
 
 def open_store(spec: Any) -> Store:
-    """A store from a URL (`memory://`, `sqlite:///path.db`, `redis://...`), a Store object,
-    or None (memory)."""
+    """A store from a URL (`memory://`, `sqlite:///path.db`, `postgresql://...`,
+    `redis://...`), a Store object, or None (memory)."""
     if spec is None:
         return MemoryStore()
     if isinstance(spec, str):
@@ -36,13 +37,17 @@ def open_store(spec: Any) -> Store:
             from baton.backends.sqlite import SQLiteStore
 
             return SQLiteStore(spec)
+        if spec.startswith(("postgresql://", "postgres://")):
+            from baton.backends.postgres import PostgresStore
+
+            return PostgresStore(spec)
         if spec.startswith(("redis://", "rediss://", "unix://")):
             from baton.backends.redis_store import RedisStore
 
             return RedisStore(spec)
         raise ConfigError(
-            f"unknown store URL {spec!r}: use 'memory://', 'sqlite:///path/to/baton.db' "
-            "or 'redis://host:6379/0'"
+            f"unknown store URL {spec!r}: use 'memory://', 'sqlite:///path/to/baton.db', "
+            "'postgresql://user@host:5432/db' or 'redis://host:6379/0'"
         )
     if isinstance(spec, Store):
         return spec
@@ -67,12 +72,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """`SQLiteStore` (with sqlite3 and the audit trail) and `RedisStore` (with the `redis`
-    extra) load on first use."""
+    """`SQLiteStore` (with sqlite3 and the audit trail), `PostgresStore` (with the `postgres`
+    extra) and `RedisStore` (with the `redis` extra) load on first use."""
     if name == "SQLiteStore":
         from baton.backends.sqlite import SQLiteStore
 
         return SQLiteStore
+    if name == "PostgresStore":
+        from baton.backends.postgres import PostgresStore
+
+        return PostgresStore
     if name == "RedisStore":
         from baton.backends.redis_store import RedisStore
 

@@ -1,0 +1,1736 @@
+"""`PostgresStore`: sessions, transcripts, events, the audit chain, checkpoints, locks, leases,
+the human queue, the tasks of plan-execute-review runs, blackboards and graph snapshots in
+PostgreSQL (`asyncpg`, the `postgres` extra: `pip install 'baton-relay[postgres]'`).
+
+Open it with a URL: `postgresql://user[:password]@host:5432/dbname` (or `postgres://...`);
+`?schema=name` (or the `schema` argument, default `baton`) names the schema that holds the
+store's tables, so that several stores share one database. Other query parameters go to
+asyncpg (`sslmode`, `connect_timeout`, ...). Nothing connects until the first call; each
+event loop gets a connection pool of its own (a pool belongs to one loop, and `run_sync`
+runs each call in a loop of its own).
+
+The schema and its tables are created on first use. Migrations are versioned in the table
+`schema_version` (one row per applied version) and applied in order in one transaction under
+an advisory lock, so that processes starting together migrate once; a database migrated by
+a newer Baton is refused with a `StoreError` that says to upgrade.
+
+Atomicity, across any number of processes:
+
+- `commit_run` is one transaction: the session's compare-and-set on its version (a
+  conditional insert or update of its row), its checkpoint, its messages, events and audit
+  records. The audit chain's tip is read and extended under a transaction-level advisory
+  lock (one per schema), so concurrent commits chain one after another, and the rows of
+  `events` and `messages` are numbered in chain order.
+- `put_checkpoint`, `update_human`, `put_task`, `claim_lock` and `acquire_lease` are each
+  one conditional statement.
+- `write_entry` takes the board's next seq first (locking the board's seq row until it
+  commits), then compares the entry's version and writes it: writers of one board go one
+  at a time, so of two that read one version one writes and the other gets
+  `ConflictError`, and no update is lost.
+- `put_snapshot` takes the thread's next seq and applies retention under an advisory lock
+  per thread.
+
+Locks and leases expire by the server's clock (the same for every process). JSON is stored
+as text, so values read back exactly as they were written (key order, int versus float).
+PostgreSQL text cannot hold the NUL character: a name or id holding one is refused with a
+`StoreError` (inside JSON it is escaped and stored as any other character); text with a lone
+surrogate is refused too.
+
+Every asyncpg or connection error becomes a `StoreError` that names the server (without the
+password) and says what to do. When a connection turns out dead (a server restart,
+`pg_terminate_backend`), the pool replaces all its connections, and the call is made once
+more on a fresh one if that is safe: a read, or a write whose connection died before its
+COMMIT was sent (the server rolled it back). A write whose connection died while its COMMIT
+was under way raises a `StoreError` that says it may or may not be stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import threading
+import time
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager, suppress
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from pydantic import ValidationError
+
+from baton.backends._conflicts import (
+    board_conflict,
+    board_json,
+    check_task_owner,
+    check_ticket,
+    paused_elsewhere,
+    stale_checkpoint,
+    task_conflict,
+    task_elsewhere,
+    ticket_conflict,
+    unknown_ticket,
+    version_conflict,
+)
+from baton.backends._snapshots import check_keep_last, snapshot_json
+from baton.backends.audit import (
+    GENESIS,
+    AuditRecord,
+    EventRow,
+    MessageRow,
+    VerifyResult,
+    agree,
+    link,
+    message_digest,
+    prepare,
+    resolve_key,
+    verify,
+)
+from baton.backends.base import (
+    BoardEntry,
+    Checkpoint,
+    CheckpointStatus,
+    HumanTicket,
+    SessionRecord,
+    Snapshot,
+    TicketStatus,
+)
+from baton.core.errors import ConfigError, StoreError
+from baton.core.events import EscalationCard, Event, event_from_json
+from baton.core.messages import Message
+from baton.core.payload import HandoffPayload
+from baton.core.tasks import Task, TaskStatus
+
+try:
+    import asyncpg  # type: ignore[import-untyped]
+    from asyncpg import exceptions as pgerr
+except ImportError as exc:  # pragma: no cover - the extra is part of the dev install
+    raise ImportError(
+        "the PostgreSQL store needs the asyncpg package: pip install 'baton-relay[postgres]'"
+    ) from exc
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+"""Version of the table layout, kept in the table `schema_version`."""
+
+DEFAULT_SCHEMA = "baton"
+"""Schema of a store opened without one."""
+
+_SCHEMES = ("postgresql://", "postgres://")
+
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+"""Schema names the store accepts: plain identifiers (quoted in SQL, so case is kept)."""
+
+_PRUNE_EVERY = 256
+"""Expired lock (and lease) keys are deleted once every this many claims (acquisitions)."""
+
+_NOW = "extract(epoch from clock_timestamp())::float8"
+"""The server's clock in seconds since the epoch: what locks and leases expire by."""
+
+_CLOSE_TIMEOUT_S = 10.0
+"""How long `close` waits for connections in use before it terminates them."""
+
+# Steps that take a database from version `v - 1` to version `v`, keyed by `v`, run with the
+# store's schema first on the search path. Later releases append entries here; never edit a
+# released one. Text that is compared or sorted is COLLATE "C" (code point order, as the
+# other stores sort).
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        """CREATE TABLE sessions (
+            id TEXT COLLATE "C" PRIMARY KEY,
+            user_id TEXT,
+            holder TEXT,
+            holder_since TEXT,
+            incoming TEXT,
+            state TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            version BIGINT NOT NULL,
+            requests TEXT NOT NULL DEFAULT '{}',
+            pos BIGINT GENERATED ALWAYS AS IDENTITY
+        )""",
+        "CREATE INDEX sessions_updated ON sessions (updated_at DESC, pos)",
+        """CREATE TABLE messages (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT COLLATE "C" NOT NULL UNIQUE,
+            session_id TEXT COLLATE "C" NOT NULL,
+            run_id TEXT,
+            role TEXT NOT NULL,
+            agent TEXT,
+            data TEXT NOT NULL,
+            ts DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX messages_session ON messages (session_id, seq)",
+        """CREATE TABLE events (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT NOT NULL,
+            session_id TEXT COLLATE "C" NOT NULL,
+            trace_id TEXT COLLATE "C" NOT NULL,
+            run_id TEXT NOT NULL,
+            type TEXT NOT NULL,
+            data TEXT NOT NULL,
+            ts DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX events_session ON events (session_id, seq)",
+        "CREATE INDEX events_trace ON events (trace_id, seq)",
+        # The hash-chained audit trail (see `baton.backends.audit`); seq is the chain
+        # position. Rows are append-only: updates and deletes are refused by a trigger.
+        """CREATE TABLE audit (
+            seq BIGINT PRIMARY KEY,
+            event_id TEXT NOT NULL,
+            type TEXT NOT NULL,
+            session_id TEXT COLLATE "C" NOT NULL,
+            trace_id TEXT NOT NULL,
+            ts DOUBLE PRECISION NOT NULL,
+            data TEXT NOT NULL,
+            prev_hash TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            messages TEXT NOT NULL DEFAULT ''
+        )""",
+        "CREATE INDEX audit_session ON audit (session_id, seq)",
+        """CREATE FUNCTION audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION 'audit records are append-only';
+        END
+        $$""",
+        """CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON audit
+        FOR EACH ROW EXECUTE FUNCTION audit_append_only()""",
+        """CREATE TABLE checkpoints (
+            session_id TEXT COLLATE "C" PRIMARY KEY,
+            run_id TEXT COLLATE "C" NOT NULL,
+            seq BIGINT NOT NULL,
+            status TEXT NOT NULL,
+            data TEXT NOT NULL,
+            meta TEXT NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX checkpoints_status ON checkpoints (status, updated_at)",
+        """CREATE TABLE locks (
+            key TEXT COLLATE "C" PRIMARY KEY,
+            expires_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX locks_expiry ON locks (expires_at)",
+        """CREATE TABLE leases (
+            key TEXT COLLATE "C" PRIMARY KEY,
+            owner TEXT COLLATE "C" NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX leases_expiry ON leases (expires_at)",
+        """CREATE TABLE human_queue (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            trace_id TEXT NOT NULL,
+            card TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open',
+            claimed_by TEXT,
+            answer TEXT,
+            note TEXT NOT NULL DEFAULT '',
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL
+        )""",
+        "CREATE INDEX human_queue_status ON human_queue (status, id)",
+        # Tasks of plan-execute-review runs: one row per (run, task id), the task as JSON,
+        # saved compare-and-set on its version; pos keeps the order of first save.
+        """CREATE TABLE tasks (
+            run_id TEXT COLLATE "C" NOT NULL,
+            task_id TEXT COLLATE "C" NOT NULL,
+            session_id TEXT COLLATE "C" NOT NULL,
+            status TEXT NOT NULL,
+            version BIGINT NOT NULL,
+            data TEXT NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            pos BIGINT GENERATED ALWAYS AS IDENTITY,
+            PRIMARY KEY (run_id, task_id)
+        )""",
+        "CREATE INDEX tasks_session ON tasks (session_id, pos)",
+        "CREATE INDEX tasks_status ON tasks (status, pos)",
+        "CREATE INDEX tasks_order ON tasks (pos)",
+        # Blackboards: one row per (board, key), the value as JSON; seq is the board-wide
+        # number of the write that left the row as it is. board_seqs keeps each board's last
+        # seq, also once its entries are deleted, so a reader's since_seq stays valid.
+        """CREATE TABLE board (
+            board TEXT COLLATE "C" NOT NULL,
+            key TEXT COLLATE "C" NOT NULL,
+            value TEXT NOT NULL,
+            version BIGINT NOT NULL,
+            seq BIGINT NOT NULL,
+            writer TEXT NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (board, key)
+        )""",
+        "CREATE INDEX board_changes ON board (board, seq)",
+        """CREATE TABLE board_seqs (
+            board TEXT COLLATE "C" PRIMARY KEY,
+            seq BIGINT NOT NULL
+        )""",
+        # Graph snapshots: one row per (thread, snapshot id), the data as JSON; seq numbers a
+        # thread's snapshots in the order first saved (a replaced row keeps it).
+        """CREATE TABLE snapshots (
+            thread_id TEXT COLLATE "C" NOT NULL,
+            id TEXT COLLATE "C" NOT NULL,
+            seq BIGINT NOT NULL,
+            run_id TEXT NOT NULL,
+            step BIGINT NOT NULL,
+            parent_id TEXT,
+            data TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (thread_id, id)
+        )""",
+        "CREATE UNIQUE INDEX snapshots_seq ON snapshots (thread_id, seq)",
+    ),
+}
+
+_SESSION_COLUMNS = (
+    "id, user_id, holder, holder_since, incoming, state, created_at, updated_at, version, requests"
+)
+_CHECKPOINT_COLUMNS = "session_id, run_id, seq, status, data, meta, updated_at"
+_TICKET_COLUMNS = "id, card, status, claimed_by, answer, note, updated_at"
+_TASK_COLUMNS = "run_id, task_id, session_id, status, version, data, updated_at"
+_BOARD_COLUMNS = "board, key, value, version, seq, writer, updated_at"
+_SNAPSHOT_COLUMNS = "thread_id, id, seq, run_id, step, parent_id, data, created_at"
+_AUDIT_FIELDS = (
+    "seq",
+    "event_id",
+    "type",
+    "session_id",
+    "trace_id",
+    "ts",
+    "data",
+    "prev_hash",
+    "hash",
+    "messages",
+)
+_AUDIT_COLUMNS = ", ".join(_AUDIT_FIELDS)
+
+_LOST: tuple[type[BaseException], ...] = (
+    ConnectionError,  # reset, refused, broken pipe
+    pgerr.ConnectionDoesNotExistError,
+    pgerr.PostgresConnectionError,  # SQLSTATE class 08
+    pgerr.AdminShutdownError,  # pg_terminate_backend, a server shutting down
+    pgerr.CrashShutdownError,
+    pgerr.CannotConnectNowError,  # a server starting up or in recovery
+    pgerr.InternalClientError,  # a connection whose server side died while it was idle
+)
+"""Errors of a connection that died or could not be made: nothing was done on it, or (a
+read) doing it again is harmless."""
+
+_UNREACHABLE: tuple[type[BaseException], ...] = (
+    *_LOST,
+    OSError,
+    pgerr.InterfaceError,
+    TimeoutError,
+    asyncio.TimeoutError,
+)
+
+
+def _lost(exc: BaseException) -> bool:
+    """Whether `exc` says the connection died (or could not be made)."""
+    if isinstance(exc, _LOST):
+        return True
+    return isinstance(exc, pgerr.InterfaceError) and "closed" in str(exc)
+
+
+@asynccontextmanager
+async def _transaction(conn: Any, **options: Any) -> AsyncIterator[None]:
+    """A transaction on `conn`. An error inside it is raised as it is (asyncpg's own context
+    manager raises an InterfaceError instead when the connection died meanwhile)."""
+    tr = conn.transaction(**options)
+    await tr.start()
+    try:
+        yield
+    except BaseException:
+        with suppress(Exception):  # a dead connection rolled back by itself
+            await tr.rollback()
+        raise
+    await tr.commit()
+
+
+class _Retry(Exception):
+    """A call failed on a connection that died before its transaction could commit (a read:
+    at any point): nothing was written, so it may be made again (the error is the cause)."""
+
+
+class _Unsure(Exception):
+    """A write's connection died while its COMMIT was under way: the write may or may not be
+    stored (the error is the cause)."""
+
+
+class _Pool:
+    """One event loop's connection pool (made on first use)."""
+
+    __slots__ = ("closer", "lock", "pool")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.pool: Any = None
+        self.closer: AsyncGenerator[None, None] | None = None
+        """Closes the pool when its loop shuts down (`_closer`)."""
+
+
+async def _closer(pool: Any) -> AsyncGenerator[None, None]:
+    """Started once in the pool's loop and left suspended: a loop that shuts down (as
+    `asyncio.run` and `run_sync` do, after each call) closes its unfinished async generators
+    while it still runs, and this one then closes the pool's connections cleanly, instead of
+    leaving them open until garbage collection."""
+    try:
+        yield
+    finally:
+        await _close_quietly(pool)
+
+
+async def _settle(work: Coroutine[Any, Any, T]) -> T:
+    """Await `work` to its end even if the caller is cancelled meanwhile (then re-raise the
+    cancellation): a transaction the server may already have committed is never left
+    unknown, so a committed `SessionRecord` has its new version whatever happens to its
+    caller."""
+    task = asyncio.ensure_future(work)
+    interrupted: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            interrupted = exc
+    if interrupted is not None:
+        if not task.cancelled():
+            task.exception()  # retrieved: the cancellation is what the caller sees
+        raise interrupted
+    return task.result()
+
+
+def _quote(name: str) -> str:
+    """`name` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lock_key(*parts: str) -> int:
+    """A stable signed 64-bit key for `pg_advisory_xact_lock` (a collision only makes two
+    unrelated writers wait for each other)."""
+    text = "\x1f".join(parts).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big", signed=True)
+
+
+def _split_url(url: str, schema: str | None) -> tuple[str, str]:
+    """(the URL without Baton's `schema` query parameter, the schema to use)."""
+    if not isinstance(url, str) or not url.startswith(_SCHEMES):
+        raise ConfigError(
+            f"bad PostgreSQL URL {_redacted(url) if isinstance(url, str) else url!r}: use "
+            "'postgresql://user[:password]@host:5432/dbname' (or 'postgres://...'), with "
+            "'?schema=name' to pick the schema"
+        )
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    given = [v for k, v in query if k == "schema"]
+    if given:
+        if schema is not None and schema != given[-1]:
+            raise ConfigError(
+                f"the PostgreSQL store URL names schema {given[-1]!r} but schema={schema!r} was "
+                "passed too; give it in one place"
+            )
+        schema = given[-1]
+        rest = urlencode([(k, v) for k, v in query if k != "schema"])
+        url = urlunsplit(parts._replace(query=rest))
+    if schema is None:
+        schema = DEFAULT_SCHEMA
+    if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
+        raise ConfigError(
+            f"PostgresStore(schema={schema!r}): give a schema name of letters, digits and "
+            "underscores that does not start with a digit, at most 63 characters, e.g. 'baton' "
+            "(drop() drops the whole schema)"
+        )
+    if schema.lower().startswith("pg_"):
+        raise ConfigError(
+            f"PostgresStore(schema={schema!r}): names starting with 'pg_' are reserved by "
+            "PostgreSQL; pick another, e.g. 'baton'"
+        )
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise ConfigError(f"bad PostgreSQL URL {_redacted(url)!r}: {exc}") from exc
+    return url, schema
+
+
+def _redacted(url: str) -> str:
+    """`url` without its password (in the user part or the query)."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if parts.password is not None:
+            host = netloc.rpartition("@")[2]
+            netloc = f"{parts.username or ''}:***@{host}"
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        if any(k == "password" for k, _ in query):
+            redacted = [(k, "***" if k == "password" else v) for k, v in query]
+            return urlunsplit(parts._replace(netloc=netloc, query=urlencode(redacted)))
+        return urlunsplit(parts._replace(netloc=netloc))
+    except ValueError:
+        return "<a PostgreSQL URL that cannot be parsed>"
+
+
+def _unicode_error(exc: BaseException) -> UnicodeEncodeError | None:
+    """The UnicodeEncodeError behind `exc` (asyncpg wraps the one it meets encoding an
+    argument in a `DataError`), or None."""
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return None
+        if isinstance(seen, UnicodeEncodeError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+class PostgresStore:
+    """A `Store` in PostgreSQL, with the `Tasks`, `Blackboard`, `Snapshots` and `AuditTrail`
+    capabilities; several processes may share it (`shared` is True).
+
+    `PostgresStore(url, schema=None, audit_key=None, pool_min=1, pool_max=10,
+    command_timeout_s=30.0, connect_timeout_s=10.0)`: every table lives in `schema` (else the
+    URL's `?schema=`, else `baton`), created on first use; `audit_key` (else
+    `$BATON_AUDIT_KEY`) seals the audit chain with HMAC-SHA256. Each event loop that uses the
+    store gets a pool of `pool_min` to `pool_max` connections; a statement that runs longer
+    than `command_timeout_s` (None: no limit), or a connection not made within
+    `connect_timeout_s`, fails with `StoreError`. `drop()` drops the schema with everything in
+    it; `close()` closes the connections (later calls raise `StoreError`).
+    """
+
+    shared = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        audit_key: str | bytes | None = None,
+        pool_min: int = 1,
+        pool_max: int = 10,
+        command_timeout_s: float | None = 30.0,
+        connect_timeout_s: float = 10.0,
+    ) -> None:
+        self.url = url
+        dsn, self.schema = _split_url(url, schema)
+        """The schema that holds the store's tables."""
+        if pool_max < 1 or pool_min < 0 or pool_min > pool_max:
+            raise ConfigError(
+                f"PostgresStore(pool_min={pool_min}, pool_max={pool_max}): give "
+                "0 <= pool_min <= pool_max and pool_max >= 1"
+            )
+        if command_timeout_s is not None and command_timeout_s <= 0:
+            raise ConfigError(
+                f"PostgresStore(command_timeout_s={command_timeout_s}): give a positive number "
+                "of seconds, or None for no limit"
+            )
+        if connect_timeout_s <= 0:
+            raise ConfigError(
+                f"PostgresStore(connect_timeout_s={connect_timeout_s}): give a positive number "
+                "of seconds"
+            )
+        self.audit_key = resolve_key(audit_key)
+        """HMAC key of the audit chain (`audit_key`, else `$BATON_AUDIT_KEY`), or None."""
+        self.where = _redacted(dsn)
+        """The server's URL without the password, for messages."""
+        self.pool_min = pool_min
+        self.pool_max = pool_max
+        self.command_timeout_s = command_timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self._dsn = dsn
+        self._quoted = _quote(self.schema)
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._mutex = threading.Lock()
+        self._closed = False
+        self._migrated = False
+        self._claims = 0
+        self._leases = 0
+
+    # ------------------------------------------------------------------ plumbing
+    def _holder(self) -> _Pool:
+        if self._closed:
+            raise self._closed_error()
+        loop = asyncio.get_running_loop()
+        with self._mutex:
+            found = self._pools.get(loop)
+            if found is None:
+                # a pool holds its loop, so the weak keys alone never let a dead loop go
+                for dead in [old for old in self._pools if old.is_closed()]:
+                    pool = self._pools.pop(dead).pool
+                    if pool is not None:
+                        with suppress(Exception):  # its loop is gone: nothing to wait for
+                            pool.terminate()
+                found = self._pools[loop] = _Pool()
+            return found
+
+    async def _pool(self, *, migrate: bool = True) -> Any:
+        """The running loop's pool (made on first use), with the schema migrated unless
+        `migrate` is False."""
+        holder = self._holder()
+        pool = holder.pool
+        if pool is not None and (self._migrated or not migrate):
+            return pool
+        async with holder.lock:
+            if holder.pool is None:
+                holder.pool = await self._connect()
+                holder.closer = _closer(holder.pool)
+                await holder.closer.__anext__()
+            if migrate and not self._migrated:
+                await self._migrate(holder.pool)
+                self._migrated = True
+            return holder.pool
+
+    async def _connect(self) -> Any:
+        pool = asyncpg.create_pool(
+            self._dsn,
+            min_size=self.pool_min,
+            max_size=self.pool_max,
+            command_timeout=self.command_timeout_s,
+            timeout=self.connect_timeout_s,
+            server_settings={"search_path": self._quoted},
+        )
+        try:
+            await pool
+        except BaseException:
+            with suppress(Exception):
+                pool.terminate()
+            raise
+        return pool
+
+    async def _migrate(self, pool: Any) -> None:
+        """Create the schema and its tables, or bring them to `SCHEMA_VERSION`."""
+        conn = await pool.acquire()
+        try:
+            found = await self._schema_version(conn)
+            if found == SCHEMA_VERSION:
+                return
+            async with _transaction(conn):
+                # one process at a time; re-read under the lock: another may have migrated
+                await conn.execute(
+                    "SELECT pg_advisory_xact_lock($1::bigint)", _lock_key("migrate", self.schema)
+                )
+                exists = await conn.fetchval(
+                    "SELECT 1 FROM pg_namespace WHERE nspname = $1", self.schema
+                )
+                if not exists:
+                    await conn.execute(f"CREATE SCHEMA {self._quoted}")
+                await conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, "
+                    "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+                )
+                found = await self._schema_version(conn)
+                for version in range(found + 1, SCHEMA_VERSION + 1):
+                    for step in _MIGRATIONS[version]:
+                        await conn.execute(step)
+                    await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", version)
+        finally:
+            with suppress(Exception):  # a connection that cannot be reset is dropped
+                await pool.release(conn)
+
+    async def _schema_version(self, conn: Any) -> int:
+        """The schema's version (0 for none); `StoreError` for one newer than this code."""
+        table = await conn.fetchval(
+            "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1 "
+            "AND tablename = 'schema_version'",
+            self.schema,
+        )
+        if table is None:
+            return 0
+        found = int(await conn.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_version"))
+        if found > SCHEMA_VERSION:
+            raise StoreError(
+                f"the PostgreSQL store {self.where} (schema {self.schema!r}) has schema version "
+                f"{found}, newer than this Baton understands ({SCHEMA_VERSION}); upgrade Baton, "
+                "or use another schema (?schema=...)"
+            )
+        return found
+
+    async def _attempt(self, work: Callable[[Any], Awaitable[T]], write: bool, migrate: bool) -> T:
+        """`work(connection)` once: in a transaction for a write. `_Retry` when the connection
+        died before a write could commit (or during a read), `_Unsure` when it died while the
+        write was committing."""
+        try:
+            pool = await self._pool(migrate=migrate)
+        except Exception as exc:
+            if not _lost(exc):
+                raise
+            await self._expire()
+            raise _Retry from exc
+        try:
+            conn = await pool.acquire()
+        except Exception as exc:
+            if not _lost(exc):
+                raise
+            await pool.expire_connections()
+            raise _Retry from exc
+        try:
+            if not write:
+                try:
+                    return await work(conn)
+                except Exception as exc:
+                    if _lost(exc):
+                        raise _Retry from exc
+                    raise
+            tr = conn.transaction()
+            try:
+                await tr.start()
+                result = await work(conn)
+            except BaseException as exc:
+                with suppress(Exception):  # a dead connection rolled back by itself
+                    await tr.rollback()
+                if _lost(exc):  # died before COMMIT: the server rolled it back
+                    raise _Retry from exc
+                raise
+            try:
+                await tr.commit()
+            except Exception as exc:
+                if _lost(exc):
+                    raise _Unsure from exc
+                raise
+            return result
+        except (_Retry, _Unsure):
+            # the server restarted or killed connections: the idle ones are most likely dead
+            # too, so every connection of the pool is replaced (on its next use)
+            await pool.expire_connections()
+            raise
+        finally:
+            with suppress(Exception):  # a connection that cannot be reset is dropped
+                await pool.release(conn)
+
+    async def _expire(self) -> None:
+        """Have the running loop's pool (if any) replace its connections on their next use."""
+        with suppress(RuntimeError, StoreError):
+            pool = self._holder().pool
+            if pool is not None:
+                await pool.expire_connections()
+
+    async def _run(
+        self,
+        action: str,
+        work: Callable[[Any], Awaitable[T]],
+        *,
+        write: bool = False,
+        migrate: bool = True,
+        done: Callable[[T], None] | None = None,
+    ) -> T:
+        """`work(connection)` with asyncpg errors turned into `StoreError`s. A write runs in a
+        transaction, to its end even when its caller is cancelled (`_settle`), and `done` is
+        called with its result once it is committed (so that a cancelled caller's objects
+        still learn of the commit). A call whose connection turns out dead is made once more
+        on a fresh one: a read in any case, a write when the connection died before its
+        COMMIT was sent (the server rolled it back); a write whose connection died during its
+        COMMIT raises a `StoreError` that says it may have been stored."""
+
+        async def once() -> T:
+            try:
+                return await self._attempt(work, write, migrate)
+            except _Retry:
+                pass
+            try:
+                return await self._attempt(work, write, migrate)
+            except _Retry as exc:
+                raise (exc.__cause__ or exc) from None
+
+        async def guarded() -> T:
+            try:
+                result = await once()
+            except StoreError:
+                raise
+            except _Unsure as exc:
+                cause = exc.__cause__ or exc
+                raise StoreError(
+                    f"PostgreSQL at {self.where} dropped the connection ({cause}) while "
+                    f"{action} was committing: it may or may not be stored. Read it again "
+                    "(get_session, get_checkpoint, ...) before retrying; the next call connects "
+                    "again"
+                ) from cause
+            except Exception as exc:
+                raise StoreError(self._explain(action, exc, write)) from exc
+            if done is not None:
+                done(result)
+            return result
+
+        if write:
+            return await _settle(guarded())
+        return await guarded()
+
+    def _explain(self, action: str, exc: BaseException, write: bool) -> str:
+        text = str(exc) or type(exc).__name__
+        nothing = "; nothing was written" if write else ""
+        where = f"PostgreSQL store {self.where} (schema {self.schema!r}): {action} failed"
+        bad = _unicode_error(exc)
+        if bad is not None:
+            return (
+                f"{where}: a value holds text that is not valid Unicode ({bad.reason} at "
+                f"position {bad.start}, a lone surrogate){nothing}. Clean it first "
+                "(baton.core.text.clean_value)"
+            )
+        if isinstance(exc, pgerr.CharacterNotInRepertoireError) and "0x00" in text:
+            return (
+                f"{where}: a name or id holds the NUL character (\\x00), which PostgreSQL text "
+                f"cannot hold{nothing}. Remove it (text.replace('\\x00', ''))"
+            )
+        if isinstance(
+            exc, (pgerr.InvalidPasswordError, pgerr.InvalidAuthorizationSpecificationError)
+        ):
+            return (
+                f"PostgreSQL at {self.where} refused the credentials of the store URL ({text}) "
+                f"during {action}: fix the user or password in the URL, or pg_hba.conf"
+            )
+        if isinstance(exc, pgerr.InvalidCatalogNameError):
+            return (
+                f"PostgreSQL at {self.where}: the database of the store URL does not exist "
+                f"({text}) during {action}: create it (createdb) or fix the URL"
+            )
+        if isinstance(exc, pgerr.TooManyConnectionsError):
+            return (
+                f"PostgreSQL at {self.where} has no connection left ({text}) during {action}: "
+                "lower pool_max, or raise the server's max_connections"
+            )
+        if isinstance(exc, pgerr.InsufficientPrivilegeError):
+            return (
+                f"{where} ({text}): the user of the store URL lacks a privilege on the "
+                f"database or on schema {self.schema!r}; grant it, or use another schema"
+            )
+        if isinstance(exc, pgerr.ReadOnlySQLTransactionError):
+            return f"{where} ({text}): the URL names a read-only server; point it at the primary"
+        if isinstance(exc, pgerr.UniqueViolationError):
+            return (
+                f"{where} ({text}): a row with the same id is already stored; do not commit it "
+                f"twice{nothing}"
+            )
+        if isinstance(exc, (pgerr.UndefinedTableError, pgerr.InvalidSchemaNameError)):
+            return (
+                f"{where} ({text}): the store's tables are gone (the schema was dropped "
+                "meanwhile?); open a new PostgresStore to create them again"
+            )
+        if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) and not isinstance(
+            exc, pgerr.PostgresError
+        ):
+            return (
+                f"{where}: PostgreSQL at {self.where} did not answer in time (connecting: "
+                f"connect_timeout_s={self.connect_timeout_s:g}; a statement: "
+                f"command_timeout_s={self.command_timeout_s}){nothing}; check the server and "
+                "its locks, or raise the timeout"
+            )
+        if isinstance(exc, pgerr.QueryCanceledError):
+            return (
+                f"{where} ({text}): the statement was cancelled (a statement_timeout or "
+                f"lock_timeout of the server){nothing}; retry"
+            )
+        if isinstance(exc, _UNREACHABLE):
+            return (
+                f"PostgreSQL at {self.where} is unreachable or dropped the connection ({text}) "
+                f"during {action}{nothing}: start it or fix the store URL; the next call "
+                "connects again"
+            )
+        if isinstance(exc, pgerr.DataError):
+            return f"{where}: a value cannot be stored ({text}){nothing}"
+        return f"{where} ({text}){nothing}; check the server (pg_isready) and retry"
+
+    def _corrupt(self, table: str, key: object, exc: Exception) -> StoreError:
+        return StoreError(
+            f"PostgreSQL store {self.where} (schema {self.schema!r}): row {key!r} of table "
+            f"{table!r} cannot be read ({exc}); it was written by something else than this "
+            "Baton version, or edited; delete it, or give the store a schema of its own"
+        )
+
+    def _closed_error(self) -> StoreError:
+        return StoreError(
+            f"the PostgreSQL store {self.where} (schema {self.schema!r}) is closed; open a new "
+            "PostgresStore"
+        )
+
+    async def _fetch(self, action: str, sql: str, *args: Any) -> list[Any]:
+        async def work(conn: Any) -> list[Any]:
+            rows: list[Any] = await conn.fetch(sql, *args)
+            return rows
+
+        return await self._run(action, work)
+
+    async def drop(self) -> None:
+        """Drop the store's schema with every table in it (e.g. after a test). A later call
+        creates it afresh."""
+
+        async def work(conn: Any) -> None:
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1::bigint)", _lock_key("migrate", self.schema)
+            )
+            await conn.execute(f"DROP SCHEMA IF EXISTS {self._quoted} CASCADE")
+
+        self._migrated = False
+        try:
+            await self._run("drop", work, write=True, migrate=False)
+        finally:
+            self._migrated = False
+
+    # ------------------------------------------------------------------ sessions
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session, or None if it does not exist."""
+        rows = await self._fetch(
+            "get_session", f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = $1", session_id
+        )
+        return self._session(rows[0]) if rows else None
+
+    def _session(self, row: Sequence[Any]) -> SessionRecord:
+        sid, user_id, holder, since, incoming, state, created, updated, version, reqs = row
+        try:
+            payload = None if incoming is None else HandoffPayload.model_validate_json(incoming)
+            data = json.loads(state)
+            if not isinstance(data, dict):
+                raise ValueError(f"state is a {type(data).__name__}, not an object")
+            requests = json.loads(reqs)
+            if not isinstance(requests, dict):
+                raise ValueError(f"requests is a {type(requests).__name__}, not an object")
+        except (ValueError, ValidationError) as exc:
+            raise self._corrupt("sessions", sid, exc) from exc
+        return SessionRecord(
+            session_id=sid,
+            user_id=user_id,
+            holder=holder,
+            holder_since=since,
+            incoming=payload,
+            state=data,
+            created_at=created,
+            updated_at=updated,
+            version=version,
+            requests=requests,
+        )
+
+    async def commit_run(
+        self,
+        session: SessionRecord,
+        messages: list[Message],
+        events: list[Event],
+        *,
+        run_id: str | None = None,
+        checkpoint: Checkpoint | None = None,
+    ) -> None:
+        """Save the session, append messages and events with their audit records, and save
+        `checkpoint` (or delete `run_id`'s checkpoint), in one transaction.
+
+        Compare-and-set: raises `ConflictError` (nothing written) unless the stored version
+        equals `session.version` (0 for a session not stored yet); on success
+        `session.version` is incremented in place. The session's row is inserted (version 0)
+        or updated only where it still holds the version read, so two processes committing
+        from the same version cannot both succeed. The first commit of a session sets its
+        `created_at`; later ones keep it.
+        """
+        sid = session.session_id
+        try:
+            state = json.dumps(session.state, ensure_ascii=False)
+            requests = json.dumps(session.requests, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"session {sid!r} state cannot be saved as JSON ({exc}); keep state values to "
+                "strings, numbers, booleans, None, lists and dicts with string keys"
+            ) from exc
+        incoming = None if session.incoming is None else session.incoming.model_dump_json()
+        read = session.version
+        session_row = (
+            sid,
+            session.user_id,
+            session.holder,
+            session.holder_since,
+            incoming,
+            state,
+            float(session.created_at),
+            float(session.updated_at),
+            read + 1,
+            requests,
+        )
+        message_rows = [
+            (m.id, sid, m.run_id, m.role, m.agent, m.model_dump_json(), float(m.ts))
+            for m in messages
+        ]
+        digests = [
+            (r[0], message_digest(r[0], sid, r[2], r[3], r[4], r[6], r[5])) for r in message_rows
+        ]
+        texts = [e.model_dump_json() for e in events]
+        event_rows = [
+            (e.id, e.session_id, e.trace_id, e.run_id, e.type, text, float(e.ts))
+            for e, text in zip(events, texts, strict=True)
+        ]
+        # Audit bodies are built here; only the hash links need the chain's tip, read under
+        # the chain's lock so that concurrent writers (other processes) chain one after
+        # another. The last event's record carries the digests of the messages committed
+        # with it.
+        unsealed = prepare(events, texts, messages=digests, session_id=sid)
+        cp_row = None
+        if checkpoint is not None:
+            cp = checkpoint
+            cp_row = (cp.session_id, cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp))
+        audit_lock = _lock_key("audit", self.schema)
+
+        async def write(conn: Any) -> None:
+            if read == 0:
+                saved = await conn.fetchval(
+                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+                    "ON CONFLICT (id) DO NOTHING RETURNING 1",
+                    *session_row,
+                )
+            else:
+                saved = await conn.fetchval(
+                    # created_at is left as it is: the first commit's stays
+                    "UPDATE sessions SET user_id = $2, holder = $3, holder_since = $4, "
+                    "incoming = $5, state = $6, updated_at = $7, version = $8, requests = $9 "
+                    "WHERE id = $1 AND version = $10 RETURNING 1",
+                    *session_row[:6],
+                    *session_row[7:],
+                    read,
+                )
+            if saved is None:
+                stored = await conn.fetchval("SELECT version FROM sessions WHERE id = $1", sid)
+                raise version_conflict(sid, read, 0 if stored is None else int(stored))
+            if cp_row is not None:
+                await conn.execute(
+                    f"INSERT INTO checkpoints ({_CHECKPOINT_COLUMNS}) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7) "
+                    "ON CONFLICT (session_id) DO UPDATE SET run_id = excluded.run_id, "
+                    "seq = excluded.seq, status = excluded.status, data = excluded.data, "
+                    "meta = excluded.meta, updated_at = excluded.updated_at",
+                    *cp_row,
+                )
+            elif run_id is not None:
+                await conn.execute(
+                    "DELETE FROM checkpoints WHERE session_id = $1 AND run_id = $2", sid, run_id
+                )
+            if unsealed:
+                # messages and events are numbered under the chain's lock: in chain order
+                await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", audit_lock)
+            if message_rows:
+                await conn.executemany(
+                    "INSERT INTO messages (id, session_id, run_id, role, agent, data, ts) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    message_rows,
+                )
+            if event_rows:
+                await conn.executemany(
+                    "INSERT INTO events (id, session_id, trace_id, run_id, type, data, ts) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    event_rows,
+                )
+            if unsealed:
+                tip = await conn.fetchrow("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+                last = (0, GENESIS) if tip is None else (int(tip[0]), str(tip[1]))
+                records = link(unsealed, *last, self.audit_key)
+                await conn.executemany(
+                    f"INSERT INTO audit ({_AUDIT_COLUMNS}) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                    [
+                        (
+                            r.seq,
+                            r.event_id,
+                            r.type,
+                            r.session_id,
+                            r.trace_id,
+                            float(r.ts),
+                            r.data,
+                            r.prev_hash,
+                            r.hash,
+                            r.messages,
+                        )
+                        for r in records
+                    ],
+                )
+
+        def committed(_: None) -> None:
+            session.version = read + 1  # with the commit: a cancelled caller still sees it
+
+        await self._run("commit_run", write, write=True, done=committed)
+
+    async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
+        """The session's transcript, oldest first (the last `limit` messages if given)."""
+        if limit is not None and limit <= 0:
+            return []
+        if limit is not None:
+            rows = await self._fetch(
+                "get_messages",
+                "SELECT seq, data FROM (SELECT seq, data FROM messages WHERE session_id = $1 "
+                "ORDER BY seq DESC LIMIT $2) AS last ORDER BY seq",
+                session_id,
+                limit,
+            )
+        else:
+            rows = await self._fetch(
+                "get_messages",
+                "SELECT seq, data FROM messages WHERE session_id = $1 ORDER BY seq",
+                session_id,
+            )
+        out: list[Message] = []
+        for seq, data in rows:
+            try:
+                out.append(Message.model_validate_json(data))
+            except ValidationError as exc:
+                raise self._corrupt("messages", seq, exc) from exc
+        return out
+
+    async def get_events(
+        self, session_id: str | None = None, trace_id: str | None = None
+    ) -> list[Event]:
+        """Stored events of a session and/or trace, in order."""
+        where: list[str] = []
+        params: list[str] = []
+        for column, value in (("session_id", session_id), ("trace_id", trace_id)):
+            if value is not None:
+                params.append(value)
+                where.append(f"{column} = ${len(params)}")
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = await self._fetch(
+            "get_events", f"SELECT seq, data FROM events{clause} ORDER BY seq", *params
+        )
+        out: list[Event] = []
+        for seq, data in rows:
+            try:
+                out.append(event_from_json(data))
+            except ValidationError as exc:
+                raise self._corrupt("events", seq, exc) from exc
+        return out
+
+    async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
+        """Most recently updated sessions first."""
+        rows = await self._fetch(
+            "list_sessions",
+            f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, pos LIMIT $1",
+            max(limit, 0),
+        )
+        return [self._session(r) for r in rows]
+
+    # ------------------------------------------------------------------ audit
+    async def audit_records(
+        self, session_id: str | None = None, limit: int | None = None
+    ) -> list[AuditRecord]:
+        """Audit records in chain order (the last `limit` if given; one session's if given)."""
+        if limit is not None and limit <= 0:
+            return []
+        params: list[Any] = []
+        where = ""
+        if session_id is not None:
+            where, params = "WHERE session_id = $1 ", [session_id]
+        sql = f"SELECT {_AUDIT_COLUMNS} FROM audit {where}ORDER BY seq"
+        if limit is not None:
+            params.append(limit)
+            sql = f"SELECT * FROM ({sql} DESC LIMIT ${len(params)}) AS last ORDER BY seq"
+        rows = await self._fetch("audit_records", sql, *params)
+        return [_audit_record(row) for row in rows]
+
+    async def verify_audit(self, anchor: tuple[int, str] | None = None) -> VerifyResult:
+        """Verify the whole audit chain (keyed with `audit_key` if set), then that the stored
+        `events` and `messages` rows are exactly the ones it records, in order.
+
+        Reads one snapshot (a repeatable-read transaction) so that commits meanwhile do not
+        show as tampering.
+        """
+
+        async def read(conn: Any) -> tuple[list[Any], list[Any], list[Any]]:
+            async with _transaction(conn, isolation="repeatable_read", readonly=True):
+                audit = await conn.fetch(f"SELECT {_AUDIT_COLUMNS} FROM audit ORDER BY seq")
+                events = await conn.fetch(
+                    "SELECT seq, id, type, session_id, trace_id, run_id, ts, data FROM events "
+                    "ORDER BY seq"
+                )
+                messages = await conn.fetch(
+                    "SELECT seq, id, session_id, run_id, role, agent, ts, data FROM messages "
+                    "ORDER BY seq"
+                )
+            return audit, events, messages
+
+        audit, events, messages = await self._run("verify_audit", read)
+        records = [_audit_record(row) for row in audit]
+        chain = verify(records, anchor=anchor, key=self.audit_key)
+        if not chain.ok:
+            return chain
+        rows = agree(
+            records,
+            [EventRow(*row) for row in events],
+            [MessageRow(*row) for row in messages],
+            records_again=records,
+            head_seq=chain.head_seq,
+        )
+        if not rows.ok:
+            return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
+        return chain.model_copy(update={"events": rows.events, "messages": rows.messages})
+
+    # ------------------------------------------------------------------ locks and leases
+    async def claim_lock(self, key: str, window_s: float) -> bool:
+        """Claim `key` for `window_s` seconds; False if a live claim already exists. One
+        statement, hence atomic across processes; expiry by the server's clock."""
+        self._claims += 1
+        prune = self._claims % _PRUNE_EVERY == 0
+
+        async def claim(conn: Any) -> bool:
+            got = await conn.fetchval(
+                f"INSERT INTO locks (key, expires_at) VALUES ($1, {_NOW} + $2::float8) "
+                "ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at "
+                f"WHERE locks.expires_at <= {_NOW} RETURNING 1",
+                key,
+                float(window_s),
+            )
+            if prune:
+                await conn.execute(f"DELETE FROM locks WHERE expires_at <= {_NOW}")
+            return got is not None
+
+        return await self._run("claim_lock", claim, write=True)
+
+    async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
+        """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
+        False while another owner's lease is live. One statement, hence atomic across
+        processes; expiry by the server's clock."""
+        self._leases += 1
+        prune = self._leases % _PRUNE_EVERY == 0
+
+        async def acquire(conn: Any) -> bool:
+            got = await conn.fetchval(
+                "INSERT INTO leases (key, owner, expires_at) "
+                f"VALUES ($1, $2, {_NOW} + $3::float8) "
+                "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, "
+                "expires_at = excluded.expires_at "
+                f"WHERE leases.expires_at <= {_NOW} OR leases.owner = excluded.owner RETURNING 1",
+                key,
+                owner,
+                float(ttl_s),
+            )
+            if prune:
+                await conn.execute(f"DELETE FROM leases WHERE expires_at <= {_NOW}")
+            return got is not None
+
+        return await self._run("acquire_lease", acquire, write=True)
+
+    async def release_lease(self, key: str, owner: str) -> None:
+        """Give `key` up if `owner` holds it."""
+
+        async def release(conn: Any) -> None:
+            await conn.execute("DELETE FROM leases WHERE key = $1 AND owner = $2", key, owner)
+
+        await self._run("release_lease", release, write=True)
+
+    # ------------------------------------------------------------------ checkpoints
+    async def put_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Save the session's latest checkpoint: its state as JSON (`state_json()`) and `meta`.
+
+        A stale save (same run, seq not above the stored one) and a save of another run while
+        the stored one waits for a person raise `ConflictError`. One statement, hence atomic
+        across processes.
+        """
+        cp = checkpoint
+        row = (cp.session_id, cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp))
+
+        async def save(conn: Any) -> Any:
+            """None when saved, else the stored (seq, run_id) row."""
+            saved = await conn.fetchval(
+                f"INSERT INTO checkpoints ({_CHECKPOINT_COLUMNS}) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7) "
+                "ON CONFLICT (session_id) DO UPDATE SET run_id = excluded.run_id, "
+                "seq = excluded.seq, status = excluded.status, data = excluded.data, "
+                "meta = excluded.meta, updated_at = excluded.updated_at "
+                "WHERE (checkpoints.run_id <> excluded.run_id "
+                "AND checkpoints.status NOT IN ('awaiting_approval', 'interrupted')) "
+                "OR (checkpoints.run_id = excluded.run_id AND checkpoints.seq < excluded.seq) "
+                "RETURNING 1",
+                *row,
+            )
+            if saved is not None:
+                return None
+            return await conn.fetchrow(
+                "SELECT seq, run_id FROM checkpoints WHERE session_id = $1", cp.session_id
+            )
+
+        stored = await self._run("put_checkpoint", save, write=True)
+        if stored is None:
+            return
+        if stored[1] != cp.run_id:
+            raise paused_elsewhere(cp, str(stored[1]))
+        raise stale_checkpoint(cp, int(stored[0]))
+
+    def _checkpoint_texts(self, cp: Checkpoint) -> tuple[str, str, float]:
+        """(data, meta, updated_at) columns of a checkpoint row."""
+        where = f"checkpoint of session {cp.session_id!r} (run {cp.run_id!r}, seq {cp.seq})"
+        try:
+            data = cp.state_json()
+        except ValueError as exc:
+            raise StoreError(f"{where} cannot be saved: {exc}; give it a state") from exc
+        try:
+            meta = json.dumps(cp.meta, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(
+                f"{where}: meta cannot be saved as JSON ({exc}); keep meta values to strings, "
+                "numbers, booleans, None, lists and dicts with string keys"
+            ) from exc
+        return data, meta, float(cp.updated_at)
+
+    async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
+        """The session's checkpoint (state as JSON in `data`), or None."""
+        rows = await self._fetch(
+            "get_checkpoint",
+            f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE session_id = $1",
+            session_id,
+        )
+        return self._checkpoint(rows[0]) if rows else None
+
+    async def list_checkpoints(self, status: CheckpointStatus | None = None) -> list[Checkpoint]:
+        """Checkpoints of unfinished runs (state as JSON in `data`), least recently saved
+        first."""
+        sql = f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints"
+        params: tuple[str, ...] = ()
+        if status is not None:
+            sql, params = f"{sql} WHERE status = $1", (status,)
+        rows = await self._fetch(
+            "list_checkpoints", f"{sql} ORDER BY updated_at, session_id", *params
+        )
+        return [self._checkpoint(r) for r in rows]
+
+    def _checkpoint(self, row: Sequence[Any]) -> Checkpoint:
+        sid, run_id, seq, status, data, meta, updated = row
+        try:
+            info = json.loads(meta)
+            if not isinstance(info, dict):
+                raise ValueError(f"meta is a {type(info).__name__}, not an object")
+        except ValueError as exc:
+            raise self._corrupt("checkpoints", sid, exc) from exc
+        return Checkpoint(
+            session_id=sid,
+            run_id=run_id,
+            seq=seq,
+            status=status,
+            data=data,
+            meta=info,
+            updated_at=updated,
+        )
+
+    async def delete_checkpoint(self, session_id: str, run_id: str) -> None:
+        """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
+
+        async def delete(conn: Any) -> None:
+            await conn.execute(
+                "DELETE FROM checkpoints WHERE session_id = $1 AND run_id = $2",
+                session_id,
+                run_id,
+            )
+
+        await self._run("delete_checkpoint", delete, write=True)
+
+    # ------------------------------------------------------------------ human queue
+    async def push_human(self, card: EscalationCard) -> int:
+        """Put an escalation card in the human queue; returns its ticket id."""
+        text = card.model_dump_json()
+        row = (card.session_id, card.trace_id, text, float(card.created_at), time.time())
+
+        async def push(conn: Any) -> int:
+            ticket = await conn.fetchval(
+                "INSERT INTO human_queue (session_id, trace_id, card, created_at, updated_at) "
+                "VALUES ($1, $2, $3, $4, $5) RETURNING id",
+                *row,
+            )
+            return int(ticket)
+
+        return await self._run("push_human", push, write=True)
+
+    async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
+        """Tickets in the human queue, oldest first."""
+        sql = f"SELECT {_TICKET_COLUMNS} FROM human_queue"
+        params: tuple[str, ...] = ()
+        if status is not None:
+            sql, params = f"{sql} WHERE status = $1", (status,)
+        rows = await self._fetch("list_human", f"{sql} ORDER BY id", *params)
+        return [self._ticket(r) for r in rows]
+
+    async def get_human(self, ticket_id: int) -> HumanTicket | None:
+        """One ticket, or None."""
+        if not _is_id(ticket_id):
+            return None
+        rows = await self._fetch(
+            "get_human", f"SELECT {_TICKET_COLUMNS} FROM human_queue WHERE id = $1", ticket_id
+        )
+        return self._ticket(rows[0]) if rows else None
+
+    def _ticket(self, row: Sequence[Any]) -> HumanTicket:
+        ticket, card, status, claimed_by, answer, note, updated = row
+        try:
+            parsed = EscalationCard.model_validate_json(card)
+        except ValidationError as exc:
+            raise self._corrupt("human_queue", ticket, exc) from exc
+        return HumanTicket(
+            id=int(ticket),
+            card=parsed,
+            status=status,
+            claimed_by=claimed_by,
+            answer=answer,
+            note=note,
+            updated_at=updated,
+        )
+
+    async def update_human(self, ticket: HumanTicket, expect: TicketStatus) -> None:
+        """Save the ticket's status, claimed_by, answer and note if its stored status is still
+        `expect` (else `ConflictError`); stamps `updated_at`, on `ticket` too.
+
+        One statement, hence atomic across processes: two people claiming one ticket cannot
+        both succeed.
+        """
+        check_ticket(ticket)
+        if not _is_id(ticket.id):
+            raise unknown_ticket(ticket.id)
+        fields = (ticket.status, ticket.claimed_by, ticket.answer, ticket.note)
+        t = time.time()
+
+        async def save(conn: Any) -> tuple[bool, Any]:
+            """(saved, the stored status when not saved)."""
+            saved = await conn.fetchval(
+                "UPDATE human_queue SET status = $1, claimed_by = $2, answer = $3, note = $4, "
+                "updated_at = $5 WHERE id = $6 AND status = $7 RETURNING 1",
+                *fields,
+                t,
+                ticket.id,
+                expect,
+            )
+            if saved is not None:
+                return True, None
+            return False, await conn.fetchval(
+                "SELECT status FROM human_queue WHERE id = $1", ticket.id
+            )
+
+        def saved(outcome: tuple[bool, Any]) -> None:
+            if outcome[0]:
+                ticket.updated_at = t  # with the write, as `commit_run` does
+
+        done, stored = await self._run("update_human", save, write=True, done=saved)
+        if done:
+            return
+        if stored is None:
+            raise unknown_ticket(ticket.id)
+        raise ticket_conflict(ticket, expect, str(stored))
+
+    # ------------------------------------------------------------------ tasks
+    async def put_task(
+        self, session_id: str, run_id: str, task: Task, expected_version: int
+    ) -> None:
+        """Save `task` as JSON if its stored version is `expected_version` (else
+        `ConflictError`); sets `task.version`, `task.session_id` and `task.run_id`.
+
+        One statement, hence atomic across processes: of two writers that read one version,
+        one saves and the other gets `ConflictError`.
+        """
+        check_task_owner(session_id, run_id, task)
+        tid, status, new = task.task_id, task.status, expected_version + 1
+        saved = {"version": new, "session_id": session_id, "run_id": run_id}
+        data = task.model_copy(update=saved).model_dump_json()
+        t = time.time()
+
+        async def save(conn: Any) -> Any:
+            """None when saved, else the stored (version, session_id) row (or None in it)."""
+            if expected_version == 0:
+                done = await conn.fetchval(
+                    f"INSERT INTO tasks ({_TASK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) "
+                    "ON CONFLICT (run_id, task_id) DO NOTHING RETURNING 1",
+                    run_id,
+                    tid,
+                    session_id,
+                    status,
+                    new,
+                    data,
+                    t,
+                )
+            else:
+                done = await conn.fetchval(
+                    "UPDATE tasks SET status = $1, version = $2, data = $3, updated_at = $4 "
+                    "WHERE run_id = $5 AND task_id = $6 AND version = $7 AND session_id = $8 "
+                    "RETURNING 1",
+                    status,
+                    new,
+                    data,
+                    t,
+                    run_id,
+                    tid,
+                    expected_version,
+                    session_id,
+                )
+            if done is not None:
+                return None
+            row = await conn.fetchrow(
+                "SELECT version, session_id FROM tasks WHERE run_id = $1 AND task_id = $2",
+                run_id,
+                tid,
+            )
+            return (0, None) if row is None else (int(row[0]), str(row[1]))
+
+        def stamp(outcome: Any) -> None:
+            if outcome is None:  # with the write, as `commit_run` does
+                task.version, task.session_id, task.run_id = new, session_id, run_id
+
+        stored = await self._run("put_task", save, write=True, done=stamp)
+        if stored is None:
+            return
+        version, owner = stored
+        if owner is not None and owner != session_id:
+            raise task_elsewhere(run_id, tid, owner, session_id)
+        raise task_conflict(run_id, tid, expected_version, version)
+
+    async def get_task(self, run_id: str, task_id: str) -> Task | None:
+        """The stored task (with its version), or None."""
+        rows = await self._fetch(
+            "get_task",
+            f"SELECT {_TASK_COLUMNS} FROM tasks WHERE run_id = $1 AND task_id = $2",
+            run_id,
+            task_id,
+        )
+        return self._task(rows[0]) if rows else None
+
+    async def list_tasks(
+        self,
+        session_id: str | None = None,
+        run_id: str | None = None,
+        status: TaskStatus | None = None,
+    ) -> list[Task]:
+        """Stored tasks matching every filter given, in the order they were first saved."""
+        where: list[str] = []
+        params: list[str] = []
+        for column, value in (("session_id", session_id), ("run_id", run_id), ("status", status)):
+            if value is not None:
+                params.append(value)
+                where.append(f"{column} = ${len(params)}")
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = await self._fetch(
+            "list_tasks", f"SELECT {_TASK_COLUMNS} FROM tasks{clause} ORDER BY pos", *params
+        )
+        return [self._task(r) for r in rows]
+
+    def _task(self, row: Sequence[Any]) -> Task:
+        run_id, task_id, session_id, _, version, data, _ = row
+        try:
+            task = Task.model_validate_json(data)
+        except ValidationError as exc:
+            raise self._corrupt("tasks", f"{run_id}/{task_id}", exc) from exc
+        # the columns are what compare-and-set and the filters used: they win over the JSON
+        task.version, task.session_id, task.run_id = int(version), session_id, run_id
+        return task
+
+    # ------------------------------------------------------------------ blackboard
+    async def read_board(self, board: str) -> dict[str, BoardEntry]:
+        """Every entry of the board, by key in key order."""
+        rows = await self._fetch(
+            "read_board",
+            f"SELECT {_BOARD_COLUMNS} FROM board WHERE board = $1 ORDER BY key",
+            board,
+        )
+        return {row[1]: self._board_entry(row) for row in rows}
+
+    async def read_entry(self, board: str, key: str) -> BoardEntry | None:
+        """The entry, or None."""
+        rows = await self._fetch(
+            "read_entry",
+            f"SELECT {_BOARD_COLUMNS} FROM board WHERE board = $1 AND key = $2",
+            board,
+            key,
+        )
+        return self._board_entry(rows[0]) if rows else None
+
+    async def write_entry(
+        self, board: str, key: str, value: Any, expected_version: int, *, writer: str = ""
+    ) -> BoardEntry:
+        """Save `value` as JSON if the entry's stored version is `expected_version` (else
+        `ConflictError`); returns the new entry.
+
+        One transaction: it first takes the board's next seq, which locks the board's seq row
+        until it commits, then compares the entry's version and writes it. Writers of one
+        board thus go one at a time: of two that read one version one writes and the other
+        gets `ConflictError`, and seqs never repeat.
+        """
+        text = board_json(board, key, value)
+        new = expected_version + 1
+
+        async def save(conn: Any) -> BoardEntry:
+            seq = await conn.fetchval(
+                "INSERT INTO board_seqs (board, seq) VALUES ($1, 1) "
+                "ON CONFLICT (board) DO UPDATE SET seq = board_seqs.seq + 1 RETURNING seq",
+                board,
+            )
+            found = await conn.fetchval(
+                "SELECT version FROM board WHERE board = $1 AND key = $2", board, key
+            )
+            stored = 0 if found is None else int(found)
+            if stored != expected_version:
+                raise board_conflict(board, key, expected_version, stored)  # rolls back
+            t = time.time()
+            await conn.execute(
+                f"INSERT INTO board ({_BOARD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) "
+                "ON CONFLICT (board, key) DO UPDATE SET value = excluded.value, "
+                "version = excluded.version, seq = excluded.seq, writer = excluded.writer, "
+                "updated_at = excluded.updated_at",
+                board,
+                key,
+                text,
+                new,
+                seq,
+                writer,
+                t,
+            )
+            return BoardEntry(board, key, json.loads(text), new, int(seq), writer, t)
+
+        return await self._run("write_entry", save, write=True)
+
+    async def board_changes(self, board: str, since_seq: int = 0) -> list[BoardEntry]:
+        """The entries last written after `since_seq`, oldest write first."""
+        rows = await self._fetch(
+            "board_changes",
+            f"SELECT {_BOARD_COLUMNS} FROM board WHERE board = $1 AND seq > $2 ORDER BY seq",
+            board,
+            int(since_seq),
+        )
+        return [self._board_entry(r) for r in rows]
+
+    async def delete_board(self, board: str) -> None:
+        """Drop the board's entries (its seq is kept)."""
+
+        async def delete(conn: Any) -> None:
+            await conn.execute("DELETE FROM board WHERE board = $1", board)
+
+        await self._run("delete_board", delete, write=True)
+
+    def _board_entry(self, row: Sequence[Any]) -> BoardEntry:
+        board, key, text, version, seq, writer, updated = row
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise self._corrupt("board", f"{board}/{key}", exc) from exc
+        return BoardEntry(board, key, value, int(version), int(seq), writer, updated)
+
+    # ------------------------------------------------------------------ graph snapshots
+    async def put_snapshot(self, snapshot: Snapshot, keep_last: int | None = None) -> Snapshot:
+        """Save the snapshot with its data as JSON (a stored id is replaced and keeps its
+        seq), then drop the thread's oldest beyond `keep_last`; returns the stored snapshot.
+
+        One transaction under an advisory lock per thread: the thread's next seq is taken
+        there, so two processes saving snapshots of one thread never get the same seq.
+        """
+        check_keep_last(keep_last)
+        text = snapshot_json(snapshot)
+        s = snapshot
+        tid = s.thread_id
+        lock = _lock_key("snapshots", self.schema, tid)
+
+        async def save(conn: Any) -> int:
+            await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", lock)
+            seq = await conn.fetchval(
+                "SELECT seq FROM snapshots WHERE thread_id = $1 AND id = $2", tid, s.id
+            )
+            if seq is None:
+                seq = await conn.fetchval(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM snapshots WHERE thread_id = $1", tid
+                )
+            await conn.execute(
+                f"INSERT INTO snapshots ({_SNAPSHOT_COLUMNS}) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+                "ON CONFLICT (thread_id, id) DO UPDATE SET seq = excluded.seq, "
+                "run_id = excluded.run_id, step = excluded.step, parent_id = excluded.parent_id, "
+                "data = excluded.data, created_at = excluded.created_at",
+                tid,
+                s.id,
+                seq,
+                s.run_id,
+                s.step,
+                s.parent_id,
+                text,
+                float(s.created_at),
+            )
+            if keep_last is not None:
+                await conn.execute(
+                    "DELETE FROM snapshots WHERE thread_id = $1 AND seq <= (SELECT seq FROM "
+                    "snapshots WHERE thread_id = $1 ORDER BY seq DESC LIMIT 1 OFFSET $2)",
+                    tid,
+                    keep_last,
+                )
+            return int(seq)
+
+        seq = await self._run("put_snapshot", save, write=True)
+        return Snapshot(
+            tid, s.id, s.run_id, s.step, s.parent_id, json.loads(text), seq, s.created_at
+        )
+
+    async def get_snapshot(self, thread_id: str, snapshot_id: str) -> Snapshot | None:
+        """The snapshot, or None."""
+        rows = await self._fetch(
+            "get_snapshot",
+            f"SELECT {_SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = $1 AND id = $2",
+            thread_id,
+            snapshot_id,
+        )
+        return self._snapshot(rows[0]) if rows else None
+
+    async def list_snapshots(self, thread_id: str, limit: int | None = None) -> list[Snapshot]:
+        """The thread's snapshots, newest first (the newest `limit` if given)."""
+        if limit is not None and limit <= 0:
+            return []
+        rows = await self._fetch(
+            "list_snapshots",
+            f"SELECT {_SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = $1 "
+            "ORDER BY seq DESC LIMIT $2",
+            thread_id,
+            limit,  # LIMIT NULL: no limit
+        )
+        return [self._snapshot(r) for r in rows]
+
+    async def delete_snapshots(self, thread_id: str) -> None:
+        """Drop the thread's snapshots."""
+
+        async def delete(conn: Any) -> None:
+            await conn.execute("DELETE FROM snapshots WHERE thread_id = $1", thread_id)
+
+        await self._run("delete_snapshots", delete, write=True)
+
+    def _snapshot(self, row: Sequence[Any]) -> Snapshot:
+        thread_id, sid, seq, run_id, step, parent_id, text, created = row
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise self._corrupt("snapshots", f"{thread_id}/{sid}", exc) from exc
+        return Snapshot(thread_id, sid, run_id, int(step), parent_id, data, int(seq), created)
+
+    # ------------------------------------------------------------------ lifecycle
+    async def close(self) -> None:
+        """Close the connections (waiting up to 10 s for those in use, then terminating
+        them); later calls raise `StoreError`. Closing twice is harmless."""
+        with self._mutex:
+            if self._closed:
+                return
+            self._closed = True
+            pools = [(loop, h.pool) for loop, h in self._pools.items() if h.pool is not None]
+            self._pools = weakref.WeakKeyDictionary()
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        for loop, pool in pools:
+            if loop is running:
+                await _close_quietly(pool)
+            elif not loop.is_closed():
+                with suppress(RuntimeError):  # the loop closed meanwhile
+                    asyncio.run_coroutine_threadsafe(_close_quietly(pool), loop)
+            else:
+                with suppress(Exception):
+                    pool.terminate()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.where!r}, schema={self.schema!r})"
+
+
+async def _close_quietly(pool: Any) -> None:
+    """Close a pool from its own loop (for `close` called from another one)."""
+    try:
+        await asyncio.wait_for(pool.close(), _CLOSE_TIMEOUT_S)
+    except Exception:
+        with suppress(Exception):
+            pool.terminate()
+
+
+def _is_id(value: object) -> bool:
+    """Whether `value` can be a ticket id (a BIGINT)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+
+
+def _audit_record(row: Sequence[Any]) -> AuditRecord:
+    fields = dict(zip(_AUDIT_FIELDS, row, strict=True))
+    try:
+        return AuditRecord.model_validate(fields)
+    except ValidationError:
+        # a value of the wrong type was written into the row: keep it as it is, so that
+        # `verify` reports the record as edited instead of failing to read it
+        return AuditRecord(**fields)
