@@ -157,6 +157,32 @@ async def test_a_consumer_keeps_a_partition_while_it_has_deliveries_there(
     assert messages(await other.receive("b", count=10, block_s=0)) == ["next"]
 
 
+async def test_a_consumer_that_joins_under_load_gets_its_share(
+    make_bus: MakeBus, buses: Buses
+) -> None:
+    """Partitions held beyond the share hand out no new entry (they drain), so they are
+    given up even while turns keep coming, never to two consumers at once."""
+    bus = make_bus(partitions=2, claim_idle_s=2.0)
+    other = buses.peer(bus)
+    s0, s1 = session_on(0, 2), session_on(1, 2)
+    await publish(bus, s0, "a0")
+    await publish(bus, s1, "b0")
+    first = await bus.receive("a", count=10, block_s=0)  # alone: "a" takes both
+    assert sorted(messages(first)) == ["a0", "b0"]
+    assert await other.receive("b", count=0) == []  # "b" is live: the share is 1 now
+    await publish(bus, s0, "a1")
+    await publish(bus, s1, "b1")
+    more = await bus.receive("a", count=10, block_s=0)
+    assert len(more) == 1  # from the partition it keeps; the other drains
+    assert await other.receive("b", count=10, block_s=0) == []  # still held by "a"
+    for d in first:
+        await bus.ack("a", d)
+    await bus.receive("a", count=0)  # the drained partition is given up
+    got = await other.receive("b", count=10, block_s=0)
+    assert len(got) == 1 and {d.envelope.session_id for d in more + got} == {s0, s1}
+    assert await bus.receive("a", count=10, block_s=0) == []
+
+
 async def test_a_silent_consumer_loses_its_partitions_and_deliveries(
     bus: Bus, buses: Buses
 ) -> None:

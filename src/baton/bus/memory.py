@@ -67,6 +67,8 @@ class _Partition:
     """Entries handed out or to hand out again (pending + retry)."""
     owner: str | None = None
     lease_until: float = 0.0
+    draining: bool = False
+    """Held beyond the owner's fair share: no new entry is handed out until it is given up."""
     next_scan: float = 0.0
 
 
@@ -181,7 +183,10 @@ class MemoryBus:
 
     def _balance(self, c: _Consumer, t: float) -> list[_Partition]:
         """Renew `c`'s heartbeat and leases, take free partitions up to its fair share, give
-        up the ones beyond it that have nothing unsettled; returns the partitions it holds."""
+        up the ones beyond it that have nothing unsettled and mark the others beyond it
+        draining (no new entry is handed out from them, so that their deliveries settle and
+        a later call gives them up: a consumer that joins under load gets its share, and no
+        session is ever on two consumers); returns the partitions it holds."""
         lease = t + self.claim_idle_s
         c.expires = lease
         live = 0
@@ -211,6 +216,8 @@ class MemoryBus:
             extra.owner = None
             held.remove(extra)
             self._wake(extra)
+        for k, part in enumerate(held):
+            part.draining = k >= share
         return held
 
     def _take_over(self, part: _Partition, consumer: str, lease: float) -> None:
@@ -269,7 +276,7 @@ class MemoryBus:
                     break
                 order.popleft()
                 self._hand_out(entry, consumer, t, out, bump=entry.consumer != consumer)
-        while part.ready and len(out) < count:
+        while part.ready and len(out) < count and not part.draining:
             entry = part.ready.popleft()
             entry.state = _PENDING  # counted as unsettled in the partition from here
             part.unsettled += 1

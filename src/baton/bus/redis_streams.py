@@ -28,8 +28,9 @@ that a partition's keys share a slot):
 
 Receiving is one Lua script (run whole by Redis, with nothing in between): renew the
 consumer's heartbeat and leases, take free partitions up to its fair share
-(ceil(partitions / live consumers)), give up those beyond it that have nothing pending, then
-per partition held: entries pending under another consumer (it lost the partition: it stopped
+(ceil(partitions / live consumers)), give up those beyond it that have nothing pending and
+hand out no new entry from the others beyond it (they drain, then are given up), then per
+partition held: entries pending under another consumer (it lost the partition: it stopped
 or died) and failed ones, in stream order, claimed with XCLAIM (the delivery counter rises, so
 `retry_count` does) or moved to `{B}dlq` after `max_deliveries`; its own entries idle past
 `claim_idle_s` (a lost acknowledgement, claimed again without raising the counter); then new
@@ -210,6 +211,11 @@ while #held > share do
   gave = true
 end
 if gave then wake() end
+-- partitions still beyond the share are draining: no new entry is handed out from them, so
+-- their deliveries settle and the next receive gives them up (a new consumer gets its share
+-- under load, and no session is ever on two consumers)
+local draining = {}
+for j = share + 1, #held do draining[held[j]] = true end
 if count <= 0 then return {share, held, {}, 0, {}, ''} end
 
 local out = {}
@@ -302,7 +308,7 @@ local function collect(i)
     end
   end
   -- then new entries, in order
-  while #out < count do
+  while #out < count and not draining[i] do
     local got = redis.call('XREADGROUP', 'GROUP', G, me, 'COUNT', count - #out, 'STREAMS', s,
       '>')
     if not got or not got[1] or #got[1][2] == 0 then break end
