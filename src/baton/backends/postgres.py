@@ -49,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import re
 import threading
 import time
@@ -111,6 +112,8 @@ except ImportError as exc:  # pragma: no cover - the extra is part of the dev in
     ) from exc
 
 T = TypeVar("T")
+
+log = logging.getLogger("baton.store")
 
 SCHEMA_VERSION = 1
 """Version of the table layout, kept in the table `schema_version`."""
@@ -723,8 +726,14 @@ class PostgresStore:
         async def once() -> T:
             try:
                 return await self._attempt(work, write, migrate)
-            except _Retry:
-                pass
+            except _Retry as exc:
+                log.warning(
+                    "PostgreSQL at %s dropped the connection (%s) during %s; nothing was "
+                    "written: connecting again and trying once more",
+                    self.where,
+                    exc.__cause__ or exc,
+                    action,
+                )
             try:
                 return await self._attempt(work, write, migrate)
             except _Retry as exc:
