@@ -16,6 +16,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
     [
         "README.md",
         "docs/api.md",
+        "docs/bus.md",
         "docs/context.md",
         "docs/observability.md",
         "docs/supervisor.md",
@@ -24,6 +25,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/plan_execute_review.md",
         "docs/blackboard.md",
         "docs/graph.md",
+        "docs/deploy.md",
     ],
 )
 def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
