@@ -26,6 +26,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/blackboard.md",
         "docs/graph.md",
         "docs/deploy.md",
+        "docs/server.md",
     ],
 )
 def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

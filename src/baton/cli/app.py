@@ -19,6 +19,7 @@ from baton.cli.graph import graph as graph_command
 from baton.cli.metrics import metrics as metrics_command
 from baton.cli.output import LivePrinter
 from baton.cli.resume import resume as resume_command
+from baton.cli.serve import serve as serve_command
 from baton.cli.tau2 import bench_tau2
 from baton.cli.tickets import tickets_app
 from baton.cli.trace import trace as trace_command
@@ -127,6 +128,7 @@ def run(
 app.command("resume")(resume_command)
 app.command("worker")(worker_command)
 app.command("submit")(submit_command)
+app.command("serve")(serve_command)
 app.add_typer(dlq_app, name="dlq")
 app.add_typer(approvals_app, name="approvals")
 app.add_typer(tickets_app, name="tickets")

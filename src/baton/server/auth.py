@@ -1,0 +1,197 @@
+"""Bearer-token authentication and roles of the API server.
+
+A token file (YAML or JSON) maps each token to a user name and roles:
+
+    tokens:
+      "o-3f9a1b7c6d5e4f30a2b1": {name: otto, roles: [operator]}
+
+Roles: `viewer` (every GET), `operator` (runs, tickets, interrupt answers; a viewer too),
+`approver:<role>` (decide approval cards whose `required_roles` include `<role>`; a viewer too),
+`approver:*` (an approver for any role). Tokens are compared in constant time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from baton.core.errors import ConfigError
+
+VIEWER = "viewer"
+"""May read everything (every GET)."""
+OPERATOR = "operator"
+"""May run, answer interrupts and work the human queue; a viewer too."""
+APPROVER = "approver:"
+"""Prefix of the approver roles, `approver:<role>`; `approver:*` is an approver for any role."""
+ANY_ROLE = "*"
+
+MIN_TOKEN_CHARS = 16
+"""Shorter tokens are refused: a token is a password."""
+
+OPEN_USER = "local"
+"""Who acts in the open mode (no token file; loopback only)."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The user a request acts as: a name and roles."""
+
+    name: str
+    roles: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def approver_roles(self) -> frozenset[str]:
+        """The `<role>` of every `approver:<role>` role (`*`: any role)."""
+        return frozenset(r[len(APPROVER) :] for r in self.roles if r.startswith(APPROVER))
+
+    def can_view(self) -> bool:
+        """Viewers, operators and approvers may read."""
+        return bool(self.roles & {VIEWER, OPERATOR}) or bool(self.approver_roles)
+
+    def can_operate(self) -> bool:
+        """Operators may run and work the queues."""
+        return OPERATOR in self.roles
+
+    def approver_role_for(self, required: list[str], asked: str | None) -> str | None:
+        """The role this user decides a card in (one of `required`, or `asked`, or None for a
+        card that requires no role). Raises `PermissionError` with a message when the user
+        may not decide it."""
+        mine = self.approver_roles
+        if not mine:
+            raise PermissionError(
+                f"user {self.name!r} has no approver role; a token with approver:<role> "
+                "decides approvals"
+            )
+        wildcard = ANY_ROLE in mine
+        if asked is not None:
+            if asked not in mine and not wildcard:
+                raise PermissionError(
+                    f"user {self.name!r} is not an approver for role {asked!r} (their approver "
+                    f"roles: {', '.join(sorted(mine))})"
+                )
+            if required and asked not in required:
+                raise PermissionError(
+                    f"the card needs one of the roles {', '.join(required)}; role {asked!r} "
+                    "may not decide it"
+                )
+            return asked
+        if not required:
+            return None
+        for role in required:
+            if wildcard or role in mine:
+                return role
+        raise PermissionError(
+            f"the card needs an approver for one of the roles {', '.join(required)}; user "
+            f"{self.name!r} is an approver for {', '.join(sorted(mine))}"
+        )
+
+
+OPEN_PRINCIPAL = Principal(OPEN_USER, frozenset({VIEWER, OPERATOR, APPROVER + ANY_ROLE}))
+"""Who every request is without a token file."""
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8")).digest()
+
+
+def _check_role(role: object, where: str) -> str:
+    if not isinstance(role, str) or not role:
+        raise ConfigError(f"{where}: every role must be a non-empty string, got {role!r}")
+    if role in (VIEWER, OPERATOR):
+        return role
+    if role.startswith(APPROVER) and role[len(APPROVER) :].strip():
+        return role
+    raise ConfigError(
+        f"{where}: unknown role {role!r}; use viewer, operator or approver:<role> "
+        "(approver:* for any role)"
+    )
+
+
+class AuthConfig:
+    """The tokens a server accepts, each with its user."""
+
+    def __init__(self, tokens: Mapping[str, Principal]) -> None:
+        if not tokens:
+            raise ConfigError("the token file has no tokens; add at least one under `tokens:`")
+        self._entries: list[tuple[bytes, Principal]] = [
+            (_digest(token), who) for token, who in tokens.items()
+        ]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> AuthConfig:
+        """From `{"tokens": {token: {"name": ..., "roles": [...]}}}` (or the inner mapping
+        alone). Raises `ConfigError` naming what is wrong."""
+        if not isinstance(data, Mapping):
+            raise ConfigError("the token file must hold a mapping: tokens: {TOKEN: {name, roles}}")
+        raw = data.get("tokens", data)
+        if not isinstance(raw, Mapping):
+            raise ConfigError("`tokens` must map each token to {name: ..., roles: [...]}")
+        out: dict[str, Principal] = {}
+        for n, (token, entry) in enumerate(raw.items(), 1):
+            where = f"token #{n}"
+            if not isinstance(token, str) or len(token) < MIN_TOKEN_CHARS:
+                raise ConfigError(
+                    f"{where}: a token must be a string of at least {MIN_TOKEN_CHARS} "
+                    "characters (e.g. `python -c 'import secrets; print(secrets.token_urlsafe())'`)"
+                )
+            if not isinstance(entry, Mapping):
+                raise ConfigError(f"{where}: expected {{name: ..., roles: [...]}}")
+            name = entry.get("name")
+            if not isinstance(name, str) or not name.strip():
+                raise ConfigError(f"{where}: `name` must be a non-empty string")
+            roles = entry.get("roles", [])
+            if isinstance(roles, str):
+                roles = [roles]
+            if not isinstance(roles, list) or not roles:
+                raise ConfigError(f"{where} ({name}): `roles` must be a non-empty list")
+            out[token] = Principal(
+                name.strip(), frozenset(_check_role(r, f"{where} ({name})") for r in roles)
+            )
+        return cls(out)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> AuthConfig:
+        """Read a token file: JSON (`.json`) or YAML (anything else; needs PyYAML)."""
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read the token file {p}: {exc.strerror or exc}") from None
+        if p.suffix.lower() == ".json":
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"the token file {p} is not valid JSON: {exc}") from None
+        else:
+            try:
+                import yaml
+            except ImportError:
+                raise ConfigError(
+                    f"reading {p} needs PyYAML (pip install pyyaml), or write it as JSON"
+                ) from None
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"the token file {p} is not valid YAML: {exc}") from None
+        try:
+            return cls.from_mapping(data)
+        except ConfigError as exc:
+            raise ConfigError(f"{p}: {exc}") from None
+
+    def authenticate(self, token: str) -> Principal | None:
+        """The user of `token`, or None. Every configured token is compared (in constant
+        time), so the answer's timing says nothing about which one nearly matched."""
+        digest = _digest(token)
+        found: Principal | None = None
+        for known, who in self._entries:
+            if hmac.compare_digest(known, digest):
+                found = who
+        return found

@@ -1,0 +1,139 @@
+"""How errors become HTTP answers: always `{"detail": "..."}`, a 4xx for anything the caller
+can fix (a 503 when the store or the bus cannot be reached), never a 5xx for bad input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from baton.bus.base import BusError
+from baton.core.errors import (
+    ApprovalError,
+    BatonError,
+    ConfigError,
+    ConflictError,
+    InterruptError,
+    NoRunToResume,
+    PayloadError,
+    RunReleased,
+    SessionOwnerError,
+    StoreError,
+    TicketError,
+)
+from baton.server.schemas import ErrorOut, ValidationErrorOut
+
+
+class NotFound(Exception):
+    """An unknown session, approval, interrupt, ticket or request (404)."""
+
+
+class Forbidden(Exception):
+    """The user may not take this step (403)."""
+
+
+class Conflict(Exception):
+    """The step conflicts with the current state, e.g. a session that waits for a person
+    (409)."""
+
+
+def status_of(exc: BaseException) -> int:
+    """The HTTP status an exception raised while serving a request stands for."""
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, (Forbidden, SessionOwnerError)):
+        return 403
+    if isinstance(exc, (ConfigError, PayloadError, ValueError)):
+        return 422
+    if isinstance(exc, (Conflict, ConflictError)):
+        return 409
+    if isinstance(exc, (StoreError, BusError, RunReleased, TimeoutError)):
+        return 503
+    if isinstance(exc, (ApprovalError, InterruptError, TicketError, NoRunToResume, BatonError)):
+        return 409
+    return 500
+
+
+def _loc(loc: Any) -> list[str | int]:
+    return [p if isinstance(p, (str, int)) else str(p) for p in loc]
+
+
+def _problems(exc: RequestValidationError) -> list[dict[str, Any]]:
+    return [
+        {"loc": _loc(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type"))}
+        for e in exc.errors()
+    ]
+
+
+def _describe(problems: list[dict[str, Any]]) -> str:
+    parts = []
+    for p in problems[:5]:
+        where = ".".join(str(x) for x in p["loc"]) or "request"
+        parts.append(f"{where}: {p['msg']}")
+    more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+    return "; ".join(parts) + more + "; see /docs for the expected shape"
+
+
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "Missing, malformed or unknown bearer token."},
+    403: {"model": ErrorOut, "description": "The token lacks the role this step needs."},
+    404: {"model": ErrorOut, "description": "No such session, approval, ticket or request."},
+    409: {"model": ErrorOut, "description": "The step conflicts with the current state."},
+    422: {"model": ValidationErrorOut, "description": "Invalid request."},
+    503: {"model": ErrorOut, "description": "The store or the bus cannot be reached."},
+}
+"""The documented error answers, picked per route by status."""
+
+
+def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI `responses` entries of these error statuses."""
+    return {code: RESPONSES[code] for code in codes}
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn errors into `{"detail": ...}` answers."""
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = _problems(exc)
+        return JSONResponse(
+            status_code=422, content={"detail": _describe(problems), "errors": problems}
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail
+        code = exc.status_code
+        if code == 400:  # a body FastAPI could not parse (not UTF-8, not JSON)
+            code = 422
+            detail = f"the request body cannot be read ({detail}); send a JSON object, see /docs"
+        elif exc.status_code == 404 and detail == "Not Found":
+            detail = f"no endpoint {request.url.path}; the API is listed at /docs"
+        elif exc.status_code == 405:
+            detail = f"{request.method} is not allowed on {request.url.path}; see /docs"
+        return JSONResponse(
+            status_code=code,
+            content={"detail": str(detail)},
+            headers=getattr(exc, "headers", None),
+        )
+
+    for kind in (
+        NotFound,
+        Forbidden,
+        Conflict,
+        BatonError,
+        BusError,
+        ValueError,
+        TimeoutError,
+    ):
+        app.add_exception_handler(kind, _baton)
+
+
+async def _baton(request: Request, exc: Exception) -> JSONResponse:
+    code = status_of(exc)
+    if code == 500:
+        raise exc
+    return JSONResponse(status_code=code, content={"detail": str(exc) or type(exc).__name__})

@@ -1,0 +1,136 @@
+"""`baton serve`: refuses an open server on a public address, reads the token file, and serves
+the desk over a real socket (events streamed as they happen, the SQLite store)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from tests.server.server_kit import parse_sse
+from typer.testing import CliRunner
+
+from baton.cli.app import app
+from baton.cli.serve import is_loopback
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_loopback_hosts_are_recognised() -> None:
+    for host in ("127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "LOCALHOST"):
+        assert is_loopback(host), host
+    for host in ("0.0.0.0", "::", "10.0.0.1", "example.com", "192.168.1.2"):
+        assert not is_loopback(host), host
+
+
+def test_an_open_server_on_a_public_address_is_refused() -> None:
+    result = CliRunner().invoke(
+        app, ["serve", "examples.customer_service:team", "--host", "0.0.0.0"]
+    )
+    assert result.exit_code == 2
+    assert "refusing to serve on 0.0.0.0 without --auth" in result.output
+    assert "--auth tokens.yaml" in result.output
+
+
+def test_a_wrong_token_file_stops_the_server_naming_the_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "tokens.json"
+    bad.write_text(json.dumps({"tokens": {"short": {"name": "a", "roles": ["viewer"]}}}))
+    result = CliRunner().invoke(
+        app, ["serve", "examples.customer_service:team", "--host", "0.0.0.0", "--auth", str(bad)]
+    )
+    assert result.exit_code == 2
+    assert "at least 16 characters" in result.output
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> object:
+    port = _free_port()
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(
+        'tokens:\n  "op-token-0123456789abcdef": {name: otto, roles: [operator]}\n',
+        encoding="utf-8",
+    )
+    env = {**os.environ, "BATON_MODEL": "scripted", "PYTHONPATH": str(ROOT)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "baton",
+        "serve",
+        "examples.customer_service:team",
+        "--store",
+        f"sqlite:///{tmp_path / 'baton.db'}",
+        "--port",
+        str(port),
+        "--auth",
+        str(tokens),
+        "--log-level",
+        "warning",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                out = proc.stdout.read() if proc.stdout else ""
+                pytest.fail(f"baton serve did not start:\n{out}")
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_the_desk_is_served_over_http(server: str) -> None:
+    headers = {"Authorization": "Bearer op-token-0123456789abcdef"}
+    with httpx.Client(base_url=server, headers=headers, timeout=30) as client:
+        assert client.get("/ready").json() == {"status": "ready", "store": "sqlite", "detail": None}
+        names: list[str] = []
+        body = {"message": "please check the invoice for order ORD-202607-99", "session_id": "W1"}
+        with client.stream("POST", "/runs/stream", json=body) as reply:
+            assert reply.status_code == 200
+            text = ""
+            for chunk in reply.iter_text():
+                text += chunk
+        messages = parse_sse(text)
+        names = [n for n, _ in messages]
+        assert names[0] == "run_started" and names[-1] == "result"
+        assert "text_delta" in names
+        result = messages[-1][1]
+        assert result["path"] == ["triage", "billing"] and result["status"] == "completed"
+        (listed,) = client.get("/sessions").json()
+        assert listed["session_id"] == "W1" and listed["holder"] == "billing"
+        trace = client.get("/sessions/W1/trace").json()
+        assert trace["runs"][0]["path"] == ["triage", "billing"]
+        assert client.get("/sessions").status_code == 200
+        assert client.get("/sessions", headers={"Authorization": "Bearer nope"}).status_code == 401
+        metrics = client.get("/metrics").text
+        assert 'baton_runs_total{status="completed"} 1.0' in metrics
+        assert (
+            'baton_http_requests_total{method="POST",route="/runs/stream",status="200"}' in metrics
+        )
