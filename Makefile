@@ -4,6 +4,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 LOCAL  := $(VENV)/.local-model
+# the headless browser of the dashboard's browser tests (Debian's chromium + chromium-driver)
+BROWSER ?= /usr/bin/chromium
 
 .PHONY: demo test lint bench install local-model clean
 
@@ -35,7 +37,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests examples benchmarks
 	$(VENV)/bin/mypy
 
-test: $(LOCAL) lint
+# installed with apt when missing; without apt the browser tests skip
+$(BROWSER):
+	@scripts/install_browser.sh
+
+test: $(LOCAL) $(BROWSER) lint
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
