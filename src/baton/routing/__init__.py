@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from baton.routing.base import UNKNOWN, Labelled, Route, RouteDecision, Tier, TierVerdict
+from baton.routing.fit_report import RouterFitReport
 from baton.routing.judge import LLMJudge
 from baton.routing.router import Router, routes_from_agents
 from baton.routing.rules import Rules
@@ -24,6 +25,7 @@ __all__ = [
     "Route",
     "RouteDecision",
     "Router",
+    "RouterFitReport",
     "Rules",
     "Semantic",
     "Tier",

@@ -17,6 +17,7 @@ from baton.routing.base import UNKNOWN, Labelled, Route, RouteDecision, Tier, Ti
 
 if TYPE_CHECKING:
     from baton.routing.evaluate import RoutingReport
+    from baton.routing.fit_report import RouterFitReport
 
 
 class Router:
@@ -100,15 +101,24 @@ class Router:
         """`route` for scripts."""
         return asyncio.run(self.route(text))
 
-    def fit(self, labelled: Sequence[Labelled]) -> dict[str, Any]:
-        """Fit every tier that learns from data (thresholds, margins); returns what was fitted."""
+    def fit(self, labelled: Sequence[Labelled]) -> RouterFitReport:
+        """Fit every tier that learns from data (thresholds, margins, head).
+
+        `labelled`: in-scope queries with their route, and unknown ones (`label=None`). The
+        routes' own example utterances may be among them: each is scored without its copies
+        (leave-one-out), and the report warns that such a fit is a guess. Returns a
+        `RouterFitReport`: what each tier chose (by tier name), the warnings, and the
+        cross-validated accuracy.
+        """
+        from baton.routing.fit_report import collect
+
         self._check_bound()
         fitted: dict[str, Any] = {}
         for tier in self.tiers:
             fit = getattr(tier, "fit", None)
             if callable(fit):
                 fitted[tier.name] = fit(labelled)
-        return fitted
+        return collect(fitted)
 
     async def evaluate(self, labelled: Sequence[Labelled]) -> RoutingReport:
         """Accuracy, unknown rejection, per-tier coverage/precision, latency on `labelled`.

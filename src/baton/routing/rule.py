@@ -6,12 +6,26 @@ mean similarity of the query's nearest known unknowns by the reject gap. `fit_ru
 the margin and reject gap on quantile grids, picks the global threshold that maximises the
 weighted accuracy for each pair, then fits each route's threshold on the examples it wins and
 shrinks it toward the global one (a prior worth `prior` examples).
+
+Two guards keep a fit from collapsing. Without unknown examples nothing says where rejecting
+starts, and maximising accuracy would accept everything; each threshold then keeps
+`NO_UNKNOWN_KEEP` of its route's correctly ranked examples instead. And no threshold exceeds
+`CEILING`: one above it would route only near-copies of the examples.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+NO_UNKNOWN_KEEP = 0.9
+"""Without unknown examples: the share of its route's correctly ranked examples a threshold
+keeps."""
+MISSING = -1e8
+"""A score under this is no score: the route's every example was left out (a copy)."""
+CEILING = 0.95
+"""No threshold is fitted above this: cosine scores above it are near-copies of an example
+(`baton.routing.duplicates`), so a higher threshold would route nothing new."""
 
 
 def best_cut(scores: Any, gain: Any) -> tuple[float, float]:
@@ -79,6 +93,13 @@ def fit_rule(matrix: Any, gold: Any, near: Any | None, weight: Any, prior: float
     """
     import numpy as np
 
+    routes = matrix.shape[1]
+    scored = matrix.max(axis=1) > MISSING if len(matrix) else np.zeros(0, dtype=bool)
+    if not scored.all():  # every example of every route was left out: no evidence, drop it
+        matrix, gold, weight = matrix[scored], gold[scored], weight[scored]
+        near = near[scored] if near is not None else None
+    if not len(matrix):
+        return Rule(CEILING, np.full(routes, CEILING), 0.0, -np.inf, np.zeros(routes, np.int64))
     pred, top, margins = ranked(matrix)
     lead = top - near if near is not None else np.full(len(top), np.inf)
     is_unknown = gold < 0
@@ -104,7 +125,10 @@ def fit_rule(matrix: Any, gold: Any, near: Any | None, weight: Any, prior: float
     _, threshold, margin, reject_gap = best
 
     ok = (margins >= margin) & (lead >= reject_gap)
-    routes = matrix.shape[1]
+    correct = ok & (pred == gold)
+    keep = not is_unknown.any()  # nothing to learn rejection from: keep most examples
+    if keep and correct.any():
+        threshold = float(np.quantile(top[correct], 1 - NO_UNKNOWN_KEEP))
     thresholds = np.full(routes, threshold, dtype=np.float64)
     wins = np.zeros(routes, dtype=np.int64)
     for i in range(routes):
@@ -113,8 +137,14 @@ def fit_rule(matrix: Any, gold: Any, near: Any | None, weight: Any, prior: float
         wins[i] = n
         if n == 0:
             continue
-        own, _ = best_cut(top[mine], gain[mine])
-        own = min(own, float(top[mine].max()) + 1e-6)  # "reject all" stays near the data
+        if keep:
+            right = top[mine & correct]
+            own = float(np.quantile(right, 1 - NO_UNKNOWN_KEEP)) if len(right) else threshold
+        else:
+            own, _ = best_cut(top[mine], gain[mine])
+            own = min(own, float(top[mine].max()) + 1e-6)  # "reject all" stays near the data
         # few examples: trust the global threshold more (a prior worth `prior` examples)
         thresholds[i] = (n * own + prior * threshold) / (n + prior)
+    thresholds = np.minimum(thresholds, CEILING)
+    threshold = min(float(threshold), CEILING)
     return Rule(float(threshold), thresholds, margin, float(reject_gap), wins)

@@ -27,7 +27,8 @@ MIN_EACH = 10
 """In-scope and unknown examples needed, each, before candidates are compared."""
 
 FitPredict = Callable[[Any], Callable[[Any], Any]]
-"""Given training row numbers, a fitted head as a function: vectors -> route column or -1."""
+"""Given training row numbers, a fitted head as a function: held-out row numbers -> route
+column or -1 (row numbers, so that it can leave out what a held-out example copies)."""
 FitLinear = Callable[[Any], LinearHead]
 """Given training row numbers, the linear head fitted on them."""
 
@@ -60,7 +61,7 @@ def cross_validate(
             if len(held) == 0 or not (gold[train] >= 0).any():
                 continue
             for name, fit in nearest.items():
-                pred = fit(train)(vectors[held])
+                pred = fit(train)(held)
                 scores[name].append(weighted_accuracy(pred, gold[held], weight[held]))
             if linear is None or oof is None:
                 continue
@@ -108,3 +109,28 @@ def accept_threshold(oof: Any, gold: Any, weight: Any, routes: int) -> float:
     gain = weight * ((top == gold).astype(float) - (gold < 0).astype(float))
     cut, _ = best_cut(oof.max(axis=1)[routed], gain[routed])
     return float(min(max(cut, 0.0), 1.0))
+
+
+def out_of_fold_accuracy(
+    vectors: Any, gold: Any, weight: Any, fit: FitPredict, folds: int = CV_FOLDS
+) -> float | None:
+    """Weighted accuracy of `fit`'s out-of-fold answers over `folds` deterministic folds.
+
+    For labelled sets too small for `cross_validate`: every example is answered once by a head
+    fitted without its fold (unknown examples held out by topic, as there). None when fewer
+    than two in-scope examples leave nothing to fold.
+    """
+    import numpy as np
+
+    is_unknown = gold < 0
+    if int((~is_unknown).sum()) < 2:
+        return None
+    pred = np.full(len(gold), -2)
+    every = np.arange(len(gold))
+    for held in topic_folds(vectors, is_unknown, min(folds, len(gold)), 0):
+        train = np.setdiff1d(every, held)
+        if len(held) == 0 or not (gold[train] >= 0).any():
+            continue
+        pred[held] = fit(train)(held)
+    done = pred > -2
+    return weighted_accuracy(pred[done], gold[done], weight[done]) if done.any() else None

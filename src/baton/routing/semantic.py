@@ -31,31 +31,53 @@ unless another is clearly better. On CLINC150 the linear head wins where the lab
 include neighbouring intents (intents16: 0.941 on test, Chinese probes of intents16-zhex
 0.976), and learned examples win on domains10 (0.815), whose unknown traffic is of new topics.
 
+What a route is scored against: its example utterances and its description (so a route with
+a description alone routes), while its `not_for` counts against it (`baton.routing.prototypes`).
+
 Thresholds always come from data. `fit` searches the margin, the reject gap and a global
 threshold that maximise accuracy on labelled examples (correct routes for in-scope ones,
 rejections for unknown ones), then fits each route's threshold on the examples it wins and
-shrinks it toward the global one in proportion to how few there are (`baton.routing.rule`). With
-`learn_examples=True` the in-scope fitting examples also become examples of their routes
-(each scored without itself while fitting, so it cannot match itself). Before any `fit`, a
-provisional threshold per route comes from the route's own utterances (leave-one-out: the
-median score an utterance gets from its siblings), which is conservative: it routes only
-queries as close to a route as its typical example is to the others.
+shrinks it toward the global one in proportion to how few there are (`baton.routing.rule`).
+No labelled example is scored against a copy of itself (`baton.routing.duplicates`): a fit on
+the routes' own examples would otherwise see every one score 1.0 and reject every new query.
+With `learn_examples=True` the in-scope fitting examples that copy no route example also become
+examples of their routes (each scored without itself while fitting). `fit` reports its
+cross-validated accuracy and what makes it less trustworthy (`FitReport.cv`, `.warnings`).
+
+Before any `fit`, a provisional threshold per route comes from the route's own utterances
+(leave-one-out: the median score an utterance gets from its siblings), which is conservative:
+it routes only queries as close to a route as its typical example is to the others.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from baton.routing.base import UNKNOWN, Labelled, Route, TierVerdict
+from baton.routing.duplicates import duplicates
 from baton.routing.encoders import CachedEncoder, Encoder, default_encoder
 from baton.routing.linear import LinearHead, fit_linear
-from baton.routing.rule import Rule, fit_rule
-from baton.routing.selection import FitPredict, accept_threshold, choose, cross_validate
+from baton.routing.prototypes import (
+    DEFAULT_DESCRIPTION_BIAS,
+    description_bias,
+    negative_texts,
+    penalise,
+    positive_texts,
+)
+from baton.routing.rule import NO_UNKNOWN_KEEP, Rule, fit_rule
+from baton.routing.selection import (
+    FitPredict,
+    accept_threshold,
+    choose,
+    cross_validate,
+    out_of_fold_accuracy,
+)
 
 if TYPE_CHECKING:
     import os
@@ -67,6 +89,10 @@ if TYPE_CHECKING:
 
 NEG = -1e9
 """The score of a missing example slot (never wins, never NaN)."""
+OWN_EXAMPLES_SHARE = 0.5
+"""`fit` warns when at least this share of its in-scope examples copy the routes' examples."""
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -97,6 +123,37 @@ class FitReport:
     """Cross-validated accuracy of each head compared (empty when none was compared)."""
     accept: float | None = None
     """The linear head's probability threshold; None when the nearest head decides."""
+    cv: float | None = None
+    """Cross-validated accuracy of what was chosen: from the heads' comparison when one was run
+    (`cv_accuracy`), else over 5 deterministic folds of the labelled examples (unknown ones
+    held out by topic, each scored without its copies); None with under two in-scope ones."""
+    warnings: tuple[str, ...] = ()
+    """What makes this fit less trustworthy (also logged): copies of the routes' own examples
+    among the labelled ones, no unknown examples, routes without a labelled example."""
+    copies: int = 0
+    """In-scope labelled examples that copy one of the routes' example utterances (same text
+    once normalised, or cosine >= `duplicates.DUPLICATE_SIMILARITY`); scored without it."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """Per route, where its threshold came from, in words."""
+    description_bias: float | None = None
+    """What description and `not_for` scores are raised by (see `baton.routing.prototypes`);
+    None when no route has a description or `not_for`."""
+
+    def summary(self) -> str:
+        """A few human-readable lines: head, thresholds and their sources, accuracy, warnings."""
+        cv = f"{self.cv:.3f}" if self.cv is not None else "n/a (too few examples)"
+        lines = [
+            f"semantic: {self.head} head; cross-validated accuracy {cv}; "
+            f"in-sample {self.accuracy:.3f} ({self.n_in} in-scope, {self.n_unknown} unknown)",
+            f"  margin {self.margin:.3f}; pooled threshold {self.threshold:.3f}"
+            + (f"; floor {self.floor:.3f}" if self.floor is not None else "")
+            + (f"; linear head acts at p >= {self.accept:.3f}" if self.accept is not None else ""),
+        ]
+        for name, value in self.thresholds.items():
+            source = self.sources.get(name, "")
+            lines.append(f"  {name}: {value:.3f}" + (f" ({source})" if source else ""))
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
 
 
 HEADS = ("auto", "nearest", "linear")
@@ -113,6 +170,9 @@ class _Nearest:
     matrix: Any  # the fitting examples' route scores (leave-one-out)
     near: Any  # their mean similarity to their nearest known unknowns, or None
     learned: int
+    learned_rows: Any  # (learned,) which fitting examples were learned, in fitting order
+    landed: Any  # (index rows,) where row k of [routes' rows, learned rows] sits, or None
+    reject_rows: Any  # (m,) which fitting examples make the reject set
 
 
 @dataclass
@@ -124,9 +184,20 @@ class _Index:
     slots: Any  # (routes, widest) int: row of each example, n for an empty slot
     counts: Any  # (routes,) int
     fingerprint: str
+    bias: Any = None  # (n,) float32 added to each row's similarity (descriptions), or None
+    described: Any = None  # (n,) bool: the row is a description, not an example
+    negatives: _Index | None = None  # the routes' `not_for` texts, laid out the same way
 
 
-def _make_index(names: list[str], vectors: Any, owner: Any, fingerprint: str) -> _Index:
+def _make_index(
+    names: list[str],
+    vectors: Any,
+    owner: Any,
+    fingerprint: str,
+    bias: Any = None,
+    described: Any = None,
+    negatives: _Index | None = None,
+) -> _Index:
     """Lay out example vectors (rows of `vectors`, `owner[i]` = route position) by route."""
     import numpy as np
 
@@ -139,7 +210,27 @@ def _make_index(names: list[str], vectors: Any, owner: Any, fingerprint: str) ->
     for i, n in enumerate(counts):
         slots[i, :n] = np.arange(start, start + n)
         start += int(n)
-    return _Index(names, vectors, slots, counts, fingerprint)
+    if described is None:
+        described = np.zeros(len(vectors), dtype=bool)
+    if bias is not None:
+        bias = np.asarray(bias, dtype=np.float32)[order]
+        if not bias.any():
+            bias = None
+    return _Index(names, vectors, slots, counts, fingerprint, bias, described[order], negatives)
+
+
+def _masked_mean_of_top(sims: Any, k: int) -> Any:
+    """Per row, the mean of the `k` largest values that are not -inf (-inf when none is)."""
+    import numpy as np
+
+    if sims.shape[1] == 0:
+        return np.full(sims.shape[0], -np.inf)
+    k = min(k, sims.shape[1])
+    top = -np.sort(-sims, axis=1)[:, :k]
+    finite = np.isfinite(top)
+    used = finite.sum(axis=1)
+    total = np.where(finite, top, 0.0).sum(axis=1)
+    return np.where(used > 0, total / np.maximum(used, 1), -np.inf)
 
 
 def _mean_of_top(sims: Any, k: int) -> Any:
@@ -213,6 +304,8 @@ class Semantic:
         self._routes: tuple[Route, ...] = ()
         self._index: _Index | None = None  # what queries are scored against
         self._bound: _Index | None = None  # the routes' own utterances (`_index` adds learned)
+        self._bound_texts: list[str] = []  # the text of each row of `_bound`, in row order
+        self._description_bias: float | None = None
         self._provisional: dict[str, float] = {}
         self._provisional_margin = 0.0
         self._fit: FitReport | None = None
@@ -227,10 +320,13 @@ class Semantic:
         return self._routes
 
     def bind(self, routes: Sequence[Route]) -> None:
-        """Encode every route's utterances into one matrix (cached by content).
+        """Encode every route's utterances, description and `not_for` (cached by content).
 
-        Rebinding the same routes keeps what `fit` learned; changed routes drop the examples
-        `fit` added (`learn_examples=True`), since they were fitted to the old routes.
+        A route is scored when it has example utterances or a description: the description is
+        one more example of it (so a route with a description alone routes), and `not_for`
+        counts against it (see `baton.routing.prototypes`). Rebinding the same routes keeps
+        what `fit` learned; changed routes drop the examples `fit` added
+        (`learn_examples=True`), since they were fitted to the old routes.
         """
         import numpy as np
 
@@ -238,21 +334,58 @@ class Semantic:
         if len(set(names)) != len(names):
             raise ValueError(f"route names must be unique: {names}")
         self._routes = tuple(routes)
-        scored = [r for r in routes if r.utterances]
+        scored = [r for r in routes if positive_texts(r)]
         fingerprint = self._fingerprint(scored)
         if self._bound is not None and self._bound.fingerprint == fingerprint:
-            return  # same encoder, same utterances: nothing to redo
-        texts = [u for r in scored for u in r.utterances]
+            return  # same encoder, same texts: nothing to redo
+        per_route = [positive_texts(r) for r in scored]
+        texts = [t for ts in per_route for t in ts]
         vectors = self.examples_encoder.encode(texts)
-        owner = np.repeat(np.arange(len(scored)), [len(r.utterances) for r in scored])
-        self._bound = _make_index([r.name for r in scored], vectors, owner, fingerprint)
+        owner = np.repeat(np.arange(len(scored)), [len(ts) for ts in per_route])
+        described = np.array(
+            [bool(r.description.strip()) and j == len(ts) - 1
+             for r, ts in zip(scored, per_route, strict=True) for j in range(len(ts))],
+            dtype=bool,
+        )  # fmt: skip
+        negative = [negative_texts(r) for r in scored]
+        has_text = described.any() or any(negative)
+        bias = description_bias(vectors, owner, described) if has_text else None
+        if has_text and bias is None:
+            bias = DEFAULT_DESCRIPTION_BIAS
+        self._description_bias = bias
+        negatives = None
+        route_names = [r.name for r in scored]
+        if any(negative):
+            neg_texts = [t for ts in negative for t in ts]
+            neg_owner = np.repeat(np.arange(len(scored)), [len(ts) for ts in negative])
+            negatives = _make_index(
+                route_names,
+                self.examples_encoder.encode(neg_texts),
+                neg_owner,
+                fingerprint,
+                bias=np.full(len(neg_texts), bias or 0.0),
+            )
+        self._bound = _make_index(
+            route_names,
+            vectors,
+            owner,
+            fingerprint,
+            bias=np.where(described, bias or 0.0, 0.0),
+            described=described,
+            negatives=negatives,
+        )
+        self._bound_texts = texts  # rows stay in this order: `owner` is already grouped
         self._index = self._bound
         self._linear = None  # its classes were the old routes: the nearest head decides
         self._provisional, self._provisional_margin = self._leave_one_out()
 
     def _fingerprint(self, routes: Sequence[Route]) -> str:
         payload = json.dumps(
-            [self.encoder.name, self.best_of, [[r.name, list(r.utterances)] for r in routes]],
+            [
+                self.encoder.name,
+                self.best_of,
+                [[r.name, positive_texts(r), negative_texts(r)] for r in routes],
+            ],
             ensure_ascii=False,
         )
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
@@ -263,6 +396,26 @@ class Semantic:
         return self._index
 
     # -- scoring ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _similarities(queries: Any, index: _Index) -> Any:
+        """(queries, rows) similarities to an index's rows, description rows raised."""
+        sims = queries @ index.vectors.T
+        if index.bias is not None:
+            sims = sims + index.bias
+        return sims
+
+    def _route_scores(self, sims: Any, queries: Any, index: _Index) -> Any:
+        """(queries, rows) similarities -> (queries, routes) scores, after `not_for`."""
+        scores = self._aggregate(sims, index)
+        negatives = index.negatives
+        if negatives is None:
+            return scores
+        import numpy as np
+
+        against = self._similarities(queries, negatives)
+        padded = np.concatenate([against, np.full((len(against), 1), NEG, against.dtype)], 1)
+        return penalise(scores, padded[:, negatives.slots].max(axis=2))
 
     def _aggregate(self, sims: Any, index: _Index) -> Any:
         """(queries, examples) similarities -> (queries, routes) route scores."""
@@ -281,7 +434,7 @@ class Semantic:
 
     def _score_matrix(self, queries: Any) -> Any:
         index = self._require_index()
-        return self._aggregate(queries @ index.vectors.T, index)
+        return self._route_scores(self._similarities(queries, index), queries, index)
 
     def scores(self, text: str) -> list[tuple[str, float]]:
         """Every scored route with its score for `text`, best first (changes nothing)."""
@@ -308,18 +461,20 @@ class Semantic:
         owner = np.repeat(np.arange(len(index.names)), index.counts)
         for lo in range(0, n, 1024):  # chunks keep the (chunk, n) product small
             rows = np.arange(lo, min(lo + 1024, n))
-            sims = index.vectors[rows] @ index.vectors.T
+            queries = index.vectors[rows]
+            sims = self._similarities(queries, index)
             sims[np.arange(len(rows)), rows] = NEG  # an utterance may not vote for itself
-            agg = self._aggregate(sims, index)
+            agg = self._route_scores(sims, queries, index)
             own = agg[np.arange(len(rows)), owner[rows]]
             agg[np.arange(len(rows)), owner[rows]] = NEG
             own_scores.append(own)
             margins.append(own - agg.max(axis=1) if agg.shape[1] > 1 else own * 0 + np.inf)
         own_all = np.concatenate(own_scores) if own_scores else np.zeros(0)
         margin_all = np.concatenate(margins) if margins else np.zeros(0)
-        # a route with one utterance has no sibling: its score is NEG and is left out
+        # a route with one utterance has no sibling: its score is NEG and is left out; a
+        # description is no query: what it scores is left out too
         solo = index.counts[owner] < 2 if n else np.zeros(0, dtype=bool)
-        valid = ~solo
+        valid = ~solo & ~index.described
         result: dict[str, float] = {}
         for i, name in enumerate(index.names):
             mine = own_all[(owner == i) & valid]
@@ -503,6 +658,14 @@ class Semantic:
         candidate must beat the plain nearest head by `selection.LEAD` to be considered; the most
         accurate of those wins. `head="linear"` forces the linear head. The nearest head's
         thresholds are fitted either way: they give the floor and the verdicts' scores.
+
+        No labelled example is scored against a copy of itself, in the fit or in the
+        cross-validation: one of the routes' examples or another labelled example with the same
+        normalised text or a cosine of at least `duplicates.DUPLICATE_SIMILARITY` (so fitting
+        on the routes' own examples cannot teach thresholds of 1.0). The report carries the
+        cross-validated accuracy of what was chosen (`cv`), where each route's threshold came
+        from (`sources`) and warnings (also logged): most in-scope examples copy the routes'
+        examples, no unknown examples, routes without a labelled in-scope example.
         """
         import numpy as np
 
@@ -510,7 +673,7 @@ class Semantic:
         if bound is None:
             raise RuntimeError("Semantic tier used before bind(routes)")
         if not bound.names:
-            raise ValueError("bind routes with utterances before fit")
+            raise ValueError("bind routes with utterances or a description before fit")
         position = {n: i for i, n in enumerate(bound.names)}
         unknown_labels = sorted({x.label for x in labelled if x.label is not None} - set(position))
         if unknown_labels:
@@ -518,13 +681,19 @@ class Semantic:
         if not labelled:
             raise ValueError("fit needs labelled examples")
 
-        vectors = self.examples_encoder.encode([x.text for x in labelled])
+        texts = [x.text for x in labelled]
+        vectors = self.examples_encoder.encode(texts)
         gold = np.array([position[x.label] if x.label is not None else -1 for x in labelled])
         is_unknown = gold < 0
         if balanced and is_unknown.any() and (~is_unknown).any():
             weight = np.where(is_unknown, 0.5 / is_unknown.sum(), 0.5 / (~is_unknown).sum())
         else:
             weight = np.ones(len(gold))
+        # leave-one-out by copy: no labelled example is scored against a copy of itself, be it
+        # one of the routes' examples or another labelled example (itself included)
+        dup_bound = duplicates(texts, vectors, self._bound_texts, bound.vectors)
+        dup_self = duplicates(texts, vectors, texts, vectors)
+        np.fill_diagonal(dup_self, True)
 
         chosen = head or self.head
         if chosen not in HEADS:
@@ -542,32 +711,44 @@ class Semantic:
             }
             for one in learn
         }
+        every = np.arange(len(gold))
+
+        def nearest_on(options: dict[str, bool]) -> FitPredict:
+            def fit(train: Any) -> Any:
+                part = (vectors[train], gold[train], weight[train])
+                copies = (dup_bound[train], dup_self[np.ix_(train, train)])
+                fitted = self._fit_nearest(bound, *part, *copies, **options)
+
+                def predict(held: Any) -> Any:
+                    copies = (dup_bound[held], dup_self[np.ix_(held, train)])
+                    return self._predict_nearest(fitted, vectors[held], *copies)
+
+                return predict
+
+            return fit
+
+        def linear_on(train: Any) -> LinearHead:
+            held = np.setdiff1d(every, train)  # the routes' examples they copy are left out
+            drop = dup_bound[held].any(axis=0)
+            return self._fit_linear(bound, vectors[train], gold[train], drop)
+
         cv: dict[str, float] = {}
         oof = None
         if len(candidates) > 1 or chosen != "nearest":
-
-            def nearest_on(options: dict[str, bool]) -> FitPredict:
-                def fit(train: Any) -> Any:
-                    part = (vectors[train], gold[train], weight[train])
-                    fitted = self._fit_nearest(bound, *part, **options)
-                    return lambda queries: self._predict_nearest(fitted, queries)
-
-                return fit
-
             cv, oof = cross_validate(
                 vectors,
                 gold,
                 weight,
                 len(bound.names),
                 {name: nearest_on(options) for name, options in candidates.items()},
-                None
-                if chosen == "nearest"
-                else lambda train: self._fit_linear(bound, vectors[train], gold[train]),
+                None if chosen == "nearest" else linear_on,
             )
         names = [*candidates, "linear"] if chosen == "auto" else list(candidates)
         winner = "linear" if chosen == "linear" else choose(cv, names)
         best = winner if winner in candidates else next(iter(candidates))
-        nearest = self._fit_nearest(bound, vectors, gold, weight, **candidates[best])
+        nearest = self._fit_nearest(
+            bound, vectors, gold, weight, dup_bound, dup_self, **candidates[best]
+        )
         accept: float | None = None
         linear: LinearHead | None = None
         if winner == "linear":
@@ -576,6 +757,10 @@ class Semantic:
         rule, matrix, near = nearest.rule, nearest.matrix, nearest.near
         self._index = nearest.index
         self._linear = linear
+        if winner in cv:
+            cv_chosen: float | None = cv[winner]
+        else:  # no comparison was run: cross-validate what was chosen on its own
+            cv_chosen = out_of_fold_accuracy(vectors, gold, weight, nearest_on(candidates[best]))
 
         names = nearest.index.names
         thresholds = {n: float(t) for n, t in zip(names, rule.thresholds, strict=True)}
@@ -592,8 +777,26 @@ class Semantic:
 
         floor = None
         in_scope_top = matrix.max(axis=1)[~is_unknown]
+        in_scope_top = in_scope_top[in_scope_top > NEG / 2]  # left with no example to match
         if floor_loss > 0 and len(in_scope_top):
             floor = min(float(np.quantile(in_scope_top, floor_loss)), min(thresholds.values()))
+
+        copies = int((dup_bound[~is_unknown] & ~bound.described).any(axis=1).sum())
+        in_scope = np.bincount(gold[~is_unknown], minlength=len(names))
+        sources = {
+            n: (
+                "pooled (no labelled example ranks it first)"
+                if per_route[n] == 0
+                else f"{per_route[n]} labelled examples rank it first ({int(in_scope[i])} "
+                "labelled for it), shrunk toward the pooled threshold"
+            )
+            for i, n in enumerate(names)
+        }
+        warnings = self._fit_warnings(
+            copies, int((~is_unknown).sum()), int(is_unknown.sum()), per_route, gold, names
+        )
+        for warning in warnings:
+            log.warning("semantic tier fit: %s", warning)
 
         use_reject = nearest.reject is not None
         self._reject = nearest.reject
@@ -613,8 +816,46 @@ class Semantic:
             head="linear" if linear is not None else "nearest",
             cv_accuracy=cv,
             accept=accept,
+            cv=cv_chosen,
+            warnings=tuple(warnings),
+            copies=copies,
+            sources=sources,
+            description_bias=self._description_bias,
         )
         return self._fit
+
+    @staticmethod
+    def _fit_warnings(
+        copies: int,
+        n_in: int,
+        n_unknown: int,
+        per_route: Mapping[str, int],
+        gold: Any,
+        names: Sequence[str],
+    ) -> list[str]:
+        """What makes a fit less trustworthy, in words."""
+        warnings = []
+        if n_in and copies >= OWN_EXAMPLES_SHARE * n_in:
+            warnings.append(
+                f"{copies} of {n_in} labelled in-scope examples copy the routes' own example "
+                "utterances; each was scored without its copy (leave-one-out), but thresholds "
+                "fitted on a route's own examples are a guess: label real queries the examples "
+                "do not contain"
+            )
+        if not n_unknown:
+            warnings.append(
+                "no unknown examples (label=None): the thresholds cannot learn what to reject, "
+                f"so each keeps {NO_UNKNOWN_KEEP:.0%} of its route's labelled examples; add "
+                "out-of-scope queries"
+            )
+        labelled = {names[g] for g in gold if g >= 0}
+        missing = [n for n in names if n not in labelled]
+        if missing:
+            warnings.append(
+                "routes without a labelled in-scope example take (nearly) the pooled "
+                "threshold: " + ", ".join(missing)
+            )
+        return warnings
 
     def _fit_nearest(
         self,
@@ -622,19 +863,28 @@ class Semantic:
         vectors: Any,
         gold: Any,
         weight: Any,
+        dup_bound: Any,
+        dup_self: Any,
         *,
         learn_examples: bool,
         reject_examples: bool,
     ) -> _Nearest:
-        """Fit the nearest-example head's rule on labelled vectors (see `fit`)."""
+        """Fit the nearest-example head's rule on labelled vectors (see `fit`).
+
+        `dup_bound`: (examples, routes' rows) and `dup_self`: (examples, examples) say which
+        pairs are copies (itself included); an example is never scored against a copy.
+        """
         import numpy as np
 
         is_unknown = gold < 0
         # the examples queries are scored against: the routes' own, plus (when learning) the
-        # in-scope fitting examples, which sit after them as rows n0, n0+1, ...
-        n0 = len(bound.vectors)
-        self_row = np.full(len(gold), -1)
-        learned = np.flatnonzero(~is_unknown) if learn_examples else np.zeros(0, dtype=np.int64)
+        # in-scope fitting examples that copy none of them, after them until regrouped by route
+        learned = (
+            np.flatnonzero(~is_unknown & ~dup_bound.any(axis=1))
+            if learn_examples
+            else np.zeros(0, dtype=np.int64)
+        )
+        landed = None
         if len(learned):
             owner = np.concatenate(
                 [np.repeat(np.arange(len(bound.names)), bound.counts), gold[learned]]
@@ -644,54 +894,102 @@ class Semantic:
                 np.concatenate([bound.vectors, vectors[learned]]),
                 owner,
                 bound.fingerprint,
+                bias=np.concatenate([_bias_of(bound), np.zeros(len(learned), np.float32)]),
+                described=np.concatenate([bound.described, np.zeros(len(learned), bool)]),
+                negatives=bound.negatives,
             )
-            # rows are regrouped by route: find where each learned example landed
+            # rows are regrouped by route: where each row landed
             landed = np.empty(len(owner), dtype=np.int64)
             landed[np.argsort(owner, kind="stable")] = np.arange(len(owner))
-            self_row[learned] = landed[n0 + np.arange(len(learned))]
         else:
             index = bound
 
-        sims = vectors @ index.vectors.T
-        has_self = self_row >= 0
-        sims[np.flatnonzero(has_self), self_row[has_self]] = NEG  # leave-one-out
-        matrix = self._aggregate(sims, index)
+        sims = self._similarities(vectors, index)
+        sims[_columns(dup_bound, dup_self[:, learned], landed)] = NEG  # leave-one-out
+        matrix = self._route_scores(sims, vectors, index)
 
-        reject = vectors[is_unknown] if reject_examples and is_unknown.any() else None
+        reject_rows = np.flatnonzero(is_unknown)
+        reject = vectors[reject_rows] if reject_examples and len(reject_rows) else None
         reject_k = 1
         near = None
         if reject is not None and len(reject) > 1:
             sims_unknown = vectors @ reject.T
-            # an unknown example may not reject itself: leave it out of its own reject set
-            sims_unknown[np.flatnonzero(is_unknown), np.arange(len(reject))] = NEG
+            # an unknown example may not reject itself (or a copy of itself)
+            sims_unknown[dup_self[:, reject_rows]] = -np.inf
             reject_k = min(self.reject_k, len(reject) - 1)  # one is always left out here
-            near = _mean_of_top(sims_unknown, reject_k)
+            near = _masked_mean_of_top(sims_unknown, reject_k)
         else:
             reject = None
 
         rule = fit_rule(matrix, gold, near, weight, self.prior)
         if reject is not None and not np.isfinite(rule.reject_gap):
             reject = None  # the search found the reject set no help
-        return _Nearest(index, rule, reject, reject_k, matrix, near, len(learned))
+        return _Nearest(
+            index, rule, reject, reject_k, matrix, near, len(learned), learned, landed, reject_rows
+        )
 
-    def _predict_nearest(self, fitted: _Nearest, queries: Any) -> Any:
-        """Per query, the nearest head's route column, or -1 (abstain)."""
-        matrix = self._aggregate(queries @ fitted.index.vectors.T, fitted.index)
+    def _predict_nearest(
+        self, fitted: _Nearest, queries: Any, dup_bound: Any = None, dup_fit: Any = None
+    ) -> Any:
+        """Per query, the nearest head's route column, or -1 (abstain).
+
+        `dup_bound` (queries, routes' rows) and `dup_fit` (queries, fitting examples): which
+        examples each query copies, left out of its scores (None: none).
+        """
+        import numpy as np
+
+        sims = self._similarities(queries, fitted.index)
+        if dup_bound is not None and dup_fit is not None:
+            sims[_columns(dup_bound, dup_fit[:, fitted.learned_rows], fitted.landed)] = NEG
+        matrix = self._route_scores(sims, queries, fitted.index)
         near = None
         if fitted.reject is not None:
-            near = _mean_of_top(queries @ fitted.reject.T, fitted.reject_k)
+            against = queries @ fitted.reject.T
+            if dup_fit is not None:
+                against[dup_fit[:, fitted.reject_rows]] = -np.inf
+            near = _masked_mean_of_top(against, fitted.reject_k)
         return fitted.rule.apply(matrix, near)
 
-    def _fit_linear(self, bound: _Index, vectors: Any, gold: Any) -> LinearHead:
-        """The linear head on the routes' utterances plus the labelled vectors."""
+    def _fit_linear(
+        self, bound: _Index, vectors: Any, gold: Any, drop: Any | None = None
+    ) -> LinearHead:
+        """The linear head on the routes' examples plus the labelled vectors.
+
+        `drop`: (routes' rows,) bool, rows left out (copies of held-out examples).
+        """
         import numpy as np
 
         routes = len(bound.names)
         unknown = bool((gold < 0).any())
         owner = np.repeat(np.arange(routes), bound.counts)
-        x = np.concatenate([bound.vectors, vectors])
-        y = np.concatenate([owner, np.where(gold < 0, routes, gold)])
+        keep = ~drop if drop is not None else np.ones(len(owner), dtype=bool)
+        x = np.concatenate([bound.vectors[keep], vectors])
+        y = np.concatenate([owner[keep], np.where(gold < 0, routes, gold)])
         classes = routes + 1 if unknown else routes
         if classes < 2:
             raise ValueError("the linear head needs two routes, or unknown examples")
         return fit_linear(x, y, classes, c=self.linear_c, unknown=unknown)
+
+
+def _bias_of(index: _Index) -> Any:
+    """(rows,) float32 bias of an index's rows (zeros when it has none)."""
+    import numpy as np
+
+    if index.bias is None:
+        return np.zeros(len(index.vectors), np.float32)
+    return index.bias
+
+
+def _columns(dup_bound: Any, dup_learned: Any, landed: Any) -> Any:
+    """(queries, index rows) bool mask from copies of the routes' rows and of learned rows.
+
+    `landed`: where row k of [routes' rows, learned rows] sits in the index (None: in order).
+    """
+    import numpy as np
+
+    mask = np.concatenate([dup_bound, dup_learned], axis=1)
+    if landed is None:
+        return mask
+    out = np.empty_like(mask)
+    out[:, landed] = mask
+    return out
