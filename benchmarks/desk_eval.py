@@ -2,6 +2,11 @@
 
     python benchmarks/desk_eval.py [--model local|local:<name>|openai:<name>|scripted]
                                    [--limit N] [--lang en|zh] [--json PATH]
+                                   [--set insample|heldout]
+
+`--set heldout` runs 44 requests of the same kinds written after the desk's instructions and
+never used to tune them; the default set shaped those instructions, so its figures are
+in-sample.
 
 Every request runs in a fresh session on a freshly built desk (its own database), so no side
 effect of one case (a return, a refund, a restart) leaks into the next. Each label says which
@@ -605,15 +610,31 @@ async def evaluate(model: Any, cases: Sequence[Case]) -> list[Outcome]:
     return outcomes
 
 
+HELDOUT = Path(__file__).resolve().parent / "desk_routing" / "desk_eval_heldout.json"
+
+
+def heldout_cases() -> tuple[Case, ...]:
+    """The held-out requests: written after the desk's instructions, never used to tune them."""
+    return tuple(Case(**row) for row in json.loads(HELDOUT.read_text(encoding="utf-8")))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--model", default="local", help="local, local:<name>, openai:<name>, scripted")
     ap.add_argument("--limit", type=int, default=None, help="run only the first N requests")
     ap.add_argument("--lang", choices=("en", "zh"), default=None, help="only one language")
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
+    ap.add_argument(
+        "--set",
+        choices=("insample", "heldout"),
+        default="insample",
+        help="insample: the 44 requests that shaped the desk's instructions; heldout: 44 new "
+        "ones of the same kinds (benchmarks/desk_routing/desk_eval_heldout.json)",
+    )
     args = ap.parse_args(argv)
 
-    cases = [c for c in CASES if args.lang in (None, c.lang)][: args.limit]
+    chosen = CASES if args.set == "insample" else heldout_cases()
+    cases = [c for c in chosen if args.lang in (None, c.lang)][: args.limit]
     argv_shown = sys.argv[1:] if argv is None else list(argv)
     command = shlex.join(["python", "benchmarks/desk_eval.py", *argv_shown])
     model, described = resolve(args.model)
