@@ -52,6 +52,8 @@ class BandReport:
     judge_mean_ms: float
     report: RoutingReport
     """The whole router on the sample (per-tier coverage, every outcome)."""
+    judge_state: str = ""
+    """Whether the judge acts, and why (what `Router.fit` measured); empty when unknown."""
 
     @property
     def share(self) -> float:
@@ -84,6 +86,7 @@ class BandReport:
                 f"p99 {self.judge_p99_ms:.0f} ms, mean {self.judge_mean_ms:.0f} ms",
                 f"overall: semantic alone {self.semantic.overall_accuracy:.3f}, with judge "
                 f"{self.overall_estimate:.3f} (estimated from the sample)",
+                *([f"judge: {self.judge_state}"] if self.judge_state else []),
             ]
         )
 
@@ -142,6 +145,12 @@ async def judge_band(
                 answers["route"] += 1
     every = set(range(len(items)))
     in_scope = {i for i in every if items[i].label is not None}
+    from baton.routing.judge import LLMJudge
+
+    tier = next((t for t in router.tiers if t.name == judge), None)
+    state = ""
+    if isinstance(tier, LLMJudge):
+        state = ("on" if tier.enabled else "off") + (f": {tier.reason}" if tier.reason else "")
     return BandReport(
         n_queries=len(labelled),
         n_band=len(band),
@@ -156,4 +165,5 @@ async def judge_band(
         judge_p99_ms=percentile(latencies, 99),
         judge_mean_ms=sum(latencies) / len(latencies) if latencies else float("nan"),
         report=report,
+        judge_state=state,
     )

@@ -4,6 +4,7 @@ report = router.fit(labelled)
 print(report.summary())
 report.cv_accuracy            # the semantic tier's cross-validated accuracy, or None
 report["semantic"].thresholds # each tier's own report, by tier name
+report["llm"].enabled         # whether the LLM judge was measured to help (see judge_fit)
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ class RouterFitReport(Mapping[str, Any]):
     """The result of `Router.fit`; also a mapping of tier name to that tier's fit result."""
 
     tiers: dict[str, Any] = field(default_factory=dict)
-    """Each fitted tier's own report (`semantic`: a `baton.routing.semantic.FitReport`)."""
+    """Each fitted tier's own report (`semantic`: a `baton.routing.semantic.FitReport`;
+    `llm`: a `baton.routing.judge_fit.JudgeFit`, what the judge's measurement chose)."""
     warnings: tuple[str, ...] = ()
     """Every tier's warnings, prefixed by the tier's name (also logged by the tier)."""
     cv_accuracy: float | None = None

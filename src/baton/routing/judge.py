@@ -1,44 +1,107 @@
-"""The `LLMJudge` tier: a model picks among the top candidates, or says `unknown`."""
+"""The `LLMJudge` tier: a model picks among the top candidates, or says `unknown`.
+
+The judge sees the request, the conversation's last turns (the router's `history`) and the
+semantic tier's best candidates, and answers with a choice constrained to those candidates or
+`unknown`, plus how confident it is (`low`, `medium`, `high`). Where the model's answer carries
+token log-probabilities, their probability of the chosen answer is the confidence instead.
+
+Whether the judge acts at all is measured: `Router.fit` runs it on the labelled queries the
+tiers before it abstain on (`baton.routing.judge_fit`) and turns it off when it does not beat
+abstaining there, or on with a fitted confidence threshold below which it defers (abstains, so
+the fallback decides).
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from baton.core.errors import ParseError
 from baton.core.messages import Message
-from baton.models.base import Model, ModelRequest
+from baton.models.base import Model, ModelRequest, ModelResponse
 from baton.models.parsing import parse_json_object
 from baton.models.registry import resolve_model
 from baton.routing.base import UNKNOWN, Route, TierVerdict
 
 _SYSTEM = (
     "You route a customer's request to the one team member who owns it. Read each "
-    "candidate's job, what it must not handle, and its example requests. Answer with one JSON "
-    'object: {"route": "<candidate name>"}, or {"route": "unknown"} when no candidate owns the '
-    "request."
+    "candidate's job, what it must not handle, and its example requests; the conversation so "
+    "far, when given, tells what the request refers to. Answer with one JSON object: "
+    '{"route": "<candidate name>", "confidence": "high" | "medium" | "low"}, or '
+    '{"route": "unknown", "confidence": ...} when no candidate owns the request. Say "high" '
+    "only when the request clearly belongs to that candidate."
 )
+
+CONFIDENCE = {"low": 0.25, "medium": 0.5, "high": 0.75}
+"""The value of each self-reported confidence level (only their order matters: the threshold
+is fitted on the same model's answers)."""
+HISTORY_TURNS = 4
+"""How many of the conversation's last turns the judge sees by default."""
+TURN_CHARS = 300
+"""Each turn shown to the judge is cut to this many characters."""
+
+
+@dataclass(frozen=True)
+class JudgeAnswer:
+    """What the model answered, before the fitted gate decides whether the judge acts."""
+
+    route: str | None
+    """A candidate name, `UNKNOWN`, or None (no valid answer after a re-ask)."""
+    confidence: float | None
+    """In [0, 1]: log-probability based when the model gives them, else the self-reported
+    level (`CONFIDENCE`); None when the answer named none."""
+    candidates: list[tuple[str, float]]
+    """The candidates shown, with the previous tier's scores."""
+    detail: str
+    latency_ms: float
+    calls: int = 1
+    """Model calls made (2 after a re-ask)."""
 
 
 class LLMJudge:
     """Ask a model to choose among at most `k` candidates (the semantic tier's best, else all).
 
-    Each candidate is shown with its description, `not_for` and two examples. The answer must
-    be a candidate name or `unknown`: it is validated, and one re-ask quotes what was wrong.
-    The judge abstains (lets the fallback decide) when the model still answers nonsense.
+    Each candidate is shown with its description, `not_for` and two examples, after the last
+    `turns` turns of the conversation (the router's `history`). The answer must be a candidate
+    name or `unknown`, with a confidence: it is validated, and one re-ask quotes what was wrong.
+    The judge abstains (lets the fallback decide) when the model still answers nonsense, when
+    `Router.fit` measured it and turned it off (`enabled`), and when its confidence is below
+    the fitted `threshold`.
     """
 
     name = "llm"
 
-    def __init__(self, model: Model | str | None = None, k: int = 3, examples: int = 2) -> None:
+    def __init__(
+        self,
+        model: Model | str | None = None,
+        k: int = 3,
+        examples: int = 2,
+        *,
+        turns: int = HISTORY_TURNS,
+        threshold: float | None = None,
+    ) -> None:
+        """`threshold`: the confidence below which a named route is not acted on (None: any);
+        `Router.fit` replaces it with one fitted on labelled data. `turns`: how many of the
+        conversation's last turns are shown (0: the request alone)."""
         if not 1 <= k <= 3:
             raise ValueError("k must be between 1 and 3: the judge compares a short list")
+        if turns < 0:
+            raise ValueError("turns must be 0 or more")
         self._model_spec = model
         self._model: Model | None = None
         self.k = k
         self.examples = examples
+        self.turns = turns
+        self.threshold = threshold
+        self.enabled = True
+        """False when `Router.fit` measured the judge not to beat abstaining: it then abstains
+        at once, without a model call."""
+        self.reason = ""
+        """Why the judge is on or off, from the last measurement (empty before one)."""
         self._routes: dict[str, Route] = {}
 
     @property
@@ -60,8 +123,11 @@ class LLMJudge:
                 return ranked[: self.k]
         return list(self._routes)[: self.k]
 
-    def prompt(self, text: str, names: Sequence[str]) -> list[Message]:
-        """The judge's messages: candidates with job, not_for and examples, then the request."""
+    def prompt(
+        self, text: str, names: Sequence[str], history: Sequence[Any] | None = None
+    ) -> list[Message]:
+        """The judge's messages: candidates with job, not_for and examples, the conversation's
+        last turns, then the request."""
         lines = ["Candidates:"]
         for name in names:
             r = self._routes[name]
@@ -70,6 +136,10 @@ class LLMJudge:
                 lines.append(f"  not for: {r.not_for}")
             for ex in r.utterances[: self.examples]:
                 lines.append(f"  example: {ex}")
+        turns = recent_turns(history, self.turns)
+        if turns:
+            lines += ["", "Conversation so far (oldest first; the request follows it):"]
+            lines += [f"  {role}: {content}" for role, content in turns]
         return [
             Message(role="system", content=_SYSTEM + "\n\n" + "\n".join(lines)),
             Message(role="user", content=text),
@@ -80,24 +150,26 @@ class LLMJudge:
         """JSON schema of a valid answer (constrains models that support it)."""
         return {
             "type": "object",
-            "properties": {"route": {"enum": [*names, UNKNOWN]}},
-            "required": ["route"],
+            "properties": {
+                "route": {"enum": [*names, UNKNOWN]},
+                "confidence": {"enum": list(CONFIDENCE)},
+            },
+            "required": ["route", "confidence"],
             "additionalProperties": False,
         }
 
-    async def decide(
+    async def ask(
         self,
         text: str,
         history: Sequence[Any] | None = None,
-        context: dict[str, Any] | None = None,
         previous: Sequence[TierVerdict] = (),
-    ) -> TierVerdict:
-        """Ask the model; validate; one re-ask; abstain if still invalid."""
+    ) -> JudgeAnswer:
+        """The model's answer, validated (one re-ask), whatever `enabled` and `threshold` say."""
         t = time.perf_counter()
         names = self.candidates(previous)
         scored = dict(next((v.candidates for v in reversed(previous) if v.candidates), []))
         ranked = [(n, scored.get(n, 0.0)) for n in names]
-        messages = self.prompt(text, names)
+        messages = self.prompt(text, names, history)
         schema = self.schema(names)
         problem = ""
         for attempt in range(2):
@@ -109,15 +181,19 @@ class LLMJudge:
                 reask=attempt > 0,
             )
             response = await self.model.generate(request)
-            answer, problem = _read_answer(response.text, names)
+            answer, level, problem = _read_answer(response.text, names)
             if answer is not None:
-                return TierVerdict(
-                    self.name,
+                confidence = _logprob_confidence(response)
+                if confidence is None and level is not None:
+                    confidence = CONFIDENCE[level]
+                said = f"model chose {answer!r}" + (f" ({level})" if level else "")
+                return JudgeAnswer(
                     answer,
-                    scored.get(answer) if answer != UNKNOWN else None,
+                    confidence,
                     ranked,
-                    detail=f"model chose {answer!r}" + (" after a re-ask" if attempt else ""),
-                    latency_ms=(time.perf_counter() - t) * 1000,
+                    said + (" after a re-ask" if attempt else ""),
+                    (time.perf_counter() - t) * 1000,
+                    attempt + 1,
                 )
             messages = [
                 *messages,
@@ -125,30 +201,116 @@ class LLMJudge:
                 Message(
                     role="user",
                     content=f"That answer is not valid: {problem}. Reply with one JSON object "
-                    f'{{"route": ...}} whose value is one of {[*names, UNKNOWN]}.',
+                    f'{{"route": ..., "confidence": ...}} whose route is one of '
+                    f"{[*names, UNKNOWN]} and confidence one of {list(CONFIDENCE)}.",
                 ),
             ]
+        return JudgeAnswer(
+            None,
+            None,
+            ranked,
+            f"no valid answer after a re-ask: {problem}",
+            (time.perf_counter() - t) * 1000,
+            2,
+        )
+
+    def acts(self, answer: JudgeAnswer) -> bool:
+        """Whether a named route is confident enough to act on under `threshold`."""
+        if self.threshold is None:
+            return True
+        return (answer.confidence if answer.confidence is not None else 0.0) >= self.threshold
+
+    async def decide(
+        self,
+        text: str,
+        history: Sequence[Any] | None = None,
+        context: dict[str, Any] | None = None,
+        previous: Sequence[TierVerdict] = (),
+    ) -> TierVerdict:
+        """Ask the model unless turned off; act on a route only above the fitted threshold."""
+        if not self.enabled:
+            return TierVerdict(self.name, None, detail=f"off: {self.reason or 'turned off'}")
+        answer = await self.ask(text, history, previous)
+        scored = dict(answer.candidates)
+        target = answer.route
+        detail = answer.detail
+        if target not in (None, UNKNOWN) and not self.acts(answer):
+            assert self.threshold is not None
+            shown = f"{answer.confidence:.2f}" if answer.confidence is not None else "none"
+            detail += f"; confidence {shown} < threshold {self.threshold:.2f}: defers"
+            target = None
         return TierVerdict(
             self.name,
-            None,
-            candidates=ranked,
-            detail=f"no valid answer after a re-ask: {problem}",
-            latency_ms=(time.perf_counter() - t) * 1000,
+            target,
+            scored.get(target) if target not in (None, UNKNOWN) else None,
+            answer.candidates,
+            detail=detail,
+            latency_ms=answer.latency_ms,
         )
 
 
-def _read_answer(text: str | None, names: Sequence[str]) -> tuple[str | None, str]:
-    """(route or unknown, "") when valid, else (None, what is wrong)."""
+def recent_turns(history: Sequence[Any] | None, turns: int) -> list[tuple[str, str]]:
+    """The last `turns` (role, text) pairs of a conversation with text, each cut short.
+
+    `history`: `Message`s, mappings with `role` and `content`, or plain strings (user turns).
+    """
+    if not history or turns <= 0:
+        return []
+    out: list[tuple[str, str]] = []
+    for item in history:
+        content: Any
+        if isinstance(item, str):
+            role, content = "user", item
+        elif isinstance(item, Mapping):
+            role, content = str(item.get("role", "user")), item.get("content")
+        else:
+            role, content = str(getattr(item, "role", "user")), getattr(item, "content", None)
+        if role not in ("user", "assistant") or not isinstance(content, str):
+            continue  # system prompts, tool results and tool-call turns say nothing here
+        said = " ".join(content.split())
+        if not said:
+            continue
+        if len(said) > TURN_CHARS:
+            said = said[: TURN_CHARS - 1] + "…"
+        out.append((role, said))
+    return out[-turns:]
+
+
+def _logprob_confidence(response: ModelResponse) -> float | None:
+    """The probability of the answer's tokens when the response carries log-probabilities
+    (OpenAI-style `choices[0].logprobs.content[*].logprob` in `raw`), else None."""
+
+    def field(node: Any, name: str) -> Any:
+        return node[name] if isinstance(node, Mapping) else getattr(node, name)
+
+    try:
+        first = field(response.raw, "choices")[0]
+        content = field(field(first, "logprobs"), "content")
+        values = [float(field(token, "logprob")) for token in content or ()]
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError):
+        return None
+    if not values:
+        return None
+    return math.exp(sum(values))
+
+
+def _read_answer(text: str | None, names: Sequence[str]) -> tuple[str | None, str | None, str]:
+    """(route or unknown, confidence level or None, "") when valid, else (None, None, why)."""
     raw = (text or "").strip()
     try:
         obj = parse_json_object(raw) if raw.startswith(("{", "`")) else {"route": raw}
     except ParseError as exc:
-        return None, str(exc)
+        return None, None, str(exc)
     value = obj.get("route")
     if not isinstance(value, str):
-        return None, f"expected a 'route' string, got {json.dumps(obj, ensure_ascii=False)[:120]}"
+        shown = json.dumps(obj, ensure_ascii=False)[:120]
+        return None, None, f"expected a 'route' string, got {shown}"
     value = value.strip()
+    said = obj.get("confidence")
+    level = said.strip().casefold() if isinstance(said, str) else None
+    if level not in CONFIDENCE:
+        level = None  # a missing or odd confidence is no reason to re-ask
     for name in [*names, UNKNOWN]:
         if value.casefold() == name.casefold():
-            return name, ""
-    return None, f"{value!r} is not a candidate"
+            return name, level, ""
+    return None, None, f"{value!r} is not a candidate"

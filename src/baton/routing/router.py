@@ -101,14 +101,29 @@ class Router:
         """`route` for scripts."""
         return asyncio.run(self.route(text))
 
-    def fit(self, labelled: Sequence[Labelled]) -> RouterFitReport:
-        """Fit every tier that learns from data (thresholds, margins, head).
+    def fit(
+        self,
+        labelled: Sequence[Labelled],
+        *,
+        judge: bool = True,
+        judge_calls: int = 40,
+    ) -> RouterFitReport:
+        """Fit every tier that learns from data (thresholds, margins, head), then measure the
+        LLM judge where it acts.
 
         `labelled`: in-scope queries with their route, and unknown ones (`label=None`). The
         routes' own example utterances may be among them: each is scored without its copies
         (leave-one-out), and the report warns that such a fit is a guess. Returns a
         `RouterFitReport`: what each tier chose (by tier name), the warnings, and the
         cross-validated accuracy.
+
+        When the router has an `LLMJudge`, it is asked about at most `judge_calls` of the
+        labelled queries the tiers before it abstain on (held out fold by fold), and turned
+        off when it does not beat abstaining there; else it stays on, acting on every route it
+        names or only above a fitted confidence threshold, whichever measured better
+        (`report["llm"]`, a `baton.routing.judge_fit.JudgeFit`; see that module). `judge=False`
+        skips this (no model call; the judge keeps its state). Inside a running event loop
+        the measurement runs on a worker thread.
         """
         from baton.routing.fit_report import collect
 
@@ -118,6 +133,10 @@ class Router:
             fit = getattr(tier, "fit", None)
             if callable(fit):
                 fitted[tier.name] = fit(labelled)
+        if judge:
+            from baton.routing.judge_fit import fit_judges
+
+            fitted.update(fit_judges(self, labelled, max_calls=judge_calls))
         return collect(fitted)
 
     async def evaluate(self, labelled: Sequence[Labelled]) -> RoutingReport:
