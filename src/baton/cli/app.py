@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from baton.cli.approvals import approvals_app
 from baton.cli.audit import audit_app
+from baton.cli.bench_routing import bench_routing
 from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team
 from baton.cli.dlq import dlq_app
 from baton.cli.driver import run_and_report
@@ -246,77 +246,7 @@ bench_app = typer.Typer(help="Benchmarks that ship with Baton.", no_args_is_help
 app.add_typer(bench_app, name="bench")
 
 
-class TierChoice(str, Enum):
-    """Tier sets `baton bench routing` can measure."""
-
-    semantic = "semantic"
-    semantic_llm = "semantic+llm"
-
-
-@bench_app.command("routing")
-def bench_routing(
-    spec: Annotated[str, typer.Option("--spec", help="A routing spec (JSON; CLINC150 format).")],
-    tiers: Annotated[
-        TierChoice, typer.Option("--tiers", help="semantic, or semantic+llm (LLM judge behind).")
-    ] = TierChoice.semantic,
-    model: Annotated[
-        str, typer.Option("--model", help="Model of the LLM judge (local, openai:<name>).")
-    ] = "local",
-    limit: Annotated[
-        int | None, typer.Option("--limit", help="Evaluate only the first N test queries.")
-    ] = None,
-    band: Annotated[
-        int | None,
-        typer.Option(
-            "--band",
-            help="With semantic+llm: judge a random sample of N test queries the semantic tier "
-            "abstains on, and compare accuracy with and without the judge on them.",
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the --band sample.")] = 0,
-) -> None:
-    """Fit a router on the spec's calibration split and report on its test split."""
-    from baton.cli.routing import print_band, print_report
-    from baton.routing import LLMJudge, Router, Semantic
-    from baton.routing.evaluate import load_spec
-
-    out, err = _consoles()
-    try:
-        routes, calibration, test = load_spec(spec)
-        test = list(test)
-    except (OSError, ValueError, KeyError) as exc:
-        fail(err, CLIError(f"cannot read the spec {spec}: {exc}"))
-        raise typer.Exit(2) from None
-    chosen: list[Any] = [Semantic()]
-    if tiers is TierChoice.semantic_llm:
-        chosen.append(LLMJudge(model))
-    router = Router(chosen, fallback="unknown", routes=routes)
-    with out.status(f"fitting on {len(calibration)} calibration queries ..."):
-        fitted = router.fit(calibration)
-    semantic_fit = fitted.get("semantic")
-    if semantic_fit is not None:
-        compared = ", ".join(f"{k} {v:.3f}" for k, v in semantic_fit.cv_accuracy.items())
-        out.print(
-            f"semantic head: {semantic_fit.head}"
-            + (f" (cross-validated on calibration: {compared})" if compared else "")
-        )
-    if limit:
-        test = test[:limit]
-    if band is not None:
-        if tiers is not TierChoice.semantic_llm:
-            fail(err, CLIError("--band measures the LLM judge: use it with --tiers semantic+llm"))
-            raise typer.Exit(2)
-        from baton.routing.band import judge_band
-
-        with out.status(f"judging {band} of the test queries the semantic tier abstains on ..."):
-            measured = asyncio.run(judge_band(router, test, band, seed))
-        print_band(out, f"{spec} · ambiguous band · judge {model} · seed {seed}", measured)
-        return
-    with out.status(f"routing {len(test)} test queries ..."):
-        report = router.evaluate_sync(test)
-    print_report(out, f"{spec} · tiers: {tiers.value} · {len(test)} test queries", report)
-
-
+bench_app.command("routing")(bench_routing)
 bench_app.command("tau2")(bench_tau2)
 
 

@@ -98,3 +98,41 @@ def print_band(console: Console, title: str, band: BandReport) -> None:
     for key, value in rows:
         table.add_row(key, value)
     console.print(table)
+
+
+def print_langs(console: Console, title: str, report: Any) -> None:
+    """Accuracy per language (overall, in-scope, out-of-scope); nothing when the queries carry
+    no language."""
+    from rich import box
+    from rich.table import Table
+
+    if not report.by_lang:
+        return
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("language")
+    table.add_column("queries", justify="right")
+    table.add_column("overall", justify="right")
+    table.add_column("in-scope", justify="right")
+    table.add_column("out-of-scope", justify="right")
+    for lang, s in report.by_lang.items():
+        table.add_row(
+            lang,
+            str(s.n),
+            f"{s.overall:.3f}",
+            f"{s.in_scope:.3f} ({s.n_in})" if s.n_in else "-",
+            f"{s.out_of_scope:.3f} ({s.n_out})" if s.n_out else "-",
+        )
+    console.print(table)
+
+
+def print_fit(console: Console, fitted: Any) -> None:
+    """What `router.fit` chose (the fit report's summary), its warnings highlighted."""
+    from rich.text import Text
+
+    summary = getattr(fitted, "summary", None)
+    if not callable(summary):
+        return
+    console.print(Text("fit on calibration:", style="bold"))
+    for line in str(summary()).splitlines():
+        warn = line.lstrip().startswith("warning:")
+        console.print(Text(line, style="yellow" if warn else ""))
