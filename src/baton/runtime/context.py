@@ -17,12 +17,43 @@ from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 from baton.core.policies import ContextPolicy
 
+PENDING = "pending_intents"
+"""The session state slot of the user's needs still to hand on (`baton.runtime.pending`): the
+kernel's, shown as its own note, never as a known fact."""
+
+
+def pending_needs(state: dict[str, Any]) -> list[dict[str, str]]:
+    """The needs waiting in `state` (`[{"route", "text"}]`, in order; malformed ones skipped)."""
+    value = state.get(PENDING)
+    if not isinstance(value, list):
+        return []
+    return [
+        {"route": str(n["route"]), "text": str(n["text"])}
+        for n in value
+        if isinstance(n, dict) and n.get("route") and str(n.get("text") or "").strip()
+    ]
+
 
 def visible_state(agent: Agent, state: dict[str, Any]) -> dict[str, Any]:
-    """The slots the agent accepts (`Agent.accepts`; None accepts all)."""
+    """The slots the agent accepts (`Agent.accepts`; None accepts all), the kernel's
+    `pending_intents` never among them."""
     if agent.accepts is None:
-        return state
-    return {k: v for k, v in state.items() if k in agent.accepts}
+        return state if PENDING not in state else {k: v for k, v in state.items() if k != PENDING}
+    return {k: v for k, v in state.items() if k in agent.accepts and k != PENDING}
+
+
+def pending_note(agent: Agent, needs: Sequence[dict[str, str]]) -> str | None:
+    """What the holder reads about the user's other needs (`pending_needs`): another agent
+    gets each of them after it answers (its own are its to answer)."""
+    others = [n for n in needs if n["route"] != agent.name]
+    if not others:
+        return None
+    lines = [
+        "The user also asked for things other agents handle. Answer only your part; once you "
+        "have answered, the baton passes on by itself, in this order (do not hand off for them):"
+    ]
+    lines.extend(f"  {n['route']}: {to_line(n['text'])}" for n in others)
+    return "\n".join(lines)
 
 
 def system_prompt(
@@ -30,8 +61,10 @@ def system_prompt(
     incoming: HandoffPayload | None,
     state: dict[str, Any],
     output_note: str | None = None,
+    pending: Sequence[dict[str, str]] = (),
 ) -> str:
-    """Instructions + rendered payload + known slots (+ the JSON shape of a typed answer)."""
+    """Instructions + rendered payload + known slots + the user's other needs, when some wait
+    (+ the JSON shape of a typed answer)."""
     parts = [agent.instructions or f"You are {agent.name}."]
     if incoming is not None:
         if agent.accepts is not None:  # the whitelist applies to the payload's slots too
@@ -45,6 +78,9 @@ def system_prompt(
     shown = visible_state(agent, state)
     if shown:
         parts.append("Known facts: " + to_line(shown))
+    others = pending_note(agent, pending)
+    if others is not None:
+        parts.append(others)
     if output_note is not None:
         parts.append(output_note)
     return "\n\n".join(parts)

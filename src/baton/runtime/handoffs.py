@@ -23,6 +23,7 @@ from baton.core.payload import HandoffArgs, HandoffPayload
 from baton.handoff import TRANSFER_BACK
 from baton.models.base import ModelResponse
 from baton.runtime.approval import request_approval
+from baton.runtime.context import PENDING
 from baton.runtime.entities import missing_entities
 from baton.runtime.grounding import Provenance, ungrounded
 from baton.runtime.guards import check_handoff
@@ -248,7 +249,9 @@ def with_entities(
     if not k.cfg.guards.entity_guard:
         return payload, {}
     said = {m.id: m.content for m in r.history if m.role == "user" and m.content}
+    # the user's pending needs quote them, they are not slots (`baton.runtime.pending`)
     known = {**r.session.state, **payload.state}
+    known.pop(PENDING, None)
     added = missing_entities(said, known, k.cfg.extractors, k.entity_memo)
     if not added:
         return payload, {}

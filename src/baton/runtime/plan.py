@@ -251,3 +251,6 @@ class SwarmPolicy:
     router: Router | None = None
     fallback: str = HUMAN
     escalation_message: str = DEFAULT_ESCALATION_MESSAGE
+    multi_intent: bool = False
+    """The router splits a request with several needs (`baton.routing.intents`): the first
+    need's agent takes it, the others are handed on after it answers (`baton.runtime.pending`)."""

@@ -7,7 +7,7 @@ else finishes the run); `turn` is the turn loop (ask the model, run its calls, u
 answers or the turn ends). Everything the loops know lives in `RunState`/`TurnState`, saved as
 a checkpoint after every model call, tool call and hand-off, so `resume` can continue a run
 in any process. Policies live in their own modules: `model_call`, `calls`, `handoffs`,
-`approval`, `escalation`.
+`approval`, `escalation`, `pending` (the user's other needs, handed on after an answer).
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 from baton.core.policies import STRUCTURED, ContextPolicy
 from baton.models.base import estimate_tokens
+from baton.routing.intents import Intent, split_intents
 from baton.runtime.at_rest import masked_messages, masked_session
 from baton.runtime.calls import HANDLERS, Handler, answer, classify, run_calls
 from baton.runtime.cancel import CALLER, LiveRun, answer_open_calls, consume_cancellation
-from baton.runtime.context import build_view, system_prompt
+from baton.runtime.context import build_view, pending_needs, system_prompt
 from baton.runtime.entities import EntityMemo
 from baton.runtime.escalation import escalate, to_queue
 from baton.runtime.model_call import ask
@@ -51,6 +52,8 @@ from baton.runtime.outcomes import (
     Tripped,
     TurnOutcome,
 )
+from baton.runtime.pending import REASON as PENDING_REASON
+from baton.runtime.pending import hand_on, set_pending
 from baton.runtime.plan import HUMAN, AgentPlan, KernelSettings, SwarmPolicy
 from baton.runtime.result import RunResult, RunStatus
 from baton.runtime.state import RunState, TurnState
@@ -232,10 +235,14 @@ class Runner:
 
     async def drive(self, r: RunState, outcome: TurnOutcome | None = None) -> RunResult:
         """Turns until one ends in something other than a hand-off (`outcome`: how the
-        current turn already ended)."""
+        current turn already ended). An answer while the user's other needs wait hands the
+        baton on to the next one (`pending.hand_on`)."""
         while True:
             if outcome is None:
                 outcome = await self.turn(r)
+            if isinstance(outcome, Answered) and r.card is None:
+                # the user's other needs, if any wait: the baton passes on (`pending`)
+                outcome = await hand_on(self, r, outcome)
             # the order of the cases matters: a trip before the escalation escalates; any
             # ending of the fallback agent's turn but an answer (or a pause) goes to the queue
             match outcome:
@@ -304,7 +311,7 @@ class Runner:
         note = plan.output.note if plan.output is not None else None
         system = Message(
             role="system",
-            content=system_prompt(agent, t.incoming, r.session.state, note),
+            content=system_prompt(agent, t.incoming, r.session.state, note, self.needs(r)),
             agent=agent.name,
         )
         t.view = build_view(agent, system, r.history, t.since, scratch=(), policy=policy)
@@ -319,6 +326,12 @@ class Runner:
                 context_tokens=t.context_tokens,
             ),
         )
+
+    @staticmethod
+    def needs(r: RunState) -> list[dict[str, str]]:
+        """The user's needs the holder must leave to others (`pending`): none for a worker's
+        sub-run."""
+        return pending_needs(r.session.state) if r.parent is None else []
 
     def turn_done(self, r: RunState, t: TurnState, outcome: TurnOutcome) -> TurnOutcome:
         """Record what the receiver's turn after a hand-off cost; pass the outcome on."""
@@ -352,7 +365,13 @@ class Runner:
             assert policy.entry is not None  # a swarm has an entry agent or a router
             self.emit(r, RouteDecided(**r.base(None), target=policy.entry, tier="entry"))
             return self.new_turn(r, policy.entry, None, r.user_msg_id, "entry agent")
-        decision = await policy.router.route(r.message, context={"state": dict(session.state)})
+        context = {"state": dict(session.state)}
+        needs: list[Intent] = []
+        if policy.multi_intent:  # a request with several needs: the first one's route
+            split = await split_intents(policy.router, r.message, context=context)
+            decision, needs = split.decision, split.pending
+        else:
+            decision = await policy.router.route(r.message, context=context)
         self.emit(
             r,
             RouteDecided(
@@ -367,6 +386,9 @@ class Runner:
         )
         if decision.target in self.plans:
             reason = f"routed by the {decision.tier} tier"
+            routed = r.events[-1].id
+            # a new conversation's needs replace any an earlier one left
+            set_pending(self, r, [n.to_slot() for n in needs], None, "router", routed)
             return self.new_turn(r, decision.target, None, r.user_msg_id, reason)
         await escalate(self, r, f"no agent owns the request (router: {decision.tier})", True)
         return None
@@ -431,7 +453,7 @@ class Runner:
             case Answered(text) if r.card is not None:  # the fallback agent answered
                 status, output, since = "escalated", text, r.user_msg_id
             case Answered(text):
-                output = text
+                output = self.answers(r, text)
             case Failed(reason):
                 status, error = "failed", reason
             case Cancelled(reason):
@@ -485,6 +507,19 @@ class Runner:
         r.turn = None
         result = r.ended = self.result(r, status, output, error)
         return result
+
+    @staticmethod
+    def answers(r: RunState, text: str) -> str:
+        """The run's output: the holder's answer, after the answers given before each hand-on
+        to the user's other needs (`pending`), so the user reads every one."""
+        if not any(p.reason == PENDING_REASON for p in r.handoffs):
+            return text
+        said = [  # the final replies before the holder's (the last message)
+            m.content
+            for m in r.messages[:-1]
+            if m.role == "assistant" and not m.tool_calls and m.content
+        ]
+        return "\n\n".join([*said, text])
 
     def result(
         self, r: RunState, status: RunStatus, output: str | None, error: str | None

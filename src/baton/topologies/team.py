@@ -83,6 +83,7 @@ class Team:
         lease_s: float = 30.0,
         mask_at_rest: bool = True,
         bus: Bus | str | None = None,
+        multi_intent: bool = False,
     ) -> None:
         self.agents: dict[str, Agent] = {}
         for a in agents:
@@ -98,6 +99,10 @@ class Team:
             raise ConfigError(
                 f"fallback {fallback!r} is neither 'human' nor an agent of the team "
                 f"(agents: {', '.join(self.agents)})"
+            )
+        if multi_intent and router is None:
+            raise ConfigError(
+                "multi_intent=True needs a Router as the entry: it routes each need of a request"
             )
         if lease_s <= 0:
             raise ConfigError("lease_s must be positive (seconds a run holds its session)")
@@ -127,6 +132,7 @@ class Team:
             router=router,
             fallback=fallback,
             escalation_message=escalation_message,
+            multi_intent=multi_intent,
         )
         self._runner = Runner(self._settings, compile_plans(self.agents, model), self.policy)
         self._resumer = Resumer(self._runner, lease_s)
