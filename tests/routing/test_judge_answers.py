@@ -133,3 +133,28 @@ async def test_log_probabilities_are_the_confidence_when_the_model_gives_them() 
 def test_turns_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="turns"):
         LLMJudge(S([]), turns=-1)
+
+
+async def test_a_team_routes_a_later_message_with_the_conversation_so_far() -> None:
+    """After an escalation the next message is routed again: the judge reads the turns
+    before it, not only the new message."""
+    from baton import Agent, Team
+
+    judge_model = S(
+        [
+            S.say('{"route": "unknown", "confidence": "high"}'),
+            S.say('{"route": "orders", "confidence": "high"}'),
+        ]
+    )
+    r, _ = router(judge_model)
+    agents = [Agent(name="billing"), Agent(name="orders"), Agent(name="tech_support")]
+    team = Team(agents, entry=r, model=S([S.say("Your parcel is on its way.")]), fallback="human")
+    first = await team.run("我上周买了一台显示器，想问问", session_id="H1")
+    assert first.status == "escalated"
+    second = await team.run("它什么时候到？", session_id="H1")
+    assert second.path == ["orders"]
+    system = judge_model.requests[1].messages[0].content or ""
+    assert "Conversation so far" in system and "我上周买了一台显示器" in system
+    assert judge_model.requests[1].messages[-1].content == "它什么时候到？"
+    first_system = judge_model.requests[0].messages[0].content or ""
+    assert "Conversation so far" not in first_system  # a new session has no earlier turns

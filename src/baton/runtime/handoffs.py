@@ -289,7 +289,8 @@ async def _reroute(
     target: str | None = None
     router = k.policy.router
     if router is not None:
-        decision = await router.route(r.message, context={"state": dict(r.session.state)})
+        context = {"state": dict(r.session.state)}
+        decision = await router.route(r.message, r.earlier, context)
         options = [decision.target, *decision.candidates]
         target = next((o for o in options if o in k.plans and o not in tried), None)
         k.emit(

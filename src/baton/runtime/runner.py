@@ -128,8 +128,9 @@ class Runner:
         return await self.drive(r)
 
     async def load_earlier(self, r: RunState) -> None:
-        """The session's recent transcript (a new session has none)."""
-        if r.session.holder is not None or r.saved_messages:
+        """The session's recent transcript (a new session has none; one whose last run ended
+        with nobody holding the baton, an escalation, has one: it is routed again with it)."""
+        if r.session.holder is not None or r.saved_messages or r.session.version:
             found = await self.cfg.store.get_messages(r.session.session_id, limit=200)
             # a paused run committed its own messages so far: they are `messages`, not earlier
             r.earlier = [m for m in found if m.run_id != r.run_id]
@@ -366,12 +367,13 @@ class Runner:
             self.emit(r, RouteDecided(**r.base(None), target=policy.entry, tier="entry"))
             return self.new_turn(r, policy.entry, None, r.user_msg_id, "entry agent")
         context = {"state": dict(session.state)}
+        earlier = r.earlier  # the conversation so far: the judge reads its last turns
         needs: list[Intent] = []
         if policy.multi_intent:  # a request with several needs: the first one's route
-            split = await split_intents(policy.router, r.message, context=context)
+            split = await split_intents(policy.router, r.message, earlier, context)
             decision, needs = split.decision, split.pending
         else:
-            decision = await policy.router.route(r.message, context=context)
+            decision = await policy.router.route(r.message, earlier, context)
         self.emit(
             r,
             RouteDecided(
