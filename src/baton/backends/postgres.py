@@ -54,13 +54,14 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
+from baton.backends._aio import settle
 from baton.backends._conflicts import (
     board_conflict,
     board_json,
@@ -383,25 +384,6 @@ async def _closer(pool: Any) -> AsyncGenerator[None, None]:
         await _close_quietly(pool)
 
 
-async def _settle(work: Coroutine[Any, Any, T]) -> T:
-    """Await `work` to its end even if the caller is cancelled meanwhile (then re-raise the
-    cancellation): a transaction the server may already have committed is never left
-    unknown, so a committed `SessionRecord` has its new version whatever happens to its
-    caller."""
-    task = asyncio.ensure_future(work)
-    interrupted: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as exc:
-            interrupted = exc
-    if interrupted is not None:
-        if not task.cancelled():
-            task.exception()  # retrieved: the cancellation is what the caller sees
-        raise interrupted
-    return task.result()
-
-
 def _quote(name: str) -> str:
     """`name` as a quoted SQL identifier."""
     return '"' + name.replace('"', '""') + '"'
@@ -716,7 +698,7 @@ class PostgresStore:
         done: Callable[[T], None] | None = None,
     ) -> T:
         """`work(connection)` with asyncpg errors turned into `StoreError`s. A write runs in a
-        transaction, to its end even when its caller is cancelled (`_settle`), and `done` is
+        transaction, to its end even when its caller is cancelled (`settle`), and `done` is
         called with its result once it is committed (so that a cancelled caller's objects
         still learn of the commit). A call whose connection turns out dead is made once more
         on a fresh one: a read in any case, a write when the connection died before its
@@ -759,7 +741,7 @@ class PostgresStore:
             return result
 
         if write:
-            return await _settle(guarded())
+            return await settle(guarded())
         return await guarded()
 
     def _explain(self, action: str, exc: BaseException, write: bool) -> str:

@@ -59,13 +59,14 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
+from baton.backends._aio import glob_escape, settle
 from baton.backends._conflicts import (
     board_conflict,
     board_json,
@@ -425,24 +426,6 @@ class _Client:
         self.gather_zset = register(_GATHER_ZSET)
 
 
-async def _settle(work: Coroutine[Any, Any, T]) -> T:
-    """Await `work` to its end even if the caller is cancelled meanwhile (then re-raise the
-    cancellation): a write the server may already have applied is never left unknown, so a
-    committed `SessionRecord` has its new version whatever happens to its caller."""
-    task = asyncio.ensure_future(work)
-    interrupted: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as exc:
-            interrupted = exc
-    if interrupted is not None:
-        if not task.cancelled():
-            task.exception()  # retrieved: the cancellation is what the caller sees
-        raise interrupted
-    return task.result()
-
-
 def _token() -> str:
     return uuid.uuid4().hex
 
@@ -450,11 +433,6 @@ def _token() -> str:
 def _ms(seconds: float) -> int:
     """Milliseconds for PX (at least 1: Redis refuses 0)."""
     return max(1, math.ceil(seconds * 1000))
-
-
-def _glob_escape(text: str) -> str:
-    """`text` matched literally by SCAN's MATCH pattern."""
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
 def _num(value: float) -> str:
@@ -592,7 +570,7 @@ class RedisStore:
         self, action: str, work: Callable[[_Client], Awaitable[T]], *, write: bool = False
     ) -> T:
         """`work(client)` with Redis errors turned into `StoreError`s; a write runs to its end
-        even when its caller is cancelled (`_settle`)."""
+        even when its caller is cancelled (`settle`)."""
         client = self._client()
 
         async def guarded() -> T:
@@ -612,7 +590,7 @@ class RedisStore:
                 raise StoreError(self._explain(action, exc)) from exc
 
         if write:
-            return await _settle(guarded())
+            return await settle(guarded())
         return await guarded()
 
     def _explain(self, action: str, exc: BaseException) -> str:
@@ -654,7 +632,7 @@ class RedisStore:
     async def drop(self) -> None:
         """Delete every key under the prefix (SCAN and UNLINK), e.g. after a test. Keys of
         other prefixes are left alone, unless they start with this one."""
-        pattern = _glob_escape(self.prefix) + "*"
+        pattern = glob_escape(self.prefix) + "*"
 
         async def work(c: _Client) -> None:
             batch: list[str] = []

@@ -52,11 +52,12 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from baton.backends._aio import glob_escape, settle
 from baton.bus.base import BusError, DeadLetter, Delivery, Envelope, TurnResult, partition_of
 from baton.core.errors import ConfigError
 
@@ -427,28 +428,6 @@ class _Client:
         self.subscribed = asyncio.Event()
 
 
-async def _settle(work: Coroutine[Any, Any, T]) -> T:
-    """Await `work` to its end even if the caller is cancelled meanwhile (then re-raise the
-    cancellation): a write the server may already have applied is never left unknown."""
-    task = asyncio.ensure_future(work)
-    interrupted: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as exc:
-            interrupted = exc
-    if interrupted is not None:
-        if not task.cancelled():
-            task.exception()  # retrieved: the cancellation is what the caller sees
-        raise interrupted
-    return task.result()
-
-
-def _glob_escape(text: str) -> str:
-    """`text` matched literally by SCAN's MATCH pattern."""
-    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
-
-
 def _redacted(url: str) -> str:
     """The URL without its password."""
     parts = urlsplit(url)
@@ -629,7 +608,7 @@ class RedisStreamsBus:
                 raise BusError(self._explain(action, exc)) from exc
 
         if write:
-            return await _settle(guarded())
+            return await settle(guarded())
         return await guarded()
 
     def _explain(self, action: str, exc: BaseException) -> str:
@@ -1007,7 +986,7 @@ class RedisStreamsBus:
     async def drop(self) -> None:
         """Delete every key of the bus (SCAN and UNLINK of `{prefix}:bus:*`), e.g. after a
         test. Other keys under the prefix (a store's) are left alone."""
-        pattern = _glob_escape(self.keys) + "*"
+        pattern = glob_escape(self.keys) + "*"
 
         async def work(c: _Client) -> None:
             batch: list[str] = []

@@ -147,6 +147,8 @@ class Worker:
     async def serve(self) -> WorkerStats:
         """`run()` with SIGTERM and SIGINT starting the graceful shutdown."""
         loop = asyncio.get_running_loop()
+        # loops without signal handlers (Windows' proactor: NotImplementedError) or outside the
+        # main thread (RuntimeError) run without them: stop() is then the only way to stop
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.stop)
