@@ -81,7 +81,7 @@ async def test_the_answer_is_constrained_to_candidates_unknown_and_a_confidence(
     decision = await r.route("tell me a joke")
     schema = model.requests[0].output_schema
     assert schema is not None
-    assert schema["properties"]["route"]["enum"] == ["orders", "billing", UNKNOWN]
+    assert schema["properties"]["route"]["enum"] == ["billing", "orders", UNKNOWN]  # routes' order
     assert schema["properties"]["confidence"]["enum"] == list(CONFIDENCE)
     assert schema["required"] == ["route", "confidence"]
     assert decision.tier == "fallback" and decision.verdicts[-1].target == UNKNOWN

@@ -16,7 +16,8 @@ from baton.models.base import ModelRequest
 from baton.models.scripted import Step
 from baton.routing import UNKNOWN, Labelled, LLMJudge, Route, Router, RouterFitReport, Rules
 from baton.routing.evaluate import score
-from baton.routing.judge_fit import JudgeFit, best_threshold, measure_judge
+from baton.routing.judge_fit import JudgeFit, measure_judge
+from baton.routing.judge_gate import DEFER, EVERY, Gate, Judged, best_gate, cross_validated
 from baton.routing.semantic import Semantic
 
 DIM = 1024
@@ -113,7 +114,7 @@ def test_a_judge_that_is_always_wrong_is_turned_off(caplog: pytest.LogCaptureFix
     assert not fitted.enabled and not judge.enabled and fitted.threshold is None
     assert fitted.judge_accuracy is not None and fitted.abstain_accuracy is not None
     assert fitted.judge_accuracy <= fitted.abstain_accuracy
-    assert "does not beat abstaining" in fitted.reason and "turned off" in caplog.text
+    assert "does not beat going without it" in fitted.reason and "turned off" in caplog.text
     assert "judge off" in report.summary()
     asked = len(model.requests)
     assert asked == fitted.calls and asked == fitted.n_judged >= 8
@@ -132,7 +133,7 @@ def test_a_judge_that_is_right_stays_on_and_lifts_the_band() -> None:
     assert fitted.enabled and judge.enabled and judge.threshold is None  # acts on every answer
     assert fitted.every_accuracy == pytest.approx(1.0)
     assert fitted.gain is not None and fitted.gain > 0
-    assert "beats abstaining" in fitted.reason
+    assert "beats going without it" in fitted.reason
     full, alone, band = accuracies(router, semantic)
     assert full > alone  # never below the semantic tier, and above it on the band
     items = labelled()
@@ -166,7 +167,9 @@ async def test_measuring_refits_copies_and_leaves_the_semantic_tier_as_fitted() 
     verdicts = [v.target for v in semantic.judge_many(texts)]
     fitted = await measure_judge(router, judge, labelled())
     assert fitted.measured and semantic.fitted is before
-    assert [v.target for v in semantic.judge_many(texts)] == verdicts
+    # only the review level may change: a route under it is proposed instead of decided
+    assert semantic.review_below == fitted.review_below
+    assert [v.target or v.proposal for v in semantic.judge_many(texts)] == verdicts
 
 
 def test_judge_calls_during_fit_are_capped_and_seeded() -> None:
@@ -217,11 +220,39 @@ async def test_rules_before_the_judge_shrink_its_band() -> None:
     assert fitted.n_judged == len(asked) and judge.threshold is None  # apply=False
 
 
-def test_best_threshold_prefers_deferring_on_ties() -> None:
-    routed = ["a", "b", None]
-    assert best_threshold(routed, [0.75, 0.25, 0.0], ["a", None, None]) == (0.75, 1.0)
-    assert best_threshold(routed, [0.75, 0.25, 0.0], [None, None, None]) == (None, 1.0)
-    assert best_threshold(["a"], [0.5], ["a"]) == (0.5, 1.0)
+def band(gold: str | None, route: str | None, confidence: float) -> Judged:
+    return Judged(gold, None, None, route, confidence)
+
+
+def pooled(gold: str | None, proposal: str, score: float, route: str, conf: float) -> Judged:
+    return Judged(gold, proposal, score, route, conf)
+
+
+def test_best_gate_prefers_deferring_on_ties() -> None:
+    items = [band("a", "a", 0.75), band(None, "b", 0.25), band(None, None, 0.0)]
+    assert best_gate(items, []) == (Gate(None, 0.75), 1.0)
+    items = [band(None, "a", 0.75), band(None, "b", 0.25)]
+    assert best_gate(items, []) == (DEFER, 1.0)  # the judge adds nothing: defer on all
+    assert best_gate([band("a", "a", 0.5)], []) == (EVERY, 1.0)  # one confidence: no threshold
+
+
+def test_a_review_level_lets_the_judge_correct_unsure_semantic_routes() -> None:
+    items = [
+        pooled("b", "a", 0.30, "b", 0.9),  # unsure and wrong: the judge fixes it
+        pooled(None, "a", 0.35, UNKNOWN, 0.8),  # unsure, out of scope: the judge says so
+        pooled("a", "a", 0.70, "b", 0.9),  # sure and right: the judge would break it
+        band("c", "c", 0.6),
+    ]
+    gate, acc = best_gate(items, [0.4, 0.8])
+    assert gate.level == 0.4 and acc == 1.0
+    assert items[0].outcome(0.4, gate.threshold) == "b"
+    assert items[1].outcome(0.4, gate.threshold) is None
+    assert items[2].outcome(0.4, gate.threshold) == "a"  # above the level: not reviewed
+    assert items[2].outcome(None, gate.threshold) == "a"  # no review: the route stands
+    # an unsure judge defers: the proposal stands
+    assert pooled("a", "a", 0.3, UNKNOWN, 0.2).outcome(0.4, 0.5) == "a"
+    assert EVERY.level is None and not EVERY.filters and Gate(0.4, 0.5).filters
+    assert cross_validated(items * 3, [0.4, 0.8], 3, 0) == pytest.approx(1.0)
 
 
 def test_a_failing_model_counts_as_no_answer_and_fit_still_returns() -> None:
@@ -239,5 +270,92 @@ async def test_the_band_report_says_whether_the_judge_acts() -> None:
     router, _, _ = build(ScriptedModel(contrarian))
     router.fit(labelled())
     band = await judge_band(router, labelled())
-    assert band.judge_state.startswith("off: does not beat abstaining")
+    assert band.judge_state.startswith("off: does not beat going without it")
     assert band.gain == 0.0 and "judge: off" in band.summary()
+
+
+def confusable() -> list[Labelled]:
+    """Clear queries (semantic score ~0.87, right) and confusable ones it accepts at ~0.58
+    as billing, half of them wrongly: the review pool."""
+    out = [Labelled(f"{u} now", r.name) for r in ROUTES for u in r.utterances]
+    for k in range(8):
+        out.append(Labelled(f"refund payment parcel z{k}", "billing" if k % 2 else "shipping"))
+    return out
+
+
+def judge_of(items: list[Labelled], right: bool) -> ScriptedModel:
+    gold = {x.text: x.label for x in items}
+
+    def answer(request: ModelRequest) -> Step:
+        truth = gold.get(request.messages[-1].content or "") or UNKNOWN
+        enum = request.output_schema["properties"]["route"]["enum"]  # type: ignore[index]
+        said = truth if right else next(n for n in enum if n not in (truth, UNKNOWN))
+        return ScriptedModel.say(f'{{"route": "{said}", "confidence": "high"}}')
+
+    return ScriptedModel(answer)
+
+
+def reviewing(model: ScriptedModel) -> tuple[Router, Semantic, LLMJudge]:
+    semantic = Given(Words(), thresholds=0.5, margin=0.0, cache=False)
+    judge = LLMJudge(model)
+    return Router([semantic, judge], fallback="unknown", routes=ROUTES), semantic, judge
+
+
+def test_fit_turns_review_on_where_the_judge_corrects_unsure_routes() -> None:
+    items = confusable()
+    model = judge_of(items, right=True)
+    router, semantic, judge = reviewing(model)
+    fitted = router.fit(items)["llm"]
+    assert judge.enabled and judge.threshold is None  # sure of every answer: nothing to filter
+    assert fitted.enabled and fitted.n_review == 8 and fitted.review_below is not None
+    assert semantic.review_below == fitted.review_below and 0.58 < fitted.review_below < 0.9
+    assert "reviews semantic routes scored <" in fitted.summary()
+    full, alone, _ = accuracies_on(router, semantic, items)
+    assert alone == pytest.approx(13 / 17) and full == pytest.approx(1.0)
+    asked = len(model.requests)
+    clear = router.route_sync("refund my payment now")  # sure: decided without the judge
+    assert (clear.target, clear.tier) == ("billing", "semantic") and len(model.requests) == asked
+    unsure = router.route_sync("refund payment parcel z0")
+    assert (unsure.target, unsure.tier) == ("shipping", "llm")
+    assert unsure.verdicts[0].proposal == "billing" and "proposed for review" in (
+        unsure.verdicts[0].detail
+    )
+
+
+def test_a_wrong_judge_gets_no_review_and_the_semantic_routes_stand() -> None:
+    items = confusable()
+    router, semantic, judge = reviewing(judge_of(items, right=False))
+    fitted = router.fit(items)["llm"]
+    assert not judge.enabled and not fitted.enabled
+    assert fitted.review_below is None and semantic.review_below is None
+    full, alone, _ = accuracies_on(router, semantic, items)
+    assert full == pytest.approx(alone)
+
+
+def test_a_proposed_route_stands_unless_the_judge_acts() -> None:
+    def unsure(request: ModelRequest) -> Step:
+        text = request.messages[-1].content or ""
+        if "weather" in text:
+            return ScriptedModel.say('{"route": "unknown", "confidence": "high"}')
+        return ScriptedModel.say('{"route": "tech", "confidence": "low"}')
+
+    semantic = Given(Words(), thresholds=0.1, margin=0.0, cache=False, review_below=0.99)
+    judge = LLMJudge(ScriptedModel(unsure), threshold=0.5)
+    router = Router([semantic, judge], fallback="unknown", routes=ROUTES)
+    kept = router.route_sync("refund my payment now")  # the judge is unsure: defers
+    assert (kept.target, kept.tier) == ("billing", "semantic")
+    assert "defers" in kept.verdicts[-1].detail and kept.verdicts[0].target is None
+    dropped = router.route_sync("refund weather")  # the judge is sure it is out of scope
+    assert dropped.target == "unknown" and dropped.tier == "fallback"
+    judge.enabled = False  # off: every proposal stands
+    assert router.route_sync("refund weather").target == "billing"
+
+
+def accuracies_on(
+    router: Router, semantic: Semantic, items: list[Labelled]
+) -> tuple[float, float, list[int]]:
+    """(router, semantic alone) accuracy on `items`; a proposal counts as the tier's answer."""
+    verdicts = semantic.judge_many([x.text for x in items])
+    alone = score(items, verdicts, [0.0] * len(items)).overall_accuracy
+    full = router.evaluate_sync(items).overall_accuracy
+    return full, alone, [i for i, v in enumerate(verdicts) if v.target is None]

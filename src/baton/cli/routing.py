@@ -42,7 +42,10 @@ def print_decision(console: Console, text: str, decision: RouteDecision) -> None
     for v in decision.verdicts:
         table.add_row(
             v.tier,
-            Text(v.target or "abstains", style="green" if v.target else "dim"),
+            Text(
+                v.target or (f"proposes {v.proposal}" if v.proposal else "abstains"),
+                style="green" if v.target else "yellow" if v.proposal else "dim",
+            ),
             f"{v.score:.3f}" if v.score is not None else "",
             ", ".join(f"{n} {s:.2f}" for n, s in v.candidates[:3]),
             f"{v.latency_ms:.1f}",
@@ -83,7 +86,7 @@ def print_band(console: Console, title: str, band: BandReport) -> None:
     rows = [
         ("test queries", str(band.n_queries)),
         ("semantic tier alone: overall", f"{band.semantic.overall_accuracy:.3f}"),
-        ("band (semantic abstains)", f"{band.n_band} ({band.share:.1%})"),
+        ("band (semantic abstains or proposes)", f"{band.n_band} ({band.share:.1%})"),
         ("band queries judged (random sample)", str(band.n_sample)),
         ("band accuracy without judge", f"{band.without_judge:.3f}"),
         ("band accuracy with judge", f"{band.with_judge:.3f} ({band.gain:+.3f})"),

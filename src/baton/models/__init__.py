@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from baton.models.base import (
+    ChoiceModel,
     Model,
     ModelRequest,
     ModelResponse,
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from baton.models.openai_compat import OpenAICompatible
 
 __all__ = [
+    "ChoiceModel",
     "Model",
     "ModelRequest",
     "ModelResponse",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -68,6 +68,23 @@ class StreamingModel(Model, Protocol):
         """Yield text deltas (`str`) as they are generated, then exactly one `ModelResponse`:
         the whole reply, the same `generate` would have returned (text, tool calls, usage).
         Tool-call arguments are not streamed as deltas."""
+        ...
+
+
+@runtime_checkable
+class ChoiceModel(Model, Protocol):
+    """A model that can also score a closed set of answers instead of writing one.
+
+    `score_options` returns the log-probability of each option as the continuation of the
+    reply's start `prefix` (e.g. `{"route": "` then `billing",`): a distribution over the
+    options that is the model's own, not a confidence it reports about itself. The router's
+    `LLMJudge` uses it where a model has it.
+    """
+
+    async def score_options(
+        self, request: ModelRequest, prefix: str, options: Sequence[str]
+    ) -> list[float]:
+        """Log-probability of each option continuing the reply `prefix` to `request`."""
         ...
 
 

@@ -4,7 +4,9 @@
     print(band.summary())
 
 A router's semantic tier routes the queries it is sure of and abstains on the rest (the band);
-without a judge behind it those fall back, i.e. come out "unknown". `judge_band` runs the
+without a judge behind it those fall back, i.e. come out "unknown". After a fit that turned
+review on, the band also holds the routes it proposes for review (accepted under its review
+level): without the judge those stand. `judge_band` runs the
 semantic tier over every query (cheap), draws a seeded random sample of the band, routes only
 that sample through the whole router (the judge costs seconds per query on a CPU), and
 compares the two answers on the same queries.
@@ -32,7 +34,7 @@ class BandReport:
     n_queries: int
     """Queries the semantic tier judged (the whole labelled set)."""
     n_band: int
-    """Of those, the queries it abstained on."""
+    """Of those, the queries it abstained on or proposed a route for review on."""
     n_sample: int
     """Band queries routed through the whole router."""
     semantic: RoutingReport
@@ -77,7 +79,7 @@ class BandReport:
         return "\n".join(
             [
                 f"band: {self.n_band}/{self.n_queries} queries ({self.share:.1%}) abstained on "
-                f"by the semantic tier; {self.n_sample} sampled",
+                f"or proposed for review by the semantic tier; {self.n_sample} sampled",
                 f"accuracy on the sample: without judge {self.without_judge:.3f}, with judge "
                 f"{self.with_judge:.3f} (gain {self.gain:+.3f})",
                 f"  in-scope {ins[0]:.3f} -> {ins[1]:.3f} (n={ins[2]}), unknown {unk[0]:.3f} -> "

@@ -49,10 +49,14 @@ class TierVerdict:
     """Routes ranked best first with their scores (for the next tier and for traces)."""
     detail: str = ""
     latency_ms: float = 0.0
+    proposal: str | None = None
+    """With `target` None: the route this tier would pick, left to the tiers after it to
+    review (a `Semantic` tier's accepted route below its fitted `review_below`). When no later
+    tier decides, the router takes it; a later tier's `UNKNOWN` overrides it."""
 
     def summary(self) -> str:
         """One line: `tier: target score (detail)`."""
-        what = self.target or "abstains"
+        what = self.target or (f"proposes {self.proposal}" if self.proposal else "abstains")
         score = f" {self.score:.2f}" if self.score is not None else ""
         return f"{self.tier}: {what}{score}" + (f" ({self.detail})" if self.detail else "")
 

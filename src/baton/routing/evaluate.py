@@ -213,6 +213,8 @@ def _answer(result: Result) -> tuple[str, str]:
             return UNKNOWN, result.tier
         return result.target, result.tier
     if result.target is None:
+        if result.proposal is not None:  # a tier alone: its proposal is its answer
+            return result.proposal, result.tier
         return UNKNOWN, ABSTAIN
     return result.target, result.tier
 

@@ -2,8 +2,11 @@
 
 The judge sees the request, the conversation's last turns (the router's `history`) and the
 semantic tier's best candidates, and answers with a choice constrained to those candidates or
-`unknown`, plus how confident it is (`low`, `medium`, `high`). Where the model's answer carries
-token log-probabilities, their probability of the chosen answer is the confidence instead.
+`unknown`. A model that can score answers (`ChoiceModel`, e.g. the embedded local model) gives
+its own probability of each candidate and of `unknown`: the judge takes the most probable, with
+that probability as its confidence. Other models write an answer with how confident they are
+(`low`, `medium`, `high`); where their answer carries token log-probabilities, the probability
+of the chosen answer is the confidence instead.
 
 Whether the judge acts at all is measured: `Router.fit` runs it on the labelled queries the
 tiers before it abstain on (`baton.routing.judge_fit`) and turns it off when it does not beat
@@ -20,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from baton.core.errors import ParseError
+from baton.core.errors import ModelNotAvailable, ParseError
 from baton.core.messages import Message
-from baton.models.base import Model, ModelRequest, ModelResponse
+from baton.models.base import ChoiceModel, Model, ModelRequest, ModelResponse
 from baton.models.parsing import parse_json_object
 from baton.models.registry import resolve_model
 from baton.routing.base import UNKNOWN, Route, TierVerdict
@@ -39,6 +42,12 @@ _SYSTEM = (
 CONFIDENCE = {"low": 0.25, "medium": 0.5, "high": 0.75}
 """The value of each self-reported confidence level (only their order matters: the threshold
 is fitted on the same model's answers)."""
+SCORE_PREFIX = '{"route": "'
+"""The start of the judge's reply after which a `ChoiceModel` scores each answer."""
+SCORE_END = '",'
+"""What follows each answer in the reply (the next key comes after it). It tells `order` from
+`orders`; a lone closing quote would not do: the reply goes on with `",` as one token, so a
+lone `"` is an unlikely token of its own and its cost would swamp the choice."""
 HISTORY_TURNS = 4
 """How many of the conversation's last turns the judge sees by default."""
 TURN_CHARS = 300
@@ -116,11 +125,14 @@ class LLMJudge:
         self._routes = {r.name: r for r in routes}
 
     def candidates(self, previous: Sequence[TierVerdict]) -> list[str]:
-        """The top-k routes of the last tier that ranked any, else the first k routes."""
+        """The top-k routes of the last tier that ranked any (else the first k routes), in
+        the routes' own order: the judge's opinion is its own, not a nudge toward the previous
+        tier's first pick, and a model reuses the prompt it read for the same candidates."""
+        order = {name: i for i, name in enumerate(self._routes)}
         for verdict in reversed(previous):
             ranked = [name for name, _ in verdict.candidates if name in self._routes]
             if ranked:
-                return ranked[: self.k]
+                return sorted(ranked[: self.k], key=order.__getitem__)
         return list(self._routes)[: self.k]
 
     def prompt(
@@ -171,6 +183,10 @@ class LLMJudge:
         ranked = [(n, scored.get(n, 0.0)) for n in names]
         messages = self.prompt(text, names, history)
         schema = self.schema(names)
+        if isinstance(self.model, ChoiceModel):
+            scored_answer = await self._score(messages, schema, names, ranked, t)
+            if scored_answer is not None:
+                return scored_answer
         problem = ""
         for attempt in range(2):
             request = ModelRequest(
@@ -214,8 +230,46 @@ class LLMJudge:
             2,
         )
 
+    async def _score(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any],
+        names: Sequence[str],
+        ranked: list[tuple[str, float]],
+        started: float,
+    ) -> JudgeAnswer | None:
+        """The model's own distribution over the candidates and `unknown` (a `ChoiceModel`):
+        the most probable answer, with its probability as the confidence. None when the model
+        cannot score this prompt (then the judge asks for a written answer)."""
+        assert isinstance(self.model, ChoiceModel)
+        options = [*names, UNKNOWN]
+        request = ModelRequest(
+            agent="router", messages=messages, output_schema=schema, output_name="route"
+        )
+        try:
+            logp = await self.model.score_options(
+                request, SCORE_PREFIX, [f"{o}{SCORE_END}" for o in options]
+            )
+        except ModelNotAvailable:
+            return None
+        top = max(logp)
+        weights = [math.exp(v - top) for v in logp]
+        total = sum(weights)
+        probs = [w / total for w in weights]
+        best = max(range(len(options)), key=probs.__getitem__)
+        shown = ", ".join(f"{o} {p:.2f}" for o, p in zip(options, probs, strict=True))
+        return JudgeAnswer(
+            options[best],
+            probs[best],
+            ranked,
+            f"model chose {options[best]!r} (p {shown})",
+            (time.perf_counter() - started) * 1000,
+        )
+
     def acts(self, answer: JudgeAnswer) -> bool:
-        """Whether a named route is confident enough to act on under `threshold`."""
+        """Whether an answer (a route or `unknown`) is confident enough to act on under
+        `threshold`; below it the judge defers: the fallback decides, or the route the tier
+        before it proposed for review stands."""
         if self.threshold is None:
             return True
         return (answer.confidence if answer.confidence is not None else 0.0) >= self.threshold
@@ -234,7 +288,7 @@ class LLMJudge:
         scored = dict(answer.candidates)
         target = answer.route
         detail = answer.detail
-        if target not in (None, UNKNOWN) and not self.acts(answer):
+        if target is not None and not self.acts(answer):
             assert self.threshold is not None
             shown = f"{answer.confidence:.2f}" if answer.confidence is not None else "none"
             detail += f"; confidence {shown} < threshold {self.threshold:.2f}: defers"

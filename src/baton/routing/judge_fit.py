@@ -3,20 +3,26 @@
     report = router.fit(labelled)          # measures the judge when the router has one
     report["llm"].enabled, report["llm"].threshold, report["llm"].summary()
 
-The judge is asked only about the queries the tiers before it abstain on (the band). Without
-it those fall back, i.e. come out `unknown`, which is right for unknown queries and wrong for
-in-scope ones. `measure_judge` finds the band of the labelled queries honestly: the semantic
-tier is refitted without each of `folds` deterministic folds of them (unknown ones held out by
-topic, as in its own fit) and judges the held-out part, so a query is in the band when a tier
-that never saw it abstains. Then it asks the judge about at most `max_calls` band queries
-(a seeded sample when the band is larger), and compares on those queries three choices:
-abstaining (the judge off), the judge acting on every route it names, and the judge acting
-only above a confidence threshold (its accuracy cross-validated: the threshold is fitted on
-the other folds of the answers). The best estimate wins, ties going to the simpler choice; so
-the judge stays on only when it beats abstaining, with the threshold fitted on every answer
-when thresholding is what wins; otherwise it is turned off (it abstains without a model
-call) and the reason is logged. With fewer than `min_band` band queries nothing is measured
-and the judge is left as it was, with a warning.
+The judge is asked about two kinds of query. The band: the tiers before it abstain; without
+the judge those fall back, i.e. come out `unknown`, which is right for unknown queries and
+wrong for in-scope ones. The review pool: the semantic tier accepted a route, but with a low
+score; without the judge that route stands. `measure_judge` finds both honestly: the semantic
+tier is refitted without each of `folds` deterministic folds of the labelled queries (unknown
+ones held out by topic, as in its own fit) and judges the held-out part, so a query is in the
+band when a tier that never saw it abstains, and in the pool when such a tier accepts it with a
+score under the highest review level tried (`REVIEW_QUANTILES` of the accepted scores).
+
+Then it asks the judge about at most `max_calls` of those queries (a seeded sample when there
+are more) and compares, on them: the router without the judge (off), the judge acting on every
+band answer (nothing fitted), and the judge behind a fitted gate (a review level and a
+confidence threshold, `baton.routing.judge_gate`; its accuracy cross-validated: the gate is
+fitted on the other folds of the answers). The best estimate wins, ties going to the simpler
+choice; so the judge stays on only when it beats going without it, with the gate fitted on
+every answer when the gate is what wins (the semantic tier then proposes, instead of
+deciding, the routes it accepts under the review level: `Semantic.review_below`); otherwise it
+is turned off (it abstains without a model call) and the reason is logged. With fewer than
+`min_band` queries in the band and pool together nothing is measured and the judge is left as
+it was, with a warning.
 """
 
 from __future__ import annotations
@@ -25,17 +31,26 @@ import asyncio
 import concurrent.futures
 import copy
 import logging
-import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from baton.routing.base import UNKNOWN, Labelled, TierVerdict
+from baton.routing.judge_gate import (
+    DEFER,
+    EVERY,
+    Judged,
+    accuracy,
+    baseline_accuracy,
+    best_gate,
+    cross_validated,
+)
 
 if TYPE_CHECKING:
     from baton.routing.judge import JudgeAnswer, LLMJudge
     from baton.routing.router import Router
+    from baton.routing.semantic import Semantic
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +59,9 @@ MAX_CALLS = 40
 MIN_BAND = 8
 """Band queries needed before the judge is measured at all."""
 FOLDS = 5
+REVIEW_QUANTILES = (0.25, 0.5)
+"""Review levels tried: these quantiles of the scores the semantic tier accepts with (held
+out). Accepted queries under the highest are asked about too."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +96,12 @@ class JudgeFit:
     answers: dict[str, int] | None = None
     """How the judge answered: `route`, `unknown`, `invalid`."""
     warnings: tuple[str, ...] = ()
+    n_review: int = 0
+    """Labelled queries in the review pool: accepted by the semantic tier (held out) with a
+    score under the highest review level tried."""
+    review_below: float | None = None
+    """The review level chosen: the semantic tier proposes (for the judge to review) the
+    routes it accepts with a score under it. None: the judge sees the band only."""
 
     @property
     def gain(self) -> float | None:
@@ -92,11 +116,14 @@ class JudgeFit:
         threshold = ""
         if self.enabled and self.threshold is not None:
             threshold = f", acts at confidence >= {self.threshold:.2f}"
+        if self.enabled and self.review_below is not None:
+            threshold += f", reviews semantic routes scored < {self.review_below:.3f}"
         lines = [f"llm: judge {state}{threshold}: {self.reason}"]
         if self.measured:
             lines.append(
-                f"  band: {self.n_band} of {self.n_labelled} labelled queries, {self.n_judged} "
-                f"judged ({self.calls} calls); answers {self.answers}"
+                f"  band: {self.n_band} of {self.n_labelled} labelled queries, review pool "
+                f"{self.n_review}, {self.n_judged} judged ({self.calls} calls); answers "
+                f"{self.answers}"
             )
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
@@ -136,59 +163,65 @@ async def measure_judge(
     folds: int = FOLDS,
     seed: int = 0,
     apply: bool = True,
+    review: bool = True,
 ) -> JudgeFit:
     """Measure `judge` (one of `router`'s tiers, after the others were fitted) on the band of
-    `labelled`; with `apply`, turn it on (with the fitted threshold) or off accordingly."""
+    `labelled` and, with `review`, on the review pool (held-out queries the semantic tier
+    accepted with a low score); with `apply`, turn it on (with the fitted gate: threshold and
+    review level) or off accordingly."""
     if max_calls < 1:
         raise ValueError("max_calls must be at least 1 (fit with judge=False to skip the judge)")
     band, verdicts = await _band(router, judge, labelled, folds, seed)
+    semantic = _semantic_before(router, judge)
+    pool, levels = _review_pool(verdicts) if review and semantic is not None else ([], [])
     n = len(labelled)
-    if len(band) < min_band:
-        reason = f"{len(band)} labelled queries in the band (need {min_band}): not measured, " + (
-            "left on" if judge.enabled else "left off"
+    if len(band) + len(pool) < min_band:
+        reason = (
+            f"{len(band) + len(pool)} labelled queries in the band and review pool (need "
+            f"{min_band}): not measured, " + ("left on" if judge.enabled else "left off")
         )
         warning = (
             "the judge could not be measured: too few labelled queries that the tiers before "
-            f"it abstain on ({len(band)} < {min_band}); add labelled queries like the ones "
-            "it will see, or fit with judge=False"
+            f"it abstain on or are unsure of ({len(band) + len(pool)} < {min_band}); add "
+            "labelled queries like the ones it will see, or fit with judge=False"
         )
         log.warning("llm judge fit: %s", warning)
         return JudgeFit(
             judge.enabled, judge.threshold, reason, False, n, len(band), warnings=(warning,)
         )
-    chosen = band
-    if len(band) > max_calls:
-        chosen = sorted(random.Random(seed).sample(band, max_calls))
+    chosen = sorted(band + pool)
+    if len(chosen) > max_calls:
+        chosen = sorted(random.Random(seed).sample(chosen, max_calls))
     answers = [await _ask(judge, labelled[i].text, verdicts[i]) for i in chosen]
-    gold = [labelled[i].label for i in chosen]
-    routed = [a.route if a.route not in (None, UNKNOWN) else None for a in answers]
-    conf = [a.confidence if a.confidence is not None else 0.0 for a in answers]
-    abstain = sum(g is None for g in gold) / len(gold)
-    every = accuracy_at(routed, conf, gold, -math.inf)
-    cv = _cross_validated(routed, conf, gold, folds, seed)
-    fitted, _ = best_threshold(routed, conf, gold)
-    lowest = min((c for r, c in zip(routed, conf, strict=True) if r is not None), default=None)
-    filters = fitted is not None and lowest is not None and fitted > lowest
-    # off, on for every answer, on above the fitted threshold: the best estimate wins, ties
-    # going to the simpler choice (a threshold that filters nothing is no choice of its own)
-    on = max(every, cv) if filters else every
-    helps = on > abstain
-    threshold = fitted if helps and filters and cv > every else None
+    items = [_judged(labelled[i], verdicts[i][-1], a) for i, a in zip(chosen, answers, strict=True)]
+    off = baseline_accuracy(items)
+    every = accuracy(items, EVERY)
+    cv = cross_validated(items, levels, folds, seed)
+    fitted, _ = best_gate(items, levels)
+    # off, on for every band answer, on with a fitted gate: the best estimate wins, ties going
+    # to the simpler choice (a gate that changes nothing is no choice of its own)
+    gated = fitted not in (EVERY, DEFER)
+    on = max(every, cv) if gated else every
+    helps = on > off
+    gate = fitted if helps and gated and cv > every else EVERY
+    threshold = gate.threshold if gate.filters else None
     counts = {
-        "route": sum(r is not None for r in routed),
+        "route": sum(a.route not in (None, UNKNOWN) for a in answers),
         "unknown": sum(a.route == UNKNOWN for a in answers),
         "invalid": sum(a.route is None for a in answers),
     }
+    judged_pool = sum(x.score is not None for x in items)
     how = (
-        f"acting on every answer {every:.3f}"
-        + (f", above a fitted confidence threshold {cv:.3f} (cross-validated)" if filters else "")
-        + f", abstaining {abstain:.3f}, over {len(chosen)} judged queries"
+        f"acting on every band answer {every:.3f}"
+        + (f", with a fitted gate {cv:.3f} (cross-validated)" if gated else "")
+        + f", without it {off:.3f}, over {len(items)} judged queries"
+        + (f" ({judged_pool} from the review pool)" if judged_pool else "")
     )
     if helps:
-        reason = f"beats abstaining on the band: {how}"
+        reason = f"beats going without it: {how}"
         log.info("llm judge fit: on, %s", reason)
     else:
-        reason = f"does not beat abstaining on the band: {how}"
+        reason = f"does not beat going without it: {how}"
         log.warning("llm judge fit: turned off, it %s", reason)
     result = JudgeFit(
         enabled=helps,
@@ -197,19 +230,66 @@ async def measure_judge(
         measured=True,
         n_labelled=n,
         n_band=len(band),
-        n_judged=len(chosen),
+        n_judged=len(items),
         calls=sum(a.calls for a in answers),
-        abstain_accuracy=abstain,
+        abstain_accuracy=off,
         every_accuracy=every,
-        threshold_accuracy=cv if filters else None,
+        threshold_accuracy=cv if gated else None,
         judge_accuracy=on,
         answers=counts,
+        n_review=len(pool),
+        review_below=gate.level if helps else None,
     )
     if apply:
         judge.enabled = helps
         judge.threshold = threshold
         judge.reason = reason
+        if semantic is not None and review:
+            semantic.review_below = result.review_below
     return result
+
+
+def _semantic_before(router: Router, judge: LLMJudge) -> Semantic | None:
+    """The last `Semantic` tier before `judge` (the one whose routes it may review)."""
+    from baton.routing.semantic import Semantic
+
+    before = router.tiers[: router.tiers.index(judge)]
+    return next((t for t in reversed(before) if isinstance(t, Semantic)), None)
+
+
+def _review_pool(verdicts: Sequence[Sequence[TierVerdict]]) -> tuple[list[int], list[float]]:
+    """(queries the semantic tier accepted, held out, with a score under the highest review
+    level tried; the levels tried: `REVIEW_QUANTILES` of the accepted scores)."""
+    from baton.routing.semantic import Semantic
+
+    accepted = [
+        (i, float(v[-1].score))
+        for i, v in enumerate(verdicts)
+        if v
+        and v[-1].tier == Semantic.name
+        and v[-1].target not in (None, UNKNOWN)
+        and v[-1].score is not None
+    ]
+    if not accepted:
+        return [], []
+    scores = sorted(score for _, score in accepted)
+    levels = sorted({scores[int(q * (len(scores) - 1))] for q in REVIEW_QUANTILES})
+    top = levels[-1]
+    return [i for i, score in accepted if score < top], levels
+
+
+def _judged(item: Labelled, verdict: TierVerdict, answer: JudgeAnswer) -> Judged:
+    """The judge's answer on one labelled query, beside what the router says without it."""
+    from baton.routing.semantic import Semantic
+
+    pooled = verdict.tier == Semantic.name and verdict.target not in (None, UNKNOWN)
+    return Judged(
+        gold=item.label,
+        baseline=verdict.target if pooled else None,
+        score=verdict.score if pooled else None,
+        route=answer.route,
+        confidence=answer.confidence if answer.confidence is not None else 0.0,
+    )
 
 
 async def _ask(judge: LLMJudge, text: str, previous: Sequence[TierVerdict]) -> JudgeAnswer:
@@ -220,54 +300,6 @@ async def _ask(judge: LLMJudge, text: str, previous: Sequence[TierVerdict]) -> J
         return await judge.ask(text, None, previous)
     except Exception as exc:
         return JudgeAnswer(None, None, [], f"{type(exc).__name__}: {exc}", 0.0)
-
-
-def accuracy_at(
-    routed: Sequence[str | None], conf: Sequence[float], gold: Sequence[str | None], t: float
-) -> float:
-    """Accuracy when a named route acts at confidence >= t and everything else is unknown."""
-    right = 0
-    for r, c, g in zip(routed, conf, gold, strict=True):
-        answer = r if r is not None and c >= t else None
-        right += answer == g
-    return right / len(gold) if gold else 0.0
-
-
-def best_threshold(
-    routed: Sequence[str | None], conf: Sequence[float], gold: Sequence[str | None]
-) -> tuple[float | None, float]:
-    """(threshold, accuracy) that maximises accuracy; ties go to the higher threshold. None:
-    acting on no route is best (the judge should defer on everything)."""
-    best: tuple[float | None, float] = (None, sum(g is None for g in gold) / max(len(gold), 1))
-    for t in sorted({c for r, c in zip(routed, conf, strict=True) if r is not None}, reverse=True):
-        accuracy = accuracy_at(routed, conf, gold, t)
-        if accuracy > best[1]:
-            best = (t, accuracy)
-    return best
-
-
-def _cross_validated(
-    routed: Sequence[str | None],
-    conf: Sequence[float],
-    gold: Sequence[str | None],
-    folds: int,
-    seed: int,
-) -> float:
-    """Accuracy of the judge with a threshold fitted on the other folds, over every answer."""
-    order = list(range(len(gold)))
-    random.Random(seed).shuffle(order)
-    k = max(2, min(folds, len(gold)))
-    right = 0
-    for f in range(k):
-        held = set(order[f::k])
-        train = [i for i in range(len(gold)) if i not in held]
-        t, _ = best_threshold(
-            [routed[i] for i in train], [conf[i] for i in train], [gold[i] for i in train]
-        )
-        for i in held:
-            answer = routed[i] if t is not None and routed[i] is not None and conf[i] >= t else None
-            right += answer == gold[i]
-    return right / len(gold) if gold else 0.0
 
 
 async def _band(
@@ -316,6 +348,11 @@ def _held_out_semantic(
 
     texts = [x.text for x in labelled]
     vectors = tier.examples_encoder.encode(texts)
+    # the copies decide every route they accept (no review), with the fitted tier's head, so
+    # their scores are on the scale a review level applies to
+    plain = copy.copy(tier)
+    plain.review_below = None
+    head = "linear" if getattr(tier, "_linear", None) is not None else "nearest"
     is_unknown = np.array([x.label is None for x in labelled])
     out: dict[int, TierVerdict] = {}
     quiet = logging.getLogger("baton.routing.semantic")
@@ -327,12 +364,12 @@ def _held_out_semantic(
                 continue
             out_of_fold = set(held.tolist())
             train = [labelled[i] for i in range(len(texts)) if i not in out_of_fold]
-            part = copy.copy(tier)
+            part = copy.copy(plain)
             try:
-                part.fit(train)
+                part.fit(train, head=head)
                 chosen = part
             except ValueError:  # e.g. the training part has nothing to fit on
-                chosen = tier
+                chosen = plain
             for i, verdict in zip(held, chosen.judge_many([texts[i] for i in held]), strict=True):
                 out[int(i)] = verdict
     finally:

@@ -67,6 +67,7 @@ class Router:
         self._check_bound()
         t = time.perf_counter()
         verdicts: list[TierVerdict] = []
+        said_unknown = False
         for tier in self.tiers:
             try:
                 verdict = await tier.decide(text, history, context, verdicts)
@@ -78,12 +79,24 @@ class Router:
             if verdict.target is None:
                 continue
             if verdict.target == UNKNOWN:
+                said_unknown = True
                 break
             return RouteDecision(
                 target=verdict.target,
                 tier=verdict.tier,
                 score=verdict.score,
                 candidates=[n for n, _ in verdict.candidates],
+                latency_ms=(time.perf_counter() - t) * 1000,
+                verdicts=verdicts,
+            )
+        # a route proposed for review stands when no later tier decided (nor said unknown)
+        proposed = None if said_unknown else next((v for v in verdicts if v.proposal), None)
+        if proposed is not None and proposed.proposal is not None:
+            return RouteDecision(
+                target=proposed.proposal,
+                tier=proposed.tier,
+                score=proposed.score,
+                candidates=[n for n, _ in proposed.candidates],
                 latency_ms=(time.perf_counter() - t) * 1000,
                 verdicts=verdicts,
             )
@@ -118,10 +131,12 @@ class Router:
         cross-validated accuracy.
 
         When the router has an `LLMJudge`, it is asked about at most `judge_calls` of the
-        labelled queries the tiers before it abstain on (held out fold by fold), and turned
-        off when it does not beat abstaining there; else it stays on, acting on every route it
-        names or only above a fitted confidence threshold, whichever measured better
-        (`report["llm"]`, a `baton.routing.judge_fit.JudgeFit`; see that module). `judge=False`
+        labelled queries the tiers before it abstain on or the semantic tier accepts with a
+        low score (held out fold by fold), and turned off when it does not beat going without
+        it there; else it stays on, acting on every band answer or behind a fitted gate (a
+        confidence threshold, and a review level under which the semantic tier's routes go to
+        the judge), whichever measured better (`report["llm"]`, a
+        `baton.routing.judge_fit.JudgeFit`; see that module). `judge=False`
         skips this (no model call; the judge keeps its state). Inside a running event loop
         the measurement runs on a worker thread.
         """

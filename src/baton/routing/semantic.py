@@ -262,6 +262,7 @@ class Semantic:
         head: str = "auto",
         linear_c: float = 10.0,
         cache: bool | str | os.PathLike[str] = True,
+        review_below: float | None = None,
     ) -> None:
         """Set up the tier; nothing is encoded before `bind`.
 
@@ -277,6 +278,10 @@ class Semantic:
         its labelled examples and keeps the linear head only when it is clearly better).
         `linear_c`: the linear head's inverse L2 strength (as scikit-learn's `C`).
         `cache`: True for the shared disk cache, False for memory only, or a file path.
+        `review_below`: a route accepted with a score under this is proposed, not decided:
+        the tier abstains with it as `proposal`, so a judge behind it reviews it (the route
+        stands when the judge defers). `Router.fit` sets it when the judge measured better
+        there than the tier; None (default): every accepted route is decided here.
         """
         if encoder is None:
             encoder = default_encoder()
@@ -294,6 +299,7 @@ class Semantic:
             raise ValueError("linear_c must be positive")
         self.head = head
         self.linear_c = linear_c
+        self.review_below = review_below
         self.top_k = top_k
         self.best_of = best_of
         self.prior = prior
@@ -549,7 +555,17 @@ class Semantic:
         each_ms = (time.perf_counter() - start) * 1000 / len(texts)
         for verdict in verdicts:
             verdict.latency_ms = each_ms  # a batch shares its cost evenly
+            self._propose_for_review(verdict)
         return verdicts
+
+    def _propose_for_review(self, verdict: TierVerdict) -> None:
+        """Turn an accepted route scored under `review_below` into a proposal."""
+        level = self.review_below
+        if level is None or verdict.target in (None, UNKNOWN) or verdict.score is None:
+            return
+        if verdict.score < level:
+            verdict.proposal, verdict.target = verdict.target, None
+            verdict.detail += f"; under the review level {level:.3f}: proposed for review"
 
     def _judge_linear(self, head: LinearHead, queries: Any, index: _Index) -> list[TierVerdict]:
         """Verdicts of the linear head: the most probable class, when probable enough."""

@@ -257,6 +257,118 @@ class LlamaEngine:
         finally:
             stop.set()
 
+    def _prompt_tokens(self, messages: list[dict[str, Any]], prefix: str) -> list[int]:
+        """The tokens `create_chat_completion` would read for `messages`, then the start of
+        the assistant's reply `prefix` (rendered with the model's own chat template)."""
+        from llama_cpp import llama_chat_format
+
+        template = self.llama.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ModelNotAvailable(f"{self.path.name} has no chat template to score with")
+
+        def text_of(token: int) -> str:
+            return str(self.llama._model.token_get_text(token)) if token != -1 else ""
+
+        formatter = llama_chat_format.Jinja2ChatFormatter(
+            template=template,
+            eos_token=text_of(self.llama.token_eos()),
+            bos_token=text_of(self.llama.token_bos()),
+        )
+        chat: Any = messages  # llama-cpp-python types them as its own TypedDicts
+        result = formatter(messages=chat)
+        return list(
+            self.llama.tokenize(
+                (result.prompt + prefix).encode("utf-8"),
+                add_bos=not result.added_special,
+                special=True,
+            )
+        )
+
+    def _logprobs_after(self, tokens: list[int]) -> Any:
+        """Evaluate `tokens` (reusing the longest prefix already in the KV cache) and return
+        the log-probabilities of the next token."""
+        import numpy as np
+
+        llama = self.llama
+        held = llama.n_tokens
+        common = 0
+        for a, b in zip(llama.input_ids[:held], tokens, strict=False):
+            if a != b:
+                break
+            common += 1
+        common = min(common, len(tokens) - 1)  # at least one token is read: fresh logits
+        llama.n_tokens = common
+        llama.eval(tokens[common:])
+        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))
+        logits = logits.astype(np.float64)
+        top = logits.max()
+        return logits - top - np.log(np.exp(logits - top).sum())
+
+    def _read_prompt(self, tokens: list[int]) -> Any:
+        """`_logprobs_after(tokens)` through the RAM cache of model states: a saved state that
+        shares a longer prefix than the live one is loaded first, and the state after `tokens`
+        is saved, so prompts that alternate (a judge's few candidate lists) are read once."""
+        llama, cache = self.llama, self.llama.cache
+        if cache is not None:
+            try:
+                saved = cache[tokens]
+            except KeyError:
+                saved = None
+            if saved is not None:
+                live = llama.longest_token_prefix(llama._input_ids.tolist(), tokens)
+                if llama.longest_token_prefix(saved.input_ids.tolist(), tokens) > live:
+                    llama.load_state(saved)
+        logprobs = self._logprobs_after(tokens)
+        if cache is not None:
+            cache[tokens] = llama.save_state()
+        return logprobs
+
+    def _score(self, messages: list[dict[str, Any]], prefix: str, options: list[str]) -> Any:
+        """Log-probability of each option as the continuation of `prefix` in the reply."""
+        import time
+
+        t = time.perf_counter()
+        base = self._prompt_tokens(messages, prefix)
+        texts = [self._prompt_tokens(messages, prefix + option) for option in options]
+        longest = max((len(full) for full in texts), default=len(base))
+        if longest > self.llama.n_ctx():
+            raise ValueError(
+                f"Requested tokens ({longest}) exceed context window of {self.llama.n_ctx()}"
+            )
+        # the tokens every option shares: a BPE merge can join the prefix's last characters
+        # with an option's first ones, so the options are scored from where they part
+        shared = len(base)
+        for full in texts:
+            n = 0
+            for a, b in zip(base, full, strict=False):
+                if a != b:
+                    break
+                n += 1
+            shared = min(shared, n)
+        scores: list[float] = []
+        try:
+            start = self._read_prompt(base[:shared])
+            for full in texts:
+                total = float(start[full[shared]])
+                for i in range(shared + 1, len(full)):
+                    total += float(self._logprobs_after(full[:i])[full[i]])
+                scores.append(total)
+        finally:
+            # the logits in the context are the last option's: make the next generation read
+            # at least one token again instead of sampling from them
+            self.llama._requires_eval = True
+        return scores, time.perf_counter() - t
+
+    async def score(
+        self, messages: list[dict[str, Any]], prefix: str, options: Sequence[str]
+    ) -> tuple[list[float], float]:
+        """(log-probability of each option continuing the reply `prefix`, seconds), on the
+        worker thread. Each option should end with what follows it in the reply (`orders",`
+        when another key comes next), so that `order` is not scored as the start of `orders`
+        and no ending is scored as a token the model would not write."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self._score, messages, prefix, list(options))
+
     def close(self) -> None:
         """Stop the worker thread and free the model."""
         self._pool.shutdown(wait=True)

@@ -197,6 +197,22 @@ class LocalModel:
             raise error from exc
         return self._response(request, out)
 
+    async def score_options(
+        self, request: ModelRequest, prefix: str, options: Sequence[str]
+    ) -> list[float]:
+        """Log-probability of each option continuing the reply `prefix` to `request` (the same
+        prompt `generate` reads), computed from the model's next-token distributions: no text
+        is generated. `ChoiceModel`."""
+        engine = await self._ensure_loaded()
+        try:
+            scores, _ = await engine.score(self.render(request), prefix, options)
+        except ValueError as exc:
+            error = self._context_error(request, exc)
+            if error is None:
+                raise
+            raise error from exc
+        return scores
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
         """The same constrained completion as `generate`, streamed: the reply's text as it is
         generated, then the `ModelResponse` `generate` returns for that output.
