@@ -107,3 +107,14 @@ def test_the_judge_chooses_by_the_models_probabilities() -> None:
     # the four probabilities shown add up to one
     shown = [float(part.split()[-1]) for part in answer.detail.split("(p ")[1][:-1].split(", ")]
     assert sum(shown) == pytest.approx(1.0, abs=0.02)
+
+
+def test_a_lone_surrogate_in_the_request_is_read_not_fatal() -> None:
+    """`router.route` may get raw text the kernel never cleaned: half a surrogate pair must
+    not make the prompt unencodable, for scoring or for writing an answer."""
+    require_local_model(SMALL)
+    model = LocalModel(SMALL, max_tokens=16)
+    req = request("my bill \ud800 is wrong")
+    scores = asyncio.run(model.score_options(req, SCORE_PREFIX, OPTIONS))
+    assert len(scores) == 4 and all(math.isfinite(v) for v in scores)
+    assert isinstance(asyncio.run(model.generate(req)).text, str)

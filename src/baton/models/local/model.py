@@ -11,6 +11,7 @@ from typing import Any
 
 from baton.core.errors import ModelError
 from baton.core.messages import Message, ToolSpec, Usage
+from baton.core.text import clean_text
 from baton.models.base import ModelRequest, ModelResponse
 from baton.models.local.engine import MIN_FREE_MEMORY_GB, Completion, LlamaEngine, shared_engine
 from baton.models.local.grammar import (
@@ -181,7 +182,12 @@ class LocalModel:
                 messages[0] = {"role": "system", "content": f"{head}\n\n{messages[0]['content']}"}
             else:
                 messages.insert(0, {"role": "system", "content": head})
-        return messages
+        # llama.cpp reads UTF-8: a lone surrogate (a caller that skipped the kernel's cleaning,
+        # e.g. `router.route` on raw text) would make the prompt unencodable
+        return [
+            {**m, "content": clean_text(m["content"])} if isinstance(m.get("content"), str) else m
+            for m in messages
+        ]
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """One constrained completion; tool calls come back as JSON text for the shared parser."""
