@@ -150,3 +150,32 @@ def test_band_without_the_judge_fails_before_fitting(runner: CliRunner, spec_pat
     result = runner.invoke(app, ["bench", "routing", "--spec", str(spec_path), "--band", "2"])
     assert result.exit_code == 2 and "--tiers semantic+llm" in result.output
     assert "fit on calibration" not in result.output
+
+
+def test_multi_intent_routes_each_request_as_a_team_would(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--multi-intent`: a request with two needs counts as routed to its first need, and a
+    query whose parts asked the judge is not among the judge-free latencies."""
+    spec = {
+        **SPEC,
+        "test": [
+            # routed whole, the invoice wins; the first need is the parcel
+            {"text": "where is my parcel, and also where is my invoice", "label": "orders",
+             "kind": "multi", "lang": "en", "also": "billing"},
+            {"text": "where is my parcel", "label": "orders", "kind": "in", "lang": "en"},
+        ],
+    }  # fmt: skip
+    path = tmp_path / "multi.json"
+    path.write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    model = ScriptedModel(lambda request: ScriptedModel.say('{"route": "unknown"}'))
+    monkeypatch.setattr("baton.routing.judge.resolve_model", lambda spec: model)
+    out = tmp_path / "multi-out.json"
+    args = ["bench", "routing", "--spec", str(path), "--tiers", "semantic+llm", "--multi-intent"]
+    result = runner.invoke(app, [*args, "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "multi-intent" in result.output
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["multi_intent"] is True
+    assert doc["report"]["by_kind"]["multi"] == 1.0
+    assert doc["judge_not_called"]["n"] <= 2

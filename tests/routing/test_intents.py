@@ -65,6 +65,8 @@ async def test_two_routes_give_the_first_and_a_pending_need() -> None:
     assert split.decision.verdicts[-1].tier == "intents"
     assert "after_sales <- 'the keyboard is broken'" in split.decision.verdicts[-1].detail
     assert split.pending[0].to_slot() == {"route": "after_sales", "text": "the keyboard is broken"}
+    # every routing made on the way is kept: one per part
+    assert [d.target for d in split.routed] == ["billing", "after_sales"]
 
 
 async def test_chinese_needs_keep_the_users_words() -> None:
@@ -83,6 +85,8 @@ async def test_one_route_is_the_routers_own_decision() -> None:
     assert split.intents == [] and split.pending == []
     assert (split.decision.target, split.decision.tier) == (plain.target, plain.tier)
     assert [v.summary() for v in split.decision.verdicts] == [v.summary() for v in plain.verdicts]
+    # the two parts were routed, then the whole request
+    assert len(split.routed) == 3 and split.routed[-1] is split.decision
 
 
 async def test_a_part_no_route_takes_joins_its_neighbour() -> None:

@@ -39,7 +39,12 @@ class EncoderChoice(str, Enum):
 
 def judge_called(outcome: Outcome) -> bool:
     """Whether the LLM judge asked its model for this query (a judge turned off did not)."""
-    verdicts = getattr(outcome.result, "verdicts", ())
+    return asked_judge(outcome.result)
+
+
+def asked_judge(decision: Any) -> bool:
+    """Whether the LLM judge asked its model for this decision."""
+    verdicts = getattr(decision, "verdicts", ())
     return any(v.tier == JUDGE and not v.detail.startswith("off:") for v in verdicts)
 
 
@@ -80,9 +85,31 @@ def _band_json(measured: Any) -> dict[str, Any]:
     }
 
 
-def _without_judge(report: RoutingReport) -> dict[str, Any]:
-    p50, p99, n = report.latency(lambda o: not judge_called(o))
+def _without_judge(report: RoutingReport, judged: list[bool] | None = None) -> dict[str, Any]:
+    """Latency over the queries the judge was not asked about (`judged`: per outcome, when
+    the outcome's own verdicts do not tell, as with several routings per query)."""
+    if judged is None:
+        p50, p99, n = report.latency(lambda o: not judge_called(o))
+    else:
+        asked = {id(o) for o, j in zip(report.outcomes, judged, strict=True) if j}
+        p50, p99, n = report.latency(lambda o: id(o) not in asked)
     return {"n": n, "latency_p50_ms": _num(p50), "latency_p99_ms": _num(p99)}
+
+
+async def _route_needs(router: Any, test: list[Any]) -> tuple[RoutingReport, list[bool]]:
+    """Each query routed as `Team(multi_intent=True)` routes it (the first need's route), and
+    whether any of its routings (parts, then the whole) asked the judge."""
+    from baton.routing.evaluate import aevaluate
+    from baton.routing.intents import split_intents
+
+    judged: list[bool] = []
+
+    async def decide(text: str) -> Any:
+        split = await split_intents(router, text)
+        judged.append(any(asked_judge(d) for d in split.routed))
+        return split.decision
+
+    return await aevaluate(decide, test), judged
 
 
 def bench_routing(
@@ -114,6 +141,14 @@ def bench_routing(
             "requirements/encoder-strong.txt).",
         ),
     ] = EncoderChoice.use,
+    multi_intent: Annotated[
+        bool,
+        typer.Option(
+            "--multi-intent",
+            help="Route as Team(entry=router, multi_intent=True) does: a request with several "
+            "needs counts as routed to its first need's route.",
+        ),
+    ] = False,
     json_path: Annotated[
         Path | None,
         typer.Option(
@@ -193,18 +228,23 @@ def bench_routing(
     warm = calibration[0].text if calibration else WARM_UP
     with out.status("warming up (one query, not timed) ..."):
         router.route_sync(warm)  # the first call pays for lazy loading, not the figures
+    judged: list[bool] | None = None
     with out.status(f"routing {len(test)} test queries ..."):
-        report = router.evaluate_sync(test)
+        if multi_intent:
+            report, judged = asyncio.run(_route_needs(router, test))
+        else:
+            report = router.evaluate_sync(test)
     print_report(
         out,
-        f"{spec} · tiers: {tiers.value} · encoder {sentence_encoder.name} · "
-        f"{len(test)} test queries",
+        f"{spec} · tiers: {tiers.value}{' · multi-intent' if multi_intent else ''} · encoder "
+        f"{sentence_encoder.name} · {len(test)} test queries",
         report,
     )
     print_langs(out, "accuracy per language", report)
     doc["report"] = report.to_dict()
+    doc["multi_intent"] = multi_intent
     if tiers is TierChoice.semantic_llm:
-        free = _without_judge(report)
+        free = _without_judge(report, judged)
         doc["judge_not_called"] = free
         if free["n"]:
             out.print(

@@ -63,6 +63,9 @@ class IntentSplit:
     """The router's decision: the first need's route when the request has several."""
     intents: list[Intent] = field(default_factory=list)
     """Every need in the user's order (two or more), or [] for a single-need request."""
+    routed: list[RouteDecision] = field(default_factory=list)
+    """Every `Router.route` decision made on the way: each part's, then the whole request's
+    when it was routed whole (what a trace or a cost count needs: each may call the judge)."""
 
     @property
     def pending(self) -> list[Intent]:
@@ -112,6 +115,7 @@ async def split_intents(
     tier misbehaving (`Router.route` does not)."""
     started = time.perf_counter()
     spans = _spans(text)
+    decisions: list[RouteDecision] = []
     if 2 <= len(spans) <= MAX_PARTS:
         known = {r.name for r in router.routes}
         decisions = [await router.route(_clean(text[a:b]), history, context) for a, b in spans]
@@ -131,8 +135,9 @@ async def split_intents(
                 latency_ms=(time.perf_counter() - started) * 1000,
                 verdicts=[*first.verdicts, verdict],
             )
-            return IntentSplit(decision, intents)
-    return IntentSplit(await router.route(text, history, context))
+            return IntentSplit(decision, intents, decisions)
+    whole = await router.route(text, history, context)
+    return IntentSplit(whole, [], [*decisions, whole])
 
 
 def _confident(decision: RouteDecision, known: set[str]) -> bool:
