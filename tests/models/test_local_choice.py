@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from baton.core.errors import ModelError
 from baton.core.messages import Message
 from baton.models.base import ChoiceModel, ModelRequest
 from baton.models.local import LocalModel
@@ -118,3 +119,11 @@ def test_a_lone_surrogate_in_the_request_is_read_not_fatal() -> None:
     scores = asyncio.run(model.score_options(req, SCORE_PREFIX, OPTIONS))
     assert len(scores) == 4 and all(math.isfinite(v) for v in scores)
     assert isinstance(asyncio.run(model.generate(req)).text, str)
+
+
+def test_a_prompt_over_the_context_window_is_a_clear_model_error() -> None:
+    require_local_model(SMALL)
+    model = LocalModel(SMALL, n_ctx=256)
+    req = request("word " * 400)
+    with pytest.raises(ModelError, match=r"does not fit .* context window of 256 tokens"):
+        asyncio.run(model.score_options(req, SCORE_PREFIX, OPTIONS))
