@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
+from word_vectors import Words
 
 from baton import ScriptedModel
 from baton.models.base import ModelRequest
@@ -17,24 +15,6 @@ from baton.routing import LLMJudge, Route, Router, Rules
 from baton.routing.band import judge_band
 from baton.routing.base import Labelled
 from baton.routing.semantic import Semantic
-
-DIM = 1024
-
-
-class Words:
-    """Bag-of-words vectors: similarity is word overlap, so scores are placed exactly."""
-
-    name = "band-words-v1"
-    dim = DIM
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), DIM), np.float32)
-        for i, text in enumerate(texts):
-            for word in text.lower().split():
-                out[i, int(hashlib.sha256(word.encode()).hexdigest()[:6], 16) % DIM] += 1.0
-            out[i] /= np.linalg.norm(out[i]) or 1.0
-        return out
-
 
 ROUTES = [
     Route("billing", ("refund my payment", "invoice copy please")),
@@ -63,7 +43,7 @@ def answer(request: ModelRequest) -> Step:
 
 
 def router(model: ScriptedModel) -> Router:
-    semantic = Semantic(Words(), thresholds=0.6, margin=0.0, cache=False)
+    semantic = Semantic(Words("band-words-v1"), thresholds=0.6, margin=0.0, cache=False)
     return Router([semantic, LLMJudge(model)], fallback="unknown", routes=ROUTES)
 
 

@@ -4,12 +4,11 @@ abstains on (held out fold by fold) and keeps it only where it beats abstaining.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections.abc import Sequence
 
-import numpy as np
 import pytest
+from word_vectors import Words
 
 from baton import ScriptedModel
 from baton.models.base import ModelRequest
@@ -19,24 +18,6 @@ from baton.routing.evaluate import score
 from baton.routing.judge_fit import JudgeFit, measure_judge
 from baton.routing.judge_gate import DEFER, EVERY, Gate, Judged, best_gate, cross_validated
 from baton.routing.semantic import Semantic
-
-DIM = 1024
-
-
-class Words:
-    """Bag-of-words vectors: similarity is word overlap, so scores are placed exactly."""
-
-    name = "judge-gate-words-v1"
-    dim = DIM
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), DIM), np.float32)
-        for i, text in enumerate(texts):
-            for word in text.lower().split():
-                out[i, int(hashlib.sha256(word.encode()).hexdigest()[:6], 16) % DIM] += 1.0
-            out[i] /= np.linalg.norm(out[i]) or 1.0
-        return out
-
 
 ROUTES = [
     Route("billing", ("refund my payment", "invoice copy please", "charge on my card")),
@@ -87,9 +68,9 @@ class Given(Semantic):
 def build(model: ScriptedModel, fitted: bool = False) -> tuple[Router, Semantic, LLMJudge]:
     """semantic -> judge; the semantic tier fitted by `Router.fit` when `fitted`."""
     if fitted:
-        semantic = Semantic(Words(), cache=False)
+        semantic = Semantic(Words("judge-gate-words-v1"), cache=False)
     else:
-        semantic = Given(Words(), thresholds=0.6, margin=0.0, cache=False)
+        semantic = Given(Words("judge-gate-words-v1"), thresholds=0.6, margin=0.0, cache=False)
     judge = LLMJudge(model)
     return Router([semantic, judge], fallback="unknown", routes=ROUTES), semantic, judge
 
@@ -209,7 +190,7 @@ async def test_fit_inside_a_running_event_loop() -> None:
 async def test_rules_before_the_judge_shrink_its_band() -> None:
     model = ScriptedModel(oracle)
     rules = Rules({"billing": r"\brefund\b"})
-    semantic = Given(Words(), thresholds=0.6, margin=0.0, cache=False)
+    semantic = Given(Words("judge-gate-words-v1"), thresholds=0.6, margin=0.0, cache=False)
     router = Router([rules, semantic, LLMJudge(model)], routes=ROUTES)
     router.fit(labelled(), judge=False)
     judge = router.tiers[-1]
@@ -296,7 +277,7 @@ def judge_of(items: list[Labelled], right: bool) -> ScriptedModel:
 
 
 def reviewing(model: ScriptedModel) -> tuple[Router, Semantic, LLMJudge]:
-    semantic = Given(Words(), thresholds=0.5, margin=0.0, cache=False)
+    semantic = Given(Words("judge-gate-words-v1"), thresholds=0.5, margin=0.0, cache=False)
     judge = LLMJudge(model)
     return Router([semantic, judge], fallback="unknown", routes=ROUTES), semantic, judge
 
@@ -339,7 +320,9 @@ def test_a_proposed_route_stands_unless_the_judge_acts() -> None:
             return ScriptedModel.say('{"route": "unknown", "confidence": "high"}')
         return ScriptedModel.say('{"route": "tech", "confidence": "low"}')
 
-    semantic = Given(Words(), thresholds=0.1, margin=0.0, cache=False, review_below=0.99)
+    semantic = Given(
+        Words("judge-gate-words-v1"), thresholds=0.1, margin=0.0, cache=False, review_below=0.99
+    )
     judge = LLMJudge(ScriptedModel(unsure), threshold=0.5)
     router = Router([semantic, judge], fallback="unknown", routes=ROUTES)
     kept = router.route_sync("refund my payment now")  # the judge is unsure: defers

@@ -81,25 +81,11 @@ class Router:
             if verdict.target == UNKNOWN:
                 said_unknown = True
                 break
-            return RouteDecision(
-                target=verdict.target,
-                tier=verdict.tier,
-                score=verdict.score,
-                candidates=[n for n, _ in verdict.candidates],
-                latency_ms=(time.perf_counter() - t) * 1000,
-                verdicts=verdicts,
-            )
+            return _decided(verdict, verdict.target, t, verdicts)
         # a route proposed for review stands when no later tier decided (nor said unknown)
         proposed = None if said_unknown else next((v for v in verdicts if v.proposal), None)
         if proposed is not None and proposed.proposal is not None:
-            return RouteDecision(
-                target=proposed.proposal,
-                tier=proposed.tier,
-                score=proposed.score,
-                candidates=[n for n, _ in proposed.candidates],
-                latency_ms=(time.perf_counter() - t) * 1000,
-                verdicts=verdicts,
-            )
+            return _decided(proposed, proposed.proposal, t, verdicts)
         ranked = next((v.candidates for v in reversed(verdicts) if v.candidates), [])
         return RouteDecision(
             target=self.fallback,
@@ -167,6 +153,20 @@ class Router:
     def evaluate_sync(self, labelled: Sequence[Labelled]) -> RoutingReport:
         """`evaluate` for scripts."""
         return asyncio.run(self.evaluate(labelled))
+
+
+def _decided(
+    verdict: TierVerdict, target: str, started: float, verdicts: list[TierVerdict]
+) -> RouteDecision:
+    """The decision `verdict`'s tier made (or proposed, when no later tier decided)."""
+    return RouteDecision(
+        target=target,
+        tier=verdict.tier,
+        score=verdict.score,
+        candidates=[n for n, _ in verdict.candidates],
+        latency_ms=(time.perf_counter() - started) * 1000,
+        verdicts=verdicts,
+    )
 
 
 def routes_from_agents(agents: Sequence[Any]) -> list[Route]:

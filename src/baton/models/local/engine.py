@@ -173,6 +173,7 @@ class LlamaEngine:
         if cache_bytes:
             self.llama.set_cache(_ram_cache(llama_cpp, cache_bytes))
         self._grammars: dict[str, Any] = {}
+        self._formatter: Any = None  # the chat template, compiled on the first scoring
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="baton-llama")
         self._llama_cpp = llama_cpp
 
@@ -257,32 +258,39 @@ class LlamaEngine:
         finally:
             stop.set()
 
-    def _prompt_tokens(self, messages: list[dict[str, Any]], prefix: str) -> list[int]:
-        """The tokens `create_chat_completion` would read for `messages`, then the start of
-        the assistant's reply `prefix` (rendered with the model's own chat template)."""
-        from llama_cpp import llama_chat_format
+    def _chat_prompt(self, messages: list[dict[str, Any]]) -> tuple[str, bool]:
+        """(the text `create_chat_completion` would read for `messages`, whether the template
+        added the special tokens itself), from the model's own chat template."""
+        if self._formatter is None:
+            from llama_cpp import llama_chat_format
 
-        template = self.llama.metadata.get("tokenizer.chat_template")
-        if not template:
-            raise ModelNotAvailable(f"{self.path.name} has no chat template to score with")
+            template = self.llama.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise ModelNotAvailable(f"{self.path.name} has no chat template to score with")
 
-        def text_of(token: int) -> str:
-            return str(self.llama._model.token_get_text(token)) if token != -1 else ""
+            def text_of(token: int) -> str:
+                return str(self.llama._model.token_get_text(token)) if token != -1 else ""
 
-        formatter = llama_chat_format.Jinja2ChatFormatter(
-            template=template,
-            eos_token=text_of(self.llama.token_eos()),
-            bos_token=text_of(self.llama.token_bos()),
-        )
-        chat: Any = messages  # llama-cpp-python types them as its own TypedDicts
-        result = formatter(messages=chat)
-        return list(
-            self.llama.tokenize(
-                (result.prompt + prefix).encode("utf-8"),
-                add_bos=not result.added_special,
-                special=True,
+            self._formatter = llama_chat_format.Jinja2ChatFormatter(
+                template=template,
+                eos_token=text_of(self.llama.token_eos()),
+                bos_token=text_of(self.llama.token_bos()),
             )
+        chat: Any = messages  # llama-cpp-python types them as its own TypedDicts
+        result = self._formatter(messages=chat)
+        return result.prompt, bool(result.added_special)
+
+    def _tokens(self, prompt: tuple[str, bool], reply: str) -> list[int]:
+        """The tokens of a rendered prompt followed by the start of the assistant's reply."""
+        text, added_special = prompt
+        tokens = self.llama.tokenize(
+            (text + reply).encode("utf-8"), add_bos=not added_special, special=True
         )
+        return list(tokens)
+
+    def _prompt_tokens(self, messages: list[dict[str, Any]], prefix: str) -> list[int]:
+        """The tokens `create_chat_completion` would read for `messages`, then `prefix`."""
+        return self._tokens(self._chat_prompt(messages), prefix)
 
     def _logprobs_after(self, tokens: list[int]) -> Any:
         """Evaluate `tokens` (reusing the longest prefix already in the KV cache) and return
@@ -290,12 +298,7 @@ class LlamaEngine:
         import numpy as np
 
         llama = self.llama
-        held = llama.n_tokens
-        common = 0
-        for a, b in zip(llama.input_ids[:held], tokens, strict=False):
-            if a != b:
-                break
-            common += 1
+        common = llama.longest_token_prefix(llama.input_ids[: llama.n_tokens].tolist(), tokens)
         common = min(common, len(tokens) - 1)  # at least one token is read: fresh logits
         llama.n_tokens = common
         llama.eval(tokens[common:])
@@ -328,8 +331,9 @@ class LlamaEngine:
         import time
 
         t = time.perf_counter()
-        base = self._prompt_tokens(messages, prefix)
-        texts = [self._prompt_tokens(messages, prefix + option) for option in options]
+        prompt = self._chat_prompt(messages)
+        base = self._tokens(prompt, prefix)
+        texts = [self._tokens(prompt, prefix + option) for option in options]
         longest = max((len(full) for full in texts), default=len(base))
         if longest > self.llama.n_ctx():
             raise ValueError(
@@ -337,14 +341,7 @@ class LlamaEngine:
             )
         # the tokens every option shares: a BPE merge can join the prefix's last characters
         # with an option's first ones, so the options are scored from where they part
-        shared = len(base)
-        for full in texts:
-            n = 0
-            for a, b in zip(base, full, strict=False):
-                if a != b:
-                    break
-                n += 1
-            shared = min(shared, n)
+        shared = min((self.llama.longest_token_prefix(base, full) for full in texts), default=0)
         scores: list[float] = []
         try:
             start = self._read_prompt(base[:shared])
