@@ -30,7 +30,8 @@ class ApprovalPolicy:
     dual: bool = False
     """Two distinct people must approve."""
     timeout_s: float | None = None
-    """A request older than this escalates instead of running; None waits forever."""
+    """A request older than this escalates instead of running; None: the team's
+    `Guards.approval_timeout_s` (24 h by default)."""
     reason: str = ""
     """Shown on the approval card (default: the tool or hand-off needs sign-off)."""
 

@@ -48,6 +48,10 @@ class ToolContext:
     """The session's slots when the call started (a copy)."""
     scopes: tuple[str, ...] = ()
     """The scopes of the agent that made the call."""
+    provenance: Mapping[str, str] = field(default_factory=dict)
+    """Where each slot of `state` came from: `tool` or `kernel` (verified), `user` (the
+    user's own words); a slot missing here is not verified. Check it before trusting a slot
+    for a decision (`baton.runtime.control`)."""
 
 
 _CONTEXT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(

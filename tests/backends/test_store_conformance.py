@@ -703,3 +703,26 @@ async def test_the_requests_a_session_answered_are_committed_with_it(store: Stor
         await store.commit_run(stale, [], [])  # compare-and-set covers them too
     listed = [s for s in await store.list_sessions() if s.session_id == rec.session_id]
     assert listed[0].requests == {"msg-1": "run_a", "请求-2": "run_b"}
+
+
+async def test_the_kernel_control_slots_are_kept_apart_from_the_business_state(
+    store: Store,
+) -> None:
+    rec = new_session()
+    rec.state = {"order_id": "ORD-1", "pending_intents": "a business slot of that name"}
+    needs = [{"route": "after_sales", "text": "键盘坏了"}]
+    rec.control = {"pending_intents": needs, "provenance": {"order_id": "user"}}
+    await store.commit_run(rec, [], [])
+    got = await store.get_session(rec.session_id)
+    assert got is not None
+    assert got.control == {"pending_intents": needs, "provenance": {"order_id": "user"}}
+    assert got.state == {"order_id": "ORD-1", "pending_intents": "a business slot of that name"}
+    got.control["pending_intents"].append({"route": "x", "text": "y"})  # a copy
+    again = await store.get_session(rec.session_id)
+    assert again is not None and again.control["pending_intents"] == needs
+    again.control = {}
+    await store.commit_run(again, [], [])
+    cleared = await store.get_session(rec.session_id)
+    assert cleared is not None and cleared.control == {}
+    listed = [s for s in await store.list_sessions() if s.session_id == rec.session_id]
+    assert listed[0].control == {}

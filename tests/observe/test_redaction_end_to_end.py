@@ -17,10 +17,14 @@ CARD = "4111 1111 1111 1111"
 SECRETS = [PASSWORD, CARD, CARD.replace(" ", "")]
 
 
+CHARGED: list[str] = []
+
+
 @tool
 async def charge(card_number: str, amount: float) -> str:
     """Charge a card."""
     logging.getLogger("baton").warning("charging card %s", card_number)
+    CHARGED.append(card_number)
     return "charged"
 
 
@@ -36,9 +40,15 @@ async def test_secrets_stay_out_of_events_traces_logs_and_the_audit(
                     reply_to_user=f"Noted: your password is {PASSWORD}.",
                 )
             ],
-            "billing": [S.call("charge", card_number=CARD, amount=12.5), S.say("Done.")],
+            # the receiver reads the card as a handle and passes it on: the kernel gives the
+            # tool the session's value
+            "billing": [
+                S.call("charge", card_number="[secret:card_number]", amount=12.5),
+                S.say("Done."),
+            ],
         }
     )
+    CHARGED.clear()
     otel = OTelSink.in_memory()
     events_file = tmp_path / "events.jsonl"
     db = tmp_path / "baton.db"
@@ -56,7 +66,8 @@ async def test_secrets_stay_out_of_events_traces_logs_and_the_audit(
     await team.aclose()
 
     assert result.status == "completed"
-    assert result.state["card_number"] == CARD  # tools still get the real value
+    assert CHARGED == [CARD]  # the tool got the real value, through the kernel
+    assert result.state["card_number"] == "[REDACTED:card_number]"  # the result shows none
     dumped = "\n".join(e.model_dump_json() for e in result.events)
     spans = "\n".join(s.to_json() for s in otel.finished_spans())
     stored = sqlite3.connect(db).execute("SELECT data FROM events").fetchall()
@@ -73,13 +84,15 @@ async def test_secrets_stay_out_of_events_traces_logs_and_the_audit(
     ]:
         for secret in SECRETS:
             assert secret not in text, f"{secret!r} leaked into {place}"
-    # the payload (stored, traced) is redacted; the live view keeps the session's real slots
-    # in its known facts, because the receiver's tools need them
+    # the payload (stored, traced) and the receiver's known facts show the card as a handle:
+    # no prompt text holds it
     payload = result.handoffs[0]
-    assert payload.state["card_number"].startswith("[REDACTED")
+    assert payload.state["card_number"] == "[secret:card_number]"
+    assert payload.state["password"] == "[secret:password]"
     assert PASSWORD not in (payload.reply_to_user or "")
     receiver = model.requests[1].messages[0].content or ""
-    assert "[REDACTED:card_number]" in receiver and CARD in receiver.split("Known facts:")[-1]
+    assert '"card_number": "[secret:card_number]"' in receiver.split("Known facts:")[-1]
+    assert CARD not in receiver and PASSWORD not in receiver
 
 
 async def test_log_redaction_is_per_team(caplog: pytest.LogCaptureFixture) -> None:

@@ -393,8 +393,9 @@ async def test_the_human_queue_card_is_stored_redacted() -> None:
 
 @pytest.mark.parametrize("mask", [True, False])
 async def test_the_transcript_and_slots_are_masked_at_rest_unless_opted_out(mask: bool) -> None:
-    """The live run keeps the real text (the model reads it, the receiver's known facts hold
-    it); what the store keeps is masked, unless `mask_at_rest=False`."""
+    """The live run keeps the real text (the model reads the user's message, the session holds
+    the slot for tools; known facts and the result show it masked); what the store keeps is
+    masked, unless `mask_at_rest=False`."""
     said = f"my password is {PW}, card {CARD}, order {ORDER}"
     model = S(
         {
@@ -408,7 +409,8 @@ async def test_the_transcript_and_slots_are_masked_at_rest_unless_opted_out(mask
     assert result.status == "completed"
     assert result.output == f"Noted: your password is {PW}."  # the live reply
     assert model.requests[0].messages[-1].content == said  # the model read the real text
-    assert result.state["card_number"] == CARD
+    assert result.state["card_number"] == "[REDACTED:card_number]"
+    assert CARD not in (model.requests[1].messages[0].content or "")  # a handle in its facts
     stored = "\n".join(m.model_dump_json() for m in await team.store.get_messages("S"))
     session = await team.store.get_session("S")
     assert session is not None

@@ -134,7 +134,8 @@ async def test_a_tool_needing_approval_pauses_before_it_runs(store: Store) -> No
     assert card.arguments == {"amount": 20000, "to": "bob"}
     assert card.reason == "tool pay needs a person's approval"
     assert card.required_roles == ["finance"]
-    assert (card.dual, card.timeout_s, card.approvals) == (False, None, [])
+    # no timeout on the policy: the team default (Guards.approval_timeout_s, 24 h)
+    assert (card.dual, card.timeout_s, card.approvals) == (False, 86_400.0, [])
     assert card.call_id.startswith("call_")
     assert types(result.events) == [*PAUSED_TYPES, "approval_requested"]
     (requested,) = of_type(result.events, "approval_requested")

@@ -1,6 +1,7 @@
 """A request with two needs: the router picks the first need's agent, the second need waits in
-the session state slot `pending_intents`, and the kernel hands the baton on once the first agent
-answers (`Team(multi_intent=True)`, `baton.runtime.pending`)."""
+the session's control slot `pending_intents`, and the kernel hands the baton on once the first
+agent answers (`Team(multi_intent=True)`, `baton.runtime.pending`), through the steps of any
+hand-off."""
 
 from __future__ import annotations
 
@@ -123,9 +124,11 @@ async def test_a_question_to_the_user_keeps_the_need_waiting_in_the_session() ->
     team = desk(model)
     first = await team.run("my invoice is wrong and the keyboard is broken", session_id="S")
     assert first.path == ["billing"] and first.output == "Which order is it?"
-    assert first.state["pending_intents"] == [
+    session = await team.session("S")
+    assert session is not None and session.control["pending_intents"] == [
         {"route": "after_sales", "text": "the keyboard is broken"}
     ]
+    assert "pending_intents" not in first.state  # control, never a business slot
     second = await team.run("ORD-1", session_id="S")
     assert second.path == ["billing", "after_sales"]
     assert second.output == f"{BILLED}\n\n{RETURNED}"
@@ -206,13 +209,16 @@ async def test_a_run_interrupted_before_the_answer_resumes_and_hands_on() -> Non
             await asyncio.sleep(10)  # the first attempt is interrupted here
         return "INV-1"
 
-    agents = [Agent(name="billing", tools=[lookup]), Agent(name="after_sales")]
+    agents = [
+        Agent(name="billing", tools=[lookup], handoffs=["after_sales"]),
+        Agent(name="after_sales"),
+    ]
     rules = {k: RULES[k] for k in ("billing", "after_sales")}
     team = Team(agents, entry=Router([Rules(rules)]), model=S(step), multi_intent=True)
     with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(team.run("the invoice is wrong and it is broken", "S"), 0.3)
     [cp] = await team.unfinished()
-    assert cp.state.session.state["pending_intents"][0]["route"] == "after_sales"
+    assert cp.state.session.control["pending_intents"][0]["route"] == "after_sales"
     done = await team.resume("S")
     assert done.status == "completed" and done.path == ["billing", "after_sales"]
     assert done.output == f"{BILLED}\n\n{RETURNED}"

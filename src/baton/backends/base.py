@@ -42,6 +42,10 @@ class SessionRecord:
     """Request id -> run id of the last requests (e.g. bus messages) whose runs this session
     committed, oldest first, at most `MAX_REQUESTS`: committed with the run, so a request
     delivered again is recognised and never run twice."""
+    control: dict[str, Any] = field(default_factory=dict)
+    """The kernel's control slots (`baton.runtime.control`): the user's needs still to hand
+    on, where each `state` slot came from. Only the kernel writes them: no hand-off, tool,
+    extractor or text reaches them, and no model is shown them as facts. JSON data."""
 
 
 MAX_REQUESTS = 64

@@ -54,6 +54,7 @@ def _snapshot(rec: SessionRecord) -> SessionRecord:
     out.__dict__.update(rec.__dict__)
     out.state = _copy_state(rec.state)
     out.requests = dict(rec.requests)
+    out.control = copy.deepcopy(rec.control) if rec.control else {}
     return out
 
 

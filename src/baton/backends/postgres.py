@@ -116,7 +116,7 @@ T = TypeVar("T")
 
 log = logging.getLogger("baton.store")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of the table layout, kept in the table `schema_version`."""
 
 DEFAULT_SCHEMA = "baton"
@@ -284,10 +284,16 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         )""",
         "CREATE UNIQUE INDEX snapshots_seq ON snapshots (thread_id, seq)",
     ),
+    2: (
+        # The kernel's control slots (pending needs, slot provenance), as JSON, apart from the
+        # business slots in `state` that hand-offs and tools write.
+        "ALTER TABLE sessions ADD COLUMN control TEXT NOT NULL DEFAULT '{}'",
+    ),
 }
 
 _SESSION_COLUMNS = (
-    "id, user_id, holder, holder_since, incoming, state, created_at, updated_at, version, requests"
+    "id, user_id, holder, holder_since, incoming, state, created_at, updated_at, version, "
+    "requests, control"
 )
 _CHECKPOINT_COLUMNS = "session_id, run_id, seq, status, data, meta, updated_at"
 _TICKET_COLUMNS = "id, card, status, claimed_by, answer, note, updated_at"
@@ -863,7 +869,7 @@ class PostgresStore:
         return self._session(rows[0]) if rows else None
 
     def _session(self, row: Sequence[Any]) -> SessionRecord:
-        sid, user_id, holder, since, incoming, state, created, updated, version, reqs = row
+        sid, user_id, holder, since, incoming, state, created, updated, version, reqs, ctl = row
         try:
             payload = None if incoming is None else HandoffPayload.model_validate_json(incoming)
             data = json.loads(state)
@@ -872,6 +878,9 @@ class PostgresStore:
             requests = json.loads(reqs)
             if not isinstance(requests, dict):
                 raise ValueError(f"requests is a {type(requests).__name__}, not an object")
+            control = json.loads(ctl)
+            if not isinstance(control, dict):
+                raise ValueError(f"control is a {type(control).__name__}, not an object")
         except (ValueError, ValidationError) as exc:
             raise self._corrupt("sessions", sid, exc) from exc
         return SessionRecord(
@@ -885,6 +894,7 @@ class PostgresStore:
             updated_at=updated,
             version=version,
             requests=requests,
+            control=control,
         )
 
     async def commit_run(
@@ -910,6 +920,7 @@ class PostgresStore:
         try:
             state = json.dumps(session.state, ensure_ascii=False)
             requests = json.dumps(session.requests, ensure_ascii=False)
+            control = json.dumps(session.control, ensure_ascii=False)
         except (TypeError, ValueError) as exc:
             raise StoreError(
                 f"session {sid!r} state cannot be saved as JSON ({exc}); keep state values to "
@@ -928,6 +939,7 @@ class PostgresStore:
             float(session.updated_at),
             read + 1,
             requests,
+            control,
         )
         message_rows = [
             (m.id, sid, m.run_id, m.role, m.agent, m.model_dump_json(), float(m.ts))
@@ -956,7 +968,7 @@ class PostgresStore:
             if read == 0:
                 saved = await conn.fetchval(
                     f"INSERT INTO sessions ({_SESSION_COLUMNS}) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
                     "ON CONFLICT (id) DO NOTHING RETURNING 1",
                     *session_row,
                 )
@@ -964,8 +976,8 @@ class PostgresStore:
                 saved = await conn.fetchval(
                     # created_at is left as it is: the first commit's stays
                     "UPDATE sessions SET user_id = $2, holder = $3, holder_since = $4, "
-                    "incoming = $5, state = $6, updated_at = $7, version = $8, requests = $9 "
-                    "WHERE id = $1 AND version = $10 RETURNING 1",
+                    "incoming = $5, state = $6, updated_at = $7, version = $8, requests = $9, "
+                    "control = $10 WHERE id = $1 AND version = $11 RETURNING 1",
                     *session_row[:6],
                     *session_row[7:],
                     read,

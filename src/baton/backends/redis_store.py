@@ -10,8 +10,8 @@ what Redis reports into `StoreError`s that say what to do.
 
 Keys, each under the prefix `{P}` (`{sid}` a session id, `{tid}` a trace or thread id):
 
-- `{P}session:{sid}` hash: version, record (JSON: user, holder, state, requests), incoming,
-  created_at, updated_at; `{P}sessions` zset of session ids by updated_at.
+- `{P}session:{sid}` hash: version, record (JSON: user, holder, state, requests, control),
+  incoming, created_at, updated_at; `{P}sessions` zset of session ids by updated_at.
 - `{P}msg` hash: message number -> `[id, session, run, role, agent, ts]` newline message JSON;
   `{P}msg:n` the last number; `{P}msg:s:{sid}` list of a session's message numbers.
 - `{P}ev` hash: event number -> event JSON; `{P}ev:n`; lists `{P}ev:s:{sid}`, `{P}ev:t:{tid}`.
@@ -664,10 +664,13 @@ class RedisStore:
             incoming = fields.get("incoming") or None
             payload = None if incoming is None else HandoffPayload.model_validate_json(incoming)
             state, requests = record["state"], record["requests"]
+            control = record.get("control", {})  # (absent from records of older releases)
             if not isinstance(state, dict):
                 raise ValueError(f"state is a {type(state).__name__}, not an object")
             if not isinstance(requests, dict):
                 raise ValueError(f"requests is a {type(requests).__name__}, not an object")
+            if not isinstance(control, dict):
+                raise ValueError(f"control is a {type(control).__name__}, not an object")
             return SessionRecord(
                 session_id=sid,
                 user_id=record["user_id"],
@@ -679,6 +682,7 @@ class RedisStore:
                 updated_at=float(fields["updated_at"]),
                 version=int(fields["version"]),
                 requests=requests,
+                control=control,
             )
         except (KeyError, TypeError, ValueError, ValidationError) as exc:
             raise self._corrupt("session", sid, exc) from exc
@@ -709,6 +713,7 @@ class RedisStore:
                     "holder_since": session.holder_since,
                     "state": session.state,
                     "requests": session.requests,
+                    "control": session.control,
                 },
                 ensure_ascii=False,
             )

@@ -76,7 +76,7 @@ from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 from baton.core.tasks import Task, TaskStatus
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """Version of the table layout, kept in `PRAGMA user_version`."""
 
 _MEMORY = ":memory:"
@@ -274,12 +274,20 @@ _MIGRATIONS: dict[int, tuple[Migration, ...]] = {
         # with the run: a request delivered twice (a bus redelivery) runs once.
         "ALTER TABLE sessions ADD COLUMN requests TEXT NOT NULL DEFAULT '{}'",
     ),
+    9: (
+        # The kernel's control slots (pending needs, slot provenance), as JSON, apart from the
+        # business slots in `state` that hand-offs and tools write.
+        "ALTER TABLE sessions ADD COLUMN control TEXT NOT NULL DEFAULT '{}'",
+    ),
 }
 
 _SESSION_COLUMNS = (
-    "id, user_id, holder, holder_since, incoming, state, created_at, updated_at, version, requests"
+    "id, user_id, holder, holder_since, incoming, state, created_at, updated_at, version, "
+    "requests, control"
 )
-_SESSION_COLUMNS_V7 = _SESSION_COLUMNS.replace("requests", "'{}' AS requests")
+_SESSION_COLUMNS_V8 = _SESSION_COLUMNS.replace("control", "'{}' AS control")
+"""The session columns of a store (read only) from before control slots were kept (8)."""
+_SESSION_COLUMNS_V7 = _SESSION_COLUMNS_V8.replace("requests,", "'{}' AS requests,")
 """The session columns of a store (read only) from before requests were kept (schema < 8)."""
 _CHECKPOINT_COLUMNS = "session_id, run_id, seq, status, data, meta, updated_at"
 _TICKET_COLUMNS = "id, card, status, claimed_by, answer, note, updated_at"
@@ -735,10 +743,12 @@ class SQLiteStore:
     def _session_columns(self) -> str:
         """The session columns to select (a read-only file of an older schema has no
         requests column)."""
-        return _SESSION_COLUMNS if self._schema >= 8 else _SESSION_COLUMNS_V7
+        if self._schema >= 9:
+            return _SESSION_COLUMNS
+        return _SESSION_COLUMNS_V8 if self._schema == 8 else _SESSION_COLUMNS_V7
 
     def _session(self, row: tuple[Any, ...]) -> SessionRecord:
-        sid, user_id, holder, since, incoming, state, created, updated, version, reqs = row
+        sid, user_id, holder, since, incoming, state, created, updated, version, reqs, ctl = row
         try:
             payload = None if incoming is None else HandoffPayload.model_validate_json(incoming)
             data = json.loads(state)
@@ -747,6 +757,9 @@ class SQLiteStore:
             requests = json.loads(reqs)
             if not isinstance(requests, dict):
                 raise ValueError(f"requests is a {type(requests).__name__}, not an object")
+            control = json.loads(ctl)
+            if not isinstance(control, dict):
+                raise ValueError(f"control is a {type(control).__name__}, not an object")
         except (ValueError, ValidationError) as exc:
             raise self._corrupt("sessions", sid, exc) from exc
         return SessionRecord(
@@ -760,6 +773,7 @@ class SQLiteStore:
             updated_at=updated,
             version=version,
             requests=requests,
+            control=control,
         )
 
     async def commit_run(
@@ -801,6 +815,7 @@ class SQLiteStore:
             session.updated_at,
             read + 1,
             json.dumps(session.requests, ensure_ascii=False),
+            json.dumps(session.control, ensure_ascii=False),
         )
         message_rows = [
             (m.id, sid, m.run_id, m.role, m.agent, m.model_dump_json(), m.ts) for m in messages
@@ -830,12 +845,12 @@ class SQLiteStore:
                     raise version_conflict(sid, read, stored)  # rolls the transaction back
                 conn.execute(
                     f"INSERT INTO sessions ({_SESSION_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, "
                     "holder = excluded.holder, holder_since = excluded.holder_since, "
                     "incoming = excluded.incoming, state = excluded.state, "
                     "updated_at = excluded.updated_at, version = excluded.version, "
-                    "requests = excluded.requests",
+                    "requests = excluded.requests, control = excluded.control",
                     session_row,
                 )
                 if cp_row is not None:

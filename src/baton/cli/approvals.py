@@ -102,8 +102,13 @@ def _decide(
     verbose: bool,
     decision: Callable[[Team], Coroutine[Any, Any, RunResult]],
 ) -> None:
-    """Run `decision(team)` (approve or reject) and print the continued run's result."""
+    """Run `decision(team)` (approve or reject) and print the continued run's result. The
+    decision is recorded as unauthenticated: the command line takes `--by` on trust."""
     out, err = _consoles()
+    out.print(
+        "[dim]recorded as unauthenticated: the command line cannot verify --by; decide through "
+        "`baton serve --auth` for decisions bound to a token's user[/dim]"
+    )
     live = None if quiet else ConsoleSink(out, verbose=verbose)
     run_and_report(out, err, target, url, decision, live=live, existing=True)
 

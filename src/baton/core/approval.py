@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from baton.core.ids import now
+
+_INVISIBLE = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"))
+"""Character categories an approver's name loses: control and format characters (zero-width
+spaces and joiners, direction marks), lone surrogates, private and unassigned ones."""
+
+
+def approver_identity(by: str) -> str:
+    """Who `by` names, for telling approvers apart: NFKC-normalised, control and zero-width
+    characters removed, white space trimmed and collapsed, case-folded, so `alice`, `Alice`,
+    `alice ` and `alice\u200b` are one person ("" when nothing is left)."""
+    text = unicodedata.normalize("NFKC", by)
+    text = "".join(c for c in text if unicodedata.category(c) not in _INVISIBLE)
+    return " ".join(text.split()).casefold()
 
 
 class Approval(BaseModel):
@@ -21,6 +35,10 @@ class Approval(BaseModel):
     approved: bool = True
     reason: str = ""
     at: float = Field(default_factory=now)
+    authenticated: bool = False
+    """The channel that recorded the decision verified who `by` is (the API server binds it
+    to the bearer token's user); False for the Python API and the CLI, which take `by` on
+    the caller's word."""
 
 
 class ApprovalCard(BaseModel):

@@ -262,6 +262,8 @@ class ApprovalDecided(EventBase):
     by: str | None = None
     role: str | None = None
     reason: str = ""
+    authenticated: bool = False
+    """Who decided was verified by the channel (the API server's token), not only named."""
 
 
 @dataclass(slots=True, kw_only=True)

@@ -2,8 +2,14 @@
 resumes it exactly where it stopped.
 
 `request_approval` makes the `ApprovalCard` and pauses the turn; `decide` checks a person's
-decision against the card (role, the same person twice, timeout) and marks the waiting call:
-approved calls run, rejected ones are answered with the rejection so the agent tells the user.
+decision and marks the waiting call: approved calls run, rejected ones are answered with the
+rejection so the agent tells the user.
+
+A decision is checked against the policy in force when it is decided, not the one the card was
+made under: a card issued before the code tightened `dual=True` or `approver_roles` needs what
+the code now says (its card is updated to say so). Approvers are told apart by their
+normalised identity (`approver_identity`: `alice`, `Alice ` and `alice\u200b` are one person).
+A card waits at most its policy's `timeout_s`, else `Guards.approval_timeout_s`.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from baton.approvals import ApprovalPolicy
-from baton.core.approval import Approval, ApprovalCard
+from baton.core.approval import Approval, ApprovalCard, approver_identity
 from baton.core.errors import ApprovalError
 from baton.core.events import ApprovalDecided, ApprovalRequested
 from baton.core.ids import new_id, now
@@ -61,7 +67,9 @@ def request_approval(
         reason=(policy.reason or f"{what} needs a person's approval")
         + (f"; {note}" if note else ""),
         state=dict(state),
-        timeout_s=policy.timeout_s,
+        timeout_s=policy.timeout_s
+        if policy.timeout_s is not None
+        else k.cfg.guards.approval_timeout_s,
         required_roles=list(policy.roles),
         dual=policy.dual,
     )
@@ -97,6 +105,30 @@ def find_call(t: TurnState, call_id: str) -> PendingCall | None:
     return None
 
 
+def policy_in_force(k: Runner, card: ApprovalCard) -> ApprovalPolicy | None:
+    """The policy the team's code now gives the card's call (None: the code no longer gates
+    it, or no longer has it)."""
+    plan = k.plans.get(card.agent)
+    if plan is None:
+        return None
+    if card.kind == "tool":
+        tool = plan.tools.get(card.tool or "")
+        return tool.approval if tool is not None else None
+    return plan.agent.handoff_approval(card.target or "")
+
+
+def _as_in_force(k: Runner, card: ApprovalCard) -> None:
+    """Bring the card's requirements to what the policy in force says (a policy the code no
+    longer has leaves the card's own, the stricter reading)."""
+    policy = policy_in_force(k, card)
+    if policy is None:
+        return
+    card.required_roles = list(policy.roles)
+    card.dual = policy.dual
+    if policy.timeout_s is not None:
+        card.timeout_s = policy.timeout_s
+
+
 def decide(
     k: Runner,
     r: RunState,
@@ -107,12 +139,14 @@ def decide(
     role: str | None = None,
     reason: str = "",
     at: float | None = None,
+    authenticated: bool = False,
 ) -> Decision:
-    """Apply one person's decision to the run's waiting call.
+    """Apply one person's decision to the run's waiting call, under the policy in force.
 
     Raises `ApprovalError` (and changes nothing) for an unknown approval id, a role the card
     does not allow, or an approver who already signed. Returns `expired` when the card timed
     out (the caller escalates), `pending` when a dual card still needs its second approver.
+    `authenticated`: the caller verified who `by` is (recorded with the decision).
     """
     card = r.approval
     if card is None or card.id != approval_id:
@@ -121,10 +155,12 @@ def decide(
             f"session {r.session.session_id!r} has no pending approval {approval_id!r} "
             f"({waiting}); list them with `baton approvals list`"
         )
-    if not isinstance(by, str) or not by.strip():
+    who = approver_identity(by) if isinstance(by, str) else ""
+    if not who:
         raise ApprovalError("say who decides: by='alice'")
     pc = waiting_call(r)
     agent = card.agent
+    _as_in_force(k, card)
     if expire(k, r, at):
         return "expired"
     if card.required_roles and role not in card.required_roles:
@@ -132,11 +168,14 @@ def decide(
             f"{by!r} decided as role {role!r}, but approval {card.id} needs one of "
             f"{', '.join(card.required_roles)}; decide with role=..."
         )
-    if any(a.by == by for a in card.approvals):
+    if any(approver_identity(a.by) == who for a in card.approvals):
         raise ApprovalError(
-            f"{by!r} already signed approval {card.id}; a second, different approver must sign"
+            f"{by!r} already signed approval {card.id} (names are compared ignoring case, "
+            "spacing and invisible characters); a second, different approver must sign"
         )
-    card.approvals.append(Approval(by=by, role=role, approved=approve, reason=reason))
+    card.approvals.append(
+        Approval(by=by, role=role, approved=approve, reason=reason, authenticated=authenticated)
+    )
     decision: Decision
     if not approve:
         pc.rejection = f"rejected by {by}" + (f": {reason}" if reason else "")
@@ -149,7 +188,13 @@ def decide(
     k.emit(
         r,
         ApprovalDecided(
-            **r.base(agent), approval_id=card.id, decision=decision, by=by, role=role, reason=reason
+            **r.base(agent),
+            approval_id=card.id,
+            decision=decision,
+            by=by,
+            role=role,
+            reason=reason,
+            authenticated=authenticated,
         ),
     )
     if decision != "pending":

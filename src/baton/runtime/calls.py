@@ -19,18 +19,23 @@ from baton.core.interrupt import GraphInterrupt, resuming
 from baton.core.messages import Message
 from baton.handoff import handoff_target
 from baton.runtime.approval import request_approval
+from baton.runtime.arguments import finite_error, non_finite, validated
+from baton.runtime.context import visible_state
+from baton.runtime.control import provenance, verified_state
 from baton.runtime.grounding import context_text, id_like, ungrounded
+from baton.runtime.handles import Unresolved, resolve
 from baton.runtime.handoffs import hand_back, hand_off
 from baton.runtime.history import fetch_history, parse_args
 from baton.runtime.interrupts import request_interrupt
 from baton.runtime.model_call import Parsed
 from baton.runtime.outcomes import Failed, HandedOff, Paused, ToHuman, Tripped
+from baton.runtime.plan import CallEntry
 from baton.runtime.state import PendingCall, RunState, TurnState
 from baton.runtime.timeouts import timed
 from baton.tools import ToolContext, error_content
 
 if TYPE_CHECKING:
-    from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.plan import AgentPlan
     from baton.runtime.runner import Runner
 
 Effect = HandedOff | Tripped | ToHuman | Failed | None
@@ -128,7 +133,11 @@ async def run_calls(
             content = error_content(f"could not parse the arguments: {pc.error}")
             called(k, r, t, pc, ok=False, error=pc.error)
         else:
-            entry = table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
+            entry = (
+                table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
+                if not pc.kernel
+                else _kernel_entry(pc)
+            )
             if entry is None:
                 content = _unknown(k, r, plan, t, pc)
             else:
@@ -151,6 +160,12 @@ async def run_calls(
     return ended
 
 
+def _kernel_entry(pc: PendingCall) -> CallEntry:
+    """What a call the kernel made does (`PendingCall.kernel`): only the kernel's hand-on to
+    the user's next need makes one (`baton.runtime.pending`)."""
+    return CallEntry("hand_on", target=handoff_target(pc.call.name))
+
+
 def _take(t: TurnState, effect: Effect) -> None:
     """Note what a call does to the turn: the first accepted hand-off, or a halt."""
     if isinstance(effect, HandedOff):
@@ -161,8 +176,11 @@ def _take(t: TurnState, effect: Effect) -> None:
 
 
 def answer(r: RunState, t: TurnState, pc: PendingCall, content: str) -> None:
-    """Record a call's result: what the model reads back in its next call."""
+    """Record a call's result: what the model reads back in its next call (a call the kernel
+    made has no model to read it: its events are its record)."""
     pc.content = content
+    if pc.kernel:
+        return
     t.scratch.append(
         r.record(
             Message(
@@ -263,7 +281,8 @@ async def run_tool(
     entry: CallEntry,
     shown: Shown,
 ) -> Handled:
-    """Scopes -> grounded ids -> approval -> run (with the call's idempotency key)."""
+    """Scopes -> finite numbers -> grounded ids -> secret handles -> validated arguments ->
+    approval -> run (with the call's idempotency key)."""
     tool, args, name = entry.tool, pc.args or {}, t.agent
     assert tool is not None
     lacking = plan.agent.missing_scopes(tool)
@@ -283,15 +302,26 @@ async def run_tool(
             ),
         )
         return error_content(msg), None
+    where = non_finite(args)
+    if where is not None:
+        return _refuse(k, r, t, pc, args, finite_error(where)), None
     bad = ungrounded(args, shown()) if k.cfg.guards.grounded_ids else []
     if bad:
         return _refuse_ungrounded(k, r, t, pc, args, bad), None
+    state = r.session.state
+    try:  # `[secret:<slot>]` handles: the kernel gives the tool the session's value
+        real = resolve(k.cfg.redactor, args, state, visible_state(plan.agent, state))
+    except Unresolved as exc:
+        return _refuse(k, r, t, pc, args, f"not executed: {exc}"), None
     if tool.approval is not None and not pc.approved:
         if pc.rejection is not None:
             msg = f"not executed: {pc.rejection}"
             called(k, r, t, pc, arguments=args, ok=False, error=msg)
             return error_content(msg + "; tell the user, do not retry it"), None
-        needed, why = tool.approval.needs(args, r.session.state)
+        clean = validated(tool, real)  # the policy reads typed, valid values only
+        if isinstance(clean, str):
+            return _refuse(k, r, t, pc, args, clean), None
+        needed, why = tool.approval.needs(clean, verified_state(r.session))
         if needed:
             return request_approval(
                 k, r, t, pc, tool.approval, "tool", args, tool=tool.name, note=why
@@ -308,12 +338,13 @@ async def run_tool(
         user_id=r.user_id,
         state=dict(r.session.state),
         scopes=tuple(plan.agent.scopes),
+        provenance=dict(provenance(r.session)),
     )
     started = time.perf_counter()
     pc.started = True
     try:
         with resuming(pc.resumes):
-            out = await timed(tool.invoke(args, k.cfg.max_result_chars, context), limit)
+            out = await timed(tool.invoke(real, k.cfg.max_result_chars, context), limit)
         ok, content, error, truncated, n = (
             out.ok,
             out.content,
@@ -358,14 +389,23 @@ async def run_tool(
             for key, v in args.items()
             if (key in keep if keep is not None else id_like(key, v))
             and v != ""
+            and not (type(v) is str and v.startswith("[secret:"))  # (the slot has it already)
             # a secret (a password, a card number, a token) is never a state slot, so no
             # other agent is shown it in its known facts or a hand-off's state
             and (red is None or (red.key_label(key) is None and red.redact_value(v) is v))
         }
-        k.set_state(r, slots, name, "tool", done.id, tool=tool.name)
+        k.set_state(r, slots, name, "tool", done.id, tool=tool.name, origin="tool")
     if fatal:
         return content, Failed(error or "")
     return content, None
+
+
+def _refuse(
+    k: Runner, r: RunState, t: TurnState, pc: PendingCall, args: dict[str, Any], msg: str
+) -> str:
+    """A call refused before its tool ran: recorded, and the model reads why."""
+    called(k, r, t, pc, arguments=args, ok=False, error=msg)
+    return error_content(msg)
 
 
 def _refuse_ungrounded(

@@ -16,35 +16,24 @@ from baton.core.jsontext import to_line
 from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 from baton.core.policies import ContextPolicy
-
-PENDING = "pending_intents"
-"""The session state slot of the user's needs still to hand on (`baton.runtime.pending`): the
-kernel's, shown as its own note, never as a known fact."""
-
-
-def pending_needs(state: dict[str, Any]) -> list[dict[str, str]]:
-    """The needs waiting in `state` (`[{"route", "text"}]`, in order; malformed ones skipped)."""
-    value = state.get(PENDING)
-    if not isinstance(value, list):
-        return []
-    return [
-        {"route": str(n["route"]), "text": str(n["text"])}
-        for n in value
-        if isinstance(n, dict) and n.get("route") and str(n.get("text") or "").strip()
-    ]
+from baton.runtime.control import RESERVED
+from baton.runtime.handles import masked_facts
+from baton.runtime.redact import Redactor
 
 
 def visible_state(agent: Agent, state: dict[str, Any]) -> dict[str, Any]:
-    """The slots the agent accepts (`Agent.accepts`; None accepts all), the kernel's
-    `pending_intents` never among them."""
+    """The slots the agent accepts (`Agent.accepts`; None accepts all); a slot named like a
+    kernel control slot (`baton.runtime.control.RESERVED`, left by an older release) never."""
     if agent.accepts is None:
-        return state if PENDING not in state else {k: v for k, v in state.items() if k != PENDING}
-    return {k: v for k, v in state.items() if k in agent.accepts and k != PENDING}
+        if RESERVED.isdisjoint(state):
+            return state
+        return {k: v for k, v in state.items() if k not in RESERVED}
+    return {k: v for k, v in state.items() if k in agent.accepts and k not in RESERVED}
 
 
 def pending_note(agent: Agent, needs: Sequence[dict[str, str]]) -> str | None:
-    """What the holder reads about the user's other needs (`pending_needs`): another agent
-    gets each of them after it answers (its own are its to answer)."""
+    """What the holder reads about the user's other needs (`control.pending_needs`): another
+    agent gets each of them after it answers (its own are its to answer)."""
     others = [n for n in needs if n["route"] != agent.name]
     if not others:
         return None
@@ -62,9 +51,11 @@ def system_prompt(
     state: dict[str, Any],
     output_note: str | None = None,
     pending: Sequence[dict[str, str]] = (),
+    redactor: Redactor | None = None,
 ) -> str:
     """Instructions + rendered payload + known slots + the user's other needs, when some wait
-    (+ the JSON shape of a typed answer)."""
+    (+ the JSON shape of a typed answer). A secret slot is shown as its handle
+    (`baton.runtime.handles`), never as its value."""
     parts = [agent.instructions or f"You are {agent.name}."]
     if incoming is not None:
         if agent.accepts is not None:  # the whitelist applies to the payload's slots too
@@ -77,7 +68,7 @@ def system_prompt(
         parts.append(incoming.render())
     shown = visible_state(agent, state)
     if shown:
-        parts.append("Known facts: " + to_line(shown))
+        parts.append("Known facts: " + to_line(masked_facts(redactor, shown)))
     others = pending_note(agent, pending)
     if others is not None:
         parts.append(others)

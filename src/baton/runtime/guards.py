@@ -70,6 +70,13 @@ class Guards(BaseModel):
         description="Cost allowed in one run, in the currency of `token_prices` (which must "
         "price every model the team uses).",
     )
+    approval_timeout_s: float | None = Field(
+        default=86_400.0,
+        gt=0,
+        description="How long a call waits for a person's decision when its approval policy "
+        "sets no `timeout_s` (24 h): past it the run escalates and the call never runs, so no "
+        "checkpoint (with the secrets a paused run may hold) waits forever. None waits forever.",
+    )
     token_prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
         description="Model name -> (price per 1,000 input tokens, price per 1,000 output "

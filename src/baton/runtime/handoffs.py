@@ -1,7 +1,9 @@
 """Accepting a hand-off: one short function over named steps.
 
-permitted -> within size -> validated -> grounded -> proven -> entities merged -> refusal /
-re-route -> loop guards -> approved -> duplicate lock -> summary -> redaction -> recorded. The
+permitted -> within size -> validated -> grounded -> secret handles resolved -> proven ->
+entities merged -> refusal / re-route -> loop guards -> approved -> duplicate lock -> summary
+-> redaction -> recorded. The kernel's own hand-on to the user's next need
+(`baton.runtime.pending`) takes the same steps but the refusal count. The
 steps before the approval gate run again when a paused hand-off resumes, so they record nothing
 a second time that matters (a refusal counts once per call). Each step either passes the payload
 on or ends the attempt with a refusal (the model reads why and may try again), a trip, or the
@@ -23,12 +25,15 @@ from baton.core.payload import HandoffArgs, HandoffPayload
 from baton.handoff import TRANSFER_BACK
 from baton.models.base import ModelResponse
 from baton.runtime.approval import request_approval
-from baton.runtime.context import PENDING
+from baton.runtime.context import visible_state
+from baton.runtime.control import SlotSource, provenance, verified_state
 from baton.runtime.entities import missing_entities
-from baton.runtime.grounding import Provenance, ungrounded
+from baton.runtime.grounding import ungrounded
 from baton.runtime.guards import check_handoff
+from baton.runtime.handles import Unresolved, masked_facts, resolve
 from baton.runtime.outcomes import HandedOff, Paused, ToHuman, Tripped
 from baton.runtime.plan import HUMAN
+from baton.runtime.provenance import Provenance
 from baton.runtime.state import PendingCall, RunState, TurnState
 from baton.runtime.summary import summary_request
 from baton.runtime.timeouts import timed
@@ -88,8 +93,11 @@ async def accept(
     target: str,
     shown: Shown,
     back: bool,
+    kernel: str | None = None,
 ) -> Handled:
-    """Run the acceptance steps; see the module docstring."""
+    """Run the acceptance steps; see the module docstring. `kernel`: the hand-off is the
+    kernel's own (its note says what stopping it leaves undone): a refusal then ends the turn
+    as a trip, since no model is there to read it and try again."""
     source = t.agent
     try:
         permitted(plan, target, back)
@@ -99,13 +107,15 @@ async def accept(
             why = f"{source} asked for a human: {payload.reason}"
             return error_content(why), ToHuman(why)
         payload = grounded(k, r, source, payload, shown)
-        payload = proven(k, r, t, payload)
+        payload = with_secrets(k, r, plan, payload)
+        payload, sources = proven(k, r, t, payload)
         payload, added = with_entities(k, r, payload)
-        rerouted = await refusal(k, r, t, pc, payload)
-        if isinstance(rerouted, Tripped):
-            return error_content(rerouted.reason), rerouted
-        payload = rerouted
-        trip = loop_guards(k, r, source, payload)
+        if kernel is None:
+            rerouted = await refusal(k, r, t, pc, payload)
+            if isinstance(rerouted, Tripped):
+                return error_content(rerouted.reason), rerouted
+            payload = rerouted
+        trip = loop_guards(k, r, source, payload, kernel)
         if trip is not None:
             return error_content(trip.reason), trip
         gate = approved(k, r, plan, t, pc, payload)  # a person approves the final target
@@ -115,8 +125,13 @@ async def accept(
         payload = await summarised(k, r, plan, t, payload)
     except Refused as why:
         k.emit(r, HandoffRefused(**r.base(source), target=target, reason=str(why)))
-        return error_content(f"hand-off to {target!r} refused: {why}"), None
-    payload = recorded(k, r, source, payload, added)
+        content = error_content(f"hand-off to {target!r} refused: {why}")
+        if kernel is None:
+            return content, None
+        detail = f"handoff_refused: {why} ({kernel})"
+        k.trip(r, source, "handoff_refused", detail)
+        return content, Tripped(detail)
+    payload = recorded(k, r, source, payload, added, sources)
     return f'{{"ok": true, "handed_to": "{payload.target}"}}', HandedOff(payload)
 
 
@@ -163,10 +178,28 @@ def validated(r: RunState, source: str, target: str, args: dict[str, Any]) -> Ha
         raise Refused(f"invalid payload ({detail}); reason and objective are required") from None
 
 
+def with_secrets(
+    k: Runner, r: RunState, plan: AgentPlan, payload: HandoffPayload
+) -> HandoffPayload:
+    """State slots written as secret handles (`[secret:password]`) carry the session's value
+    (a slot the holder may see), so the receiver's tool can use it; a handle that resolves to
+    nothing refuses the hand-off with what to do."""
+    if not payload.state:
+        return payload
+    state = r.session.state
+    try:
+        carried = resolve(k.cfg.redactor, payload.state, state, visible_state(plan.agent, state))
+    except Unresolved as exc:
+        raise Refused(str(exc)) from None
+    return payload if carried is payload.state else payload.model_copy(update={"state": carried})
+
+
 def approved(
     k: Runner, r: RunState, plan: AgentPlan, t: TurnState, pc: PendingCall, payload: HandoffPayload
 ) -> Handled | None:
-    """None when the hand-off may go on; a pause (or the rejection) when it needs sign-off."""
+    """None when the hand-off may go on; a pause (or the rejection) when it needs sign-off.
+    The policy reads the hand-off's fields (the source's claims too) and the session's
+    verified slots only (`baton.runtime.control.verified_state`)."""
     policy = plan.agent.handoff_approval(payload.target)
     if policy is None or pc.approved:
         return None
@@ -175,7 +208,7 @@ def approved(
     fields = payload.model_dump(include=set(HandoffArgs.model_fields))
     if payload.unverified:  # the approver judges all the source asked for, its claims too
         fields["state"] = {**fields["state"], **payload.unverified}
-    needed, why = policy.needs(fields, r.session.state)
+    needed, why = policy.needs(fields, verified_state(r.session))
     if not needed:
         return None
     paused: Paused = request_approval(
@@ -202,16 +235,24 @@ def grounded(
     return payload.model_copy(update={"state": kept})
 
 
-def proven(k: Runner, r: RunState, t: TurnState, payload: HandoffPayload) -> HandoffPayload:
-    """State slots whose values neither the user nor a tool produced, and that were not
-    already known, become the source's claims (`unverified`): shown to the receiver as such,
-    never known facts, never session state (`Guards.slot_provenance`)."""
+def proven(
+    k: Runner, r: RunState, t: TurnState, payload: HandoffPayload
+) -> tuple[HandoffPayload, dict[str, SlotSource]]:
+    """Where each state slot's value came from (`baton.runtime.provenance`); slots whose
+    values neither the user nor a tool produced, and that were not already known, become the
+    source's claims (`unverified`): shown to the receiver as such, never known facts, never
+    session state (`Guards.slot_provenance`; off, every slot passes, none verified)."""
     if not (k.cfg.guards.slot_provenance and payload.state):
-        return payload
-    known = [r.session.state] if t.incoming is None else [r.session.state, t.incoming.state]
-    claims = Provenance(r.history, known, _tool_result(k)).unproven(payload.state)
+        return payload, {}
+    sources = provenance(r.session)
+    known = [(r.session.state, sources)]
+    if t.incoming is not None:
+        known.append((t.incoming.state, sources))
+    returned = _tool_result(k)
+    results = [m.content for m in r.history if m.role == "tool" and m.content and returned(m)]
+    found, claims = Provenance(r.said_by_user(), results, known).sources(payload.state)
     if not claims:
-        return payload
+        return payload, found
     k.trip(
         r,
         t.agent,
@@ -221,7 +262,7 @@ def proven(k: Runner, r: RunState, t: TurnState, payload: HandoffPayload) -> Han
     )
     unverified = {key: payload.state[key] for key in claims}
     kept = {key: v for key, v in payload.state.items() if key not in unverified}
-    return payload.model_copy(update={"state": kept, "unverified": unverified})
+    return payload.model_copy(update={"state": kept, "unverified": unverified}), found
 
 
 def _tool_result(k: Runner) -> Callable[[Message], bool]:
@@ -248,10 +289,13 @@ def with_entities(
     """Ids and entities the user gave that the payload and the session state both lack."""
     if not k.cfg.guards.entity_guard:
         return payload, {}
-    said = {m.id: m.content for m in r.history if m.role == "user" and m.content}
-    # the user's pending needs quote them, they are not slots (`baton.runtime.pending`)
+    child = r.parent is not None  # a sub-run's question is its delegating model's words
+    said = {
+        m.id: m.content
+        for m in r.history
+        if m.role == "user" and m.content and not (child and m.id == r.user_msg_id)
+    }
     known = {**r.session.state, **payload.state}
-    known.pop(PENDING, None)
     added = missing_entities(said, known, k.cfg.extractors, k.entity_memo)
     if not added:
         return payload, {}
@@ -314,13 +358,17 @@ async def _reroute(
     )
 
 
-def loop_guards(k: Runner, r: RunState, source: str, payload: HandoffPayload) -> Tripped | None:
-    """Hop limit, visits, ping-pong and cycles (`baton.runtime.guards`)."""
+def loop_guards(
+    k: Runner, r: RunState, source: str, payload: HandoffPayload, note: str | None = None
+) -> Tripped | None:
+    """Hop limit, visits, ping-pong and cycles (`baton.runtime.guards`); `note` adds what a
+    trip leaves undone."""
     guard = check_handoff(k.cfg.guards, r.path, payload.target, payload.hop)
     if guard is None:
         return None
-    k.trip(r, source, guard.split(":", 1)[0], guard)
-    return Tripped(guard)
+    detail = guard if note is None else f"{guard} ({note})"
+    k.trip(r, source, guard.split(":", 1)[0], detail)
+    return Tripped(detail)
 
 
 async def duplicate_lock(
@@ -379,20 +427,31 @@ async def summarised(
 
 
 def recorded(
-    k: Runner, r: RunState, source: str, payload: HandoffPayload, added: dict[str, Any]
+    k: Runner,
+    r: RunState,
+    source: str,
+    payload: HandoffPayload,
+    added: dict[str, Any],
+    sources: dict[str, SlotSource] | None = None,
 ) -> HandoffPayload:
-    """Redact, then record: the run's hand-offs and path, the event, the state slots. The
-    receiver gets the redacted payload (the session's real slots reach it as known facts)."""
+    """Redact, then record: the run's hand-offs and path, the event, the state slots (with
+    where each value came from: `sources`; the entity guard's from the user). The receiver
+    gets the redacted payload, its secret slots as handles (the session keeps the values for
+    the tools that need them, `baton.runtime.handles`)."""
     raw_state = payload.state
-    if k.cfg.redactor is not None:
-        payload = k.cfg.redactor.redact_value(payload)
+    red = k.cfg.redactor
+    if red is not None:
+        facts = masked_facts(red, payload.state)  # (nothing else in it is sensitive)
+        payload = red.redact_value(payload)
+        if facts != payload.state:
+            payload = payload.model_copy(update={"state": facts})
     r.handoffs.append(payload)
     r.path.append(payload.target)
     sent = Handoff(**r.base(source), payload=payload)
     k.emit(r, sent, redacted=True)  # its only free text is the payload, redacted above
     if added:
-        k.set_state(r, added, source, "entity_guard", sent.id)
-    k.set_state(r, raw_state, source, "handoff", sent.id)
+        k.set_state(r, added, source, "entity_guard", sent.id, origin="user")
+    k.set_state(r, raw_state, source, "handoff", sent.id, origin=sources or {})
     if payload.reply_to_user:
         r.last_reply = payload.reply_to_user
     return payload

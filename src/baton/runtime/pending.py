@@ -2,35 +2,49 @@
 
 A request with several needs ("the invoice is wrong, and the keyboard is broken") goes to the
 first need's agent (`Team(multi_intent=True)`, `baton.routing.intents`); the others wait, in
-the user's order, in the session state slot `pending_intents` (`[{"route", "text"}]`), so a
-checkpoint and the session keep them. The holder reads them in its view (answer only your
-part). When it answers, the kernel hands the baton on to the next one: a normal, recorded
-hand-off (reason "pending intent", objective: the need in the user's words, the answer the
-user already got in `reply_to_user`, the needs after it in `constraints`) that the loop guards
-check like any other; a trip escalates like any trip. An answer that asks the user something
-(it ends in a question mark) does not hand on: the needs wait in the session until the holder
-answers without asking. A need of the agent that answers counts as served.
+the user's order, in the session's control slot `pending_intents` (`[{"route", "text"}]`,
+`baton.runtime.control`), so a checkpoint and the session keep them. Only the router's own
+split of a new request writes the slot, and only with routes the router has: no hand-off
+state, tool result or text the user types can add a need or name its route. The holder reads
+the needs in its view (answer only your part).
 
-The hand-on is the router's decision carried out, not the holder's: the holder's `handoffs`
-list and its hand-off approvals do not apply, as they do not to the router's first pick.
+When it answers, the kernel hands the baton on to the next need: a call of its own (`kernel`
+on the `PendingCall`, dispatched by kind, never by name) that goes through exactly the steps
+of any hand-off the holder makes (`baton.runtime.handoffs.accept`): the holder must list the
+need's agent in its `handoffs`, its `approve_handoffs` gate pauses the run for a person, the
+loop guards and the duplicate lock apply. The hand-off is recorded with reason "pending
+intent", objective the need in the user's words, the answer the user already got in
+`reply_to_user`, the needs after it in `constraints`. An answer that asks the user something
+(it ends in a question mark) does not hand on: the needs wait in the session until the holder
+answers without asking. A need of the agent that answers counts as served. A need the holder
+may not hand on (not among its hand-offs, refused by a person, stopped by a guard) escalates
+with every waiting need on the card, so a person takes them up.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from baton.core.events import StateUpdated
-from baton.runtime.context import PENDING, pending_needs
-from baton.runtime.guards import check_handoff
-from baton.runtime.handoffs import recorded, summarised, validated, with_entities
-from baton.runtime.outcomes import Answered, HandedOff, Tripped, TurnOutcome
+from baton.core.messages import ToolCall
+from baton.handoff import handoff_tool_name
+from baton.runtime.calls import run_calls
+from baton.runtime.control import PENDING, pending_needs
+from baton.runtime.handoffs import accept
+from baton.runtime.outcomes import Answered, HandedOff, Paused, TurnOutcome
+from baton.runtime.state import PendingCall
 
 if TYPE_CHECKING:
+    from baton.runtime.calls import Handled, Shown
+    from baton.runtime.plan import AgentPlan, CallEntry
     from baton.runtime.runner import Runner
-    from baton.runtime.state import RunState
+    from baton.runtime.state import RunState, TurnState
 
 REASON = "pending intent"
 """The reason of the kernel's hand-on to a pending need."""
+KIND = "hand_on"
+"""The call kind of the kernel's hand-on (`Runner.handlers`)."""
 
 
 def set_pending(
@@ -41,14 +55,15 @@ def set_pending(
     source: str,
     cause: str | None = None,
 ) -> None:
-    """Write the slot (removed when `needs` is empty) and record it as a `state_updated`."""
-    state = r.session.state
+    """Write the control slot (removed when `needs` is empty) and record it as a
+    `state_updated`."""
+    control = r.session.control
     if needs:
-        if state.get(PENDING) == needs:
+        if control.get(PENDING) == needs:
             return
-        state[PENDING] = needs
-    elif PENDING in state:
-        del state[PENDING]
+        control[PENDING] = needs
+    elif PENDING in control:
+        del control[PENDING]
     else:
         return
     k.emit(r, StateUpdated(**r.base(agent), slots={PENDING: needs}, source=source, cause=cause))
@@ -59,37 +74,77 @@ def asks_user(text: str) -> bool:
     return text.rstrip().endswith(("?", "？"))
 
 
+def _left(k: Runner, r: RunState, holder: str) -> list[dict[str, str]]:
+    """The needs still to hand on: the holder's own are served by its answer; a route the
+    router no longer has, or the team no longer runs, takes none."""
+    router = k.policy.router
+    routes = {route.name for route in router.routes} if router is not None else set()
+    return [
+        n
+        for n in pending_needs(r.session)
+        if n["route"] != holder and n["route"] in routes and n["route"] in k.plans
+    ]
+
+
 async def hand_on(k: Runner, r: RunState, answered: Answered) -> TurnOutcome:
     """After the holder's answer: the answer itself when no need waits (or it asks the user
-    something), else the hand-off to the next need's agent, or the trip a loop guard made."""
+    something), else the kernel's hand-off to the next need's agent, as any hand-off goes: a
+    `HandedOff`, a pause for approval, or a trip."""
     t = r.turn
     assert t is not None
-    waiting = pending_needs(r.session.state)
-    if not waiting:
-        return answered
-    # the holder's own needs are served by its answer; an agent the team lacks takes none
-    left = [n for n in waiting if n["route"] != t.agent and n["route"] in k.plans]
+    if r.parent is not None or not k.policy.multi_intent or not pending_needs(r.session):
+        return answered  # (a worker's sub-run never hands on the user's needs)
+    left = _left(k, r, t.agent)
     if not left or asks_user(answered.text):
         set_pending(k, r, left, t.agent, REASON)
         return answered
+    t.calls = [_call(r, t, left, answered.text)]
+    ended = await run_calls(k, r, k.plans[t.agent], t)
+    assert ended is not None  # `hand_on_call` ends the turn whatever happens
+    return ended
+
+
+def _call(r: RunState, t: TurnState, left: list[dict[str, str]], reply: str) -> PendingCall:
+    """The kernel's hand-off call to the first of `left`, with its idempotency key."""
     need, rest = left[0], left[1:]
-    guard = check_handoff(k.cfg.guards, r.path, need["route"], r.hop + 1)
-    if guard is not None:
-        set_pending(k, r, [], t.agent, REASON)
-        names = "; ".join(f"{n['route']}: {n['text']!r}" for n in left)
-        detail = f"{guard} (the user's other needs were not handed on: {names})"
-        k.trip(r, t.agent, guard.split(":", 1)[0], detail)
-        return Tripped(detail)
     args = {
         "reason": REASON,
         "objective": need["text"],
         "completed_steps": [f"{t.agent} answered the user's other request"],
         "constraints": [f"leave this to {n['route']} (it follows you): {n['text']}" for n in rest],
-        "reply_to_user": answered.text or None,
+        "reply_to_user": reply or None,
     }
-    payload = validated(r, t.agent, need["route"], args)
-    payload, added = with_entities(k, r, payload)
-    payload = await summarised(k, r, k.plans[t.agent], t, payload)
-    # the state changes after the step's last await, as everywhere in the kernel
-    set_pending(k, r, rest, t.agent, REASON)
-    return HandedOff(recorded(k, r, t.agent, payload, added))
+    key = f"{r.run_id}:{t.index}:{t.steps}"
+    t.steps += 1
+    call = ToolCall(
+        id=f"hand_on_{key}",
+        name=handoff_tool_name(need["route"]),
+        arguments=json.dumps(args, ensure_ascii=False),
+    )
+    return PendingCall(call, args, None, key=key, kernel=True)
+
+
+async def hand_on_call(
+    k: Runner,
+    r: RunState,
+    plan: AgentPlan,
+    t: TurnState,
+    pc: PendingCall,
+    entry: CallEntry,
+    shown: Shown,
+) -> Handled:
+    """The kernel's hand-on: `accept`'s steps; whatever stops it escalates with the needs."""
+    assert entry.target is not None
+    waiting = _left(k, r, t.agent)
+    names = "; ".join(f"{n['route']}: {n['text']!r}" for n in waiting)
+    note = f"the user's other needs were not handed on: {names}"
+    handled = await accept(k, r, plan, t, pc, entry.target, shown, back=False, kernel=note)
+    if isinstance(handled, Paused):
+        return handled
+    content, effect = handled
+    rest = [n for n in waiting if n["route"] != entry.target]
+    if isinstance(effect, HandedOff):
+        set_pending(k, r, rest, t.agent, REASON)
+    else:  # a person takes them all up: the card names them
+        set_pending(k, r, [], t.agent, REASON)
+    return content, effect

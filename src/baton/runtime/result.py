@@ -53,7 +53,11 @@ class RunResult(Data):
     holder: str | None = None
     """Agent holding the baton after the run."""
     state: dict[str, Any] = field(default_factory=dict)
-    """Session slots after the run."""
+    """Session slots after the run; secrets masked (`[REDACTED:password]`): a tool that
+    needs one gets it from the kernel, not from here."""
+    provenance: dict[str, str] = field(default_factory=dict)
+    """Where each slot's value came from: `tool` or `kernel` (verified), `user` (the user's
+    own words). Approval policies see the verified slots only."""
     error: str | None = None
     """What went wrong, when failed; why, when cancelled."""
 

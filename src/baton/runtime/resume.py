@@ -394,6 +394,7 @@ class Resumer:
         by: str,
         role: str | None,
         reason: str,
+        authenticated: bool = False,
     ) -> RunResult:
         """Apply a decision and continue the run (the caller holds the session)."""
         try:
@@ -407,7 +408,14 @@ class Resumer:
                 f"session {session_id!r} is not waiting for an approval (its run is running)"
             )
         decision = decide(
-            self.runner, r, approval_id, approve=approve, by=by, role=role, reason=reason
+            self.runner,
+            r,
+            approval_id,
+            approve=approve,
+            by=by,
+            role=role,
+            reason=reason,
+            authenticated=authenticated,
         )
         if decision == "expired":
             return await self.runner.expired(r)

@@ -38,7 +38,8 @@ from baton.routing.intents import Intent, split_intents
 from baton.runtime.at_rest import masked_messages, masked_session
 from baton.runtime.calls import HANDLERS, Handler, answer, classify, run_calls
 from baton.runtime.cancel import CALLER, LiveRun, answer_open_calls, consume_cancellation
-from baton.runtime.context import build_view, pending_needs, system_prompt
+from baton.runtime.context import build_view, system_prompt
+from baton.runtime.control import RESERVED, SlotSource, pending_needs, provenance, record_sources
 from baton.runtime.entities import EntityMemo
 from baton.runtime.escalation import escalate, to_queue
 from baton.runtime.model_call import ask
@@ -52,8 +53,8 @@ from baton.runtime.outcomes import (
     Tripped,
     TurnOutcome,
 )
-from baton.runtime.pending import REASON as PENDING_REASON
-from baton.runtime.pending import hand_on, set_pending
+from baton.runtime.pending import KIND as HAND_ON
+from baton.runtime.pending import hand_on, hand_on_call, set_pending
 from baton.runtime.plan import HUMAN, AgentPlan, KernelSettings, SwarmPolicy
 from baton.runtime.result import RunResult, RunStatus
 from baton.runtime.state import RunState, TurnState
@@ -71,8 +72,9 @@ class Runner:
         self.cfg = cfg
         self.plans = plans
         self.policy = policy
-        self.handlers: dict[str, Handler] = dict(HANDLERS)
-        """Call kind -> handler (`baton.runtime.calls`); a topology may add kinds."""
+        self.handlers: dict[str, Handler] = {**HANDLERS, HAND_ON: hand_on_call}
+        """Call kind -> handler (`baton.runtime.calls`, and the kernel's own hand-on to the
+        user's next need, `baton.runtime.pending`); a topology may add kinds."""
         self.parallel: dict[str, int] = {}
         """Call kinds whose calls in one response run together -> how many at a time (a
         supervisor's `ask`); every other call runs in order."""
@@ -312,7 +314,9 @@ class Runner:
         note = plan.output.note if plan.output is not None else None
         system = Message(
             role="system",
-            content=system_prompt(agent, t.incoming, r.session.state, note, self.needs(r)),
+            content=system_prompt(
+                agent, t.incoming, r.session.state, note, self.needs(r), self.cfg.redactor
+            ),
             agent=agent.name,
         )
         t.view = build_view(agent, system, r.history, t.since, scratch=(), policy=policy)
@@ -332,11 +336,14 @@ class Runner:
     def needs(r: RunState) -> list[dict[str, str]]:
         """The user's needs the holder must leave to others (`pending`): none for a worker's
         sub-run."""
-        return pending_needs(r.session.state) if r.parent is None else []
+        return pending_needs(r.session) if r.parent is None else []
 
     def turn_done(self, r: RunState, t: TurnState, outcome: TurnOutcome) -> TurnOutcome:
         """Record what the receiver's turn after a hand-off cost; pass the outcome on."""
         incoming = t.incoming
+        if t.accounted:  # (a paused hand-on to the user's next need ends its turn again)
+            return outcome
+        t.accounted = True
         if incoming is not None and t.policy is not None and incoming.trace_id == r.trace_id:
             r.handoff_usage.append(
                 HandoffUsage(
@@ -389,8 +396,11 @@ class Runner:
         if decision.target in self.plans:
             reason = f"routed by the {decision.tier} tier"
             routed = r.events[-1].id
-            # a new conversation's needs replace any an earlier one left
-            set_pending(self, r, [n.to_slot() for n in needs], None, "router", routed)
+            # a new conversation's needs replace any an earlier one left; only routes the
+            # router has (and the team runs) become needs
+            routes = {route.name for route in policy.router.routes}
+            kept = [n.to_slot() for n in needs if n.route in routes and n.route in self.plans]
+            set_pending(self, r, kept, None, "router", routed)
             return self.new_turn(r, decision.target, None, r.user_msg_id, reason)
         await escalate(self, r, f"no agent owns the request (router: {decision.tier})", True)
         return None
@@ -453,7 +463,7 @@ class Runner:
         since = t.since if t is not None else r.user_msg_id
         match outcome:
             case Answered(text) if r.card is not None:  # the fallback agent answered
-                status, output, since = "escalated", text, r.user_msg_id
+                status, output, since = "escalated", self.answers(r, text), r.user_msg_id
             case Answered(text):
                 output = self.answers(r, text)
             case Failed(reason):
@@ -461,7 +471,9 @@ class Runner:
             case Cancelled(reason):
                 status, error = "cancelled", reason
             case _:  # the human queue holds the card
-                status, output = "escalated", self.policy.escalation_message
+                # (after the user's first need was answered, they read that answer too)
+                status = "escalated"
+                output = self.answers(r, self.policy.escalation_message, last=False)
                 # a conversation a person holds stays with the person
                 stays = session.holder == HUMAN and not r.path
                 holder = HUMAN if stays else self.policy.entry
@@ -511,17 +523,18 @@ class Runner:
         return result
 
     @staticmethod
-    def answers(r: RunState, text: str) -> str:
-        """The run's output: the holder's answer, after the answers given before each hand-on
-        to the user's other needs (`pending`), so the user reads every one."""
-        if not any(p.reason == PENDING_REASON for p in r.handoffs):
-            return text
-        said = [  # the final replies before the holder's (the last message)
+    def answers(r: RunState, text: str, last: bool = True) -> str:
+        """The run's output: `text` (the holder's answer, the last reply of the run when
+        `last`), after the answers given before each hand-on to the user's other needs
+        (`pending`), so the user reads every one."""
+        said = [
             m.content
-            for m in r.messages[:-1]
+            for m in r.messages
             if m.role == "assistant" and not m.tool_calls and m.content
         ]
-        return "\n\n".join([*said, text])
+        if last:
+            said = said[:-1]
+        return "\n\n".join([*said, text]) if said else text
 
     def result(
         self, r: RunState, status: RunStatus, output: str | None, error: str | None
@@ -543,10 +556,18 @@ class Runner:
             approval=r.approval,
             interrupt=r.interrupt,
             holder=r.turn.agent if paused and r.turn is not None else r.session.holder,
-            state=dict(r.session.state),
+            state=self.shown_state(r),
+            provenance=dict(provenance(r.session)),
             error=error,
             final=self.final_value(r) if status == "completed" else None,
         )
+
+    def shown_state(self, r: RunState) -> dict[str, Any]:
+        """The session's slots as a result shows them: secrets masked (the live run keeps the
+        values, for the tools that need them)."""
+        red = self.cfg.redactor
+        state = r.session.state
+        return dict(state) if red is None else dict(red.redact_value(state))
 
     def final_value(self, r: RunState) -> Any:
         """The typed answer of a run whose holder answered with an `output_type`, rebuilt
@@ -684,13 +705,33 @@ class Runner:
         source: str,
         cause: str | None,
         tool: str | None = None,
+        origin: SlotSource | dict[str, SlotSource] | None = None,
     ) -> None:
-        """Write slots that change the session state and record who set them and from what."""
+        """Write slots that change the session state and record who set them, from what
+        (`source`: the step) and where each value came from (`origin`: a `SlotSource` for all,
+        or per slot; a slot without one is not verified). A slot named like a kernel control
+        slot is refused: business state never passes for control state."""
         state = r.session.state
         changed = {k: v for k, v in slots.items() if k not in state or state[k] != v}
         if not changed:
             return
+        if not RESERVED.isdisjoint(changed):
+            taken = sorted(RESERVED.intersection(changed))
+            self.trip(
+                r,
+                agent,
+                "reserved_slot",
+                f"dropped from the {source}'s state: {', '.join(taken)} (the kernel's own "
+                "control slots; nothing else may write them)",
+            )
+            changed = {k: v for k, v in changed.items() if k not in RESERVED}
+            if not changed:
+                return
         state.update(changed)
+        if isinstance(origin, str):
+            record_sources(r.session, dict.fromkeys(changed, origin))
+        else:
+            record_sources(r.session, {k: (origin or {}).get(k) for k in changed})
         self.emit(
             r,
             StateUpdated(**r.base(agent), slots=changed, source=source, tool=tool, cause=cause),

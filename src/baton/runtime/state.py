@@ -9,6 +9,7 @@ that persists it keeps `to_json()`, and `from_json` brings it back in any proces
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -74,6 +75,10 @@ class PendingCall:
     memo: list[Any] = field(default_factory=list)
     """The results of a graph node's completed steps (`ctx.call`), in order: when the node
     runs again (after an interrupt or a crash) they are returned, not run again."""
+    kernel: bool = False
+    """The kernel made this call, not a model (the hand-on to the user's next need,
+    `baton.runtime.pending`): it is dispatched by kind, never by name, so no model can make
+    one by writing its name."""
 
 
 @dataclass(slots=True)
@@ -116,6 +121,8 @@ class TurnState:
     """A guard trip, a human escalation or a failure decided among the latest response's
     calls."""
     halt_reason: str = ""
+    accounted: bool = False
+    """The turn's cost is recorded (`Runner.turn_done`)."""
 
     @property
     def delegating(self) -> bool:
@@ -169,6 +176,7 @@ class RunState:
     refused: list[str] = field(default_factory=list)
     """Keys of the hand-off calls that handed the request straight back (a call retried
     after an interruption counts once)."""
+
     turn: TurnState | None = None
     """The turn in progress (None before the first and after the last)."""
     turns: int = 0
@@ -266,6 +274,16 @@ class RunState:
                 child.parent = self
                 child.relink()
 
+    def said_by_user(self) -> list[str]:
+        """What the user wrote in the conversation as the run sees it (a sub-run's question
+        is its delegating model's words, not the user's)."""
+        child = self.parent is not None
+        return [
+            m.content
+            for m in self.history
+            if m.role == "user" and m.content and not (child and m.id == self.user_msg_id)
+        ]
+
     @property
     def history(self) -> list[Message]:
         """The transcript as the run sees it: the earlier messages, then its own."""
@@ -323,6 +341,8 @@ class RunState:
 def _session_copy(s: SessionRecord) -> SessionRecord:
     out = replace(s)
     out.state = dict(s.state)
+    # small: a few needs and a source per slot; never shared, the kernel writes it in place
+    out.control = copy.deepcopy(s.control) if s.control else {}
     return out
 
 

@@ -405,12 +405,23 @@ class Team:
         ]
 
     async def approve(
-        self, session_id: str, approval_id: str, *, by: str, role: str | None = None
+        self,
+        session_id: str,
+        approval_id: str,
+        *,
+        by: str,
+        role: str | None = None,
+        authenticated: bool = False,
     ) -> RunResult:
         """Sign off the call a run waits for and resume it exactly where it stopped. With
-        `dual` cards the first sign-off returns `awaiting_approval` again."""
+        `dual` cards the first sign-off returns `awaiting_approval` again. The decision is
+        checked against the approval policy the team has now. `authenticated`: the caller
+        verified that `by` is who decides (the API server does, from the bearer token); it is
+        recorded with the decision, and False says `by` was taken on the caller's word."""
         async with self._held(session_id):
-            return await self._resumer.decide(session_id, approval_id, True, by, role, "")
+            return await self._resumer.decide(
+                session_id, approval_id, True, by, role, "", authenticated
+            )
 
     async def reject(
         self,
@@ -420,11 +431,14 @@ class Team:
         by: str,
         reason: str = "",
         role: str | None = None,
+        authenticated: bool = False,
     ) -> RunResult:
         """Refuse the call; the agent reads the rejection as the call's result and tells the
-        user. Nothing is executed."""
+        user. Nothing is executed. `authenticated` as for `approve`."""
         async with self._held(session_id):
-            return await self._resumer.decide(session_id, approval_id, False, by, role, reason)
+            return await self._resumer.decide(
+                session_id, approval_id, False, by, role, reason, authenticated
+            )
 
     async def answer_interrupt(
         self, session_id: str, value: Any, *, interrupt_id: str | None = None
