@@ -73,3 +73,17 @@ def desk(calls: Calls) -> Callable[..., Team]:
         return Team([triage, billing, tech], entry="triage", model=model, **team_kwargs)
 
     return build
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
+async def any_store(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
+    """A fresh store of every backend in turn (PostgreSQL and Redis in a namespace of their
+    own, dropped after the test; skipped, or failed under BATON_REQUIRE_SERVICES=1, when the
+    service is down)."""
+    from tests.backends.conftest import dispose, make_store
+
+    store = make_store(request.param, tmp_path)
+    try:
+        yield store
+    finally:
+        await dispose(store)
