@@ -37,8 +37,9 @@ class Guards(BaseModel):
     slot_provenance: bool = Field(
         default=True,
         description="A hand-off state slot becomes a known fact (and a session state slot) "
-        "only when its value came from the user's messages, a tool's result or what was "
-        "already known; any other slot is passed on as the source's unconfirmed claim "
+        "only when its value came from the user's messages, a whole field of a tool's result "
+        "or what was already known (a value found inside a tool's free text is not); any "
+        "other slot is passed on as the source's unconfirmed claim "
         "(`HandoffPayload.unverified`) with an `unverified_slot` guard event.",
     )
     entity_guard: bool = Field(
