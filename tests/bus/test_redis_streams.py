@@ -132,7 +132,7 @@ async def test_an_unreachable_server_is_a_bus_error_that_says_what_to_do() -> No
             bus.publish(Envelope(session_id="s1", message="m")),
             bus.receive("a", block_s=0),
             bus.pending(),
-            bus.get_result("req_1", wait_s=0.1),
+            bus.get_result("s1", "req_1", wait_s=0.1),
         ):
             with pytest.raises(BusError) as caught:
                 await call
@@ -175,7 +175,8 @@ async def test_keys_carry_a_hash_tag_per_partition(rbus: RedisStreamsBus) -> Non
         assert f"{p}:bus:{{p{i}}}:n" in keys
         assert f"{p}:bus:{{p{i}}}:lease" in keys
     partition = got.token.partition
-    assert f"{p}:bus:{{p{partition}}}:done:{got.envelope.id}" in keys
+    sid, rid = got.envelope.session_id, got.envelope.id
+    assert f"{p}:bus:{{p{partition}}}:acked:{len(sid)}:{sid}:{rid}" in keys
     # every per-partition key has the partition's hash tag (one Redis Cluster slot)
     for key in keys:
         if "{" in key:
@@ -203,7 +204,7 @@ async def test_connections_killed_by_the_server_are_survived(
     client = redis_buses.peer(rbus)
     sent = Envelope(session_id="s1", message="m")
     await client.publish(sent)
-    waiting = asyncio.create_task(client.get_result(sent.id, wait_s=10))
+    waiting = asyncio.create_task(client.get_result("s1", sent.id, wait_s=10))
     blocked = asyncio.create_task(rbus.receive("a", count=10, block_s=0))
     assert [d.envelope for d in await blocked] == [sent]
     blocked = asyncio.create_task(rbus.receive("a", count=10, block_s=2))
