@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 import socket
 from typing import Any
 
@@ -326,3 +328,25 @@ async def test_a_worker_shut_down_hands_its_turn_to_another(
     await task2
     assert result.status == "completed" and result.worker == "second"
     assert len(test_worker.PAID) == 1
+
+
+async def test_results_of_the_older_layout_are_read_for_their_own_session_only(
+    rbus: RedisStreamsBus,
+) -> None:
+    """An older version kept results under `result:{request id}`: after an upgrade they are
+    still found (kept `result_ttl_s`), and never handed to another session."""
+    old = TurnResult(request_id="req-old", session_id="s1", status="completed", output="old")
+    client = aioredis.from_url(REDIS_URL, decode_responses=True)
+    try:
+        await client.set(rbus.keys + "result:req-old", json.dumps(dataclasses.asdict(old)))
+        assert await rbus.get_result("s1", "req-old") == old
+        assert await rbus.get_result("s2", "req-old") is None
+        # something else under a session's key is not that session's result either
+        forged = dataclasses.replace(old, request_id="req-new", session_id="s2")
+        await client.set(rbus.keys + "result:2:s1:req-new", json.dumps(dataclasses.asdict(forged)))
+        assert await rbus.get_result("s1", "req-new") is None
+    finally:
+        await client.aclose()
+    new = TurnResult(request_id="req-old", session_id="s1", status="completed", output="new")
+    await rbus.put_result(new)  # the current layout wins once written
+    assert await rbus.get_result("s1", "req-old") == new
