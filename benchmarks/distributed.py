@@ -68,7 +68,7 @@ async def drive(bus: Any, total: int, inflight: int, prefix: str) -> float:
         async with sem:
             env = Envelope(session_id=f"{prefix}-{i}", message="where is my invoice?")
             await bus.publish(env)
-            check(await bus.get_result(env.id, wait_s=600), "conversation")
+            check(await bus.get_result(env.session_id, env.id, wait_s=600), "conversation")
 
     t0 = time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(total)))
@@ -185,7 +185,7 @@ async def sequential(bus: Any, turns: int, prefix: str) -> list[float]:
         env = Envelope(session_id=f"{prefix}-{i}", message="where is my invoice?")
         t0 = time.perf_counter()
         await bus.publish(env)
-        result = await bus.get_result(env.id, wait_s=60)
+        result = await bus.get_result(env.session_id, env.id, wait_s=60)
         if i >= 20:  # warm-up
             times.append((time.perf_counter() - t0) * 1e6)
         check(result, prefix)

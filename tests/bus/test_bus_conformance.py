@@ -7,12 +7,14 @@ a second client on the same Redis keys (the very object for the in-process bus).
 from __future__ import annotations
 
 import asyncio
+import re
 import time
+from typing import Any
 
 import pytest
 from tests.bus.conftest import Buses, MakeBus
 
-from baton.bus import Bus, Delivery, Envelope, TurnResult, partition_of
+from baton.bus import Bus, Delivery, Envelope, EnvelopeError, TurnResult, partition_of
 
 
 def session_on(partition: int, partitions: int, tag: str = "s") -> str:
@@ -375,7 +377,7 @@ async def test_a_delivery_of_another_bus_is_refused(bus: Bus) -> None:
 # ------------------------------------------------------------------ results
 async def test_results_are_waited_for_from_another_task(bus: Bus, buses: Buses) -> None:
     worker_side = buses.peer(bus)
-    assert await bus.get_result("req_none") is None
+    assert await bus.get_result("s1", "req_none") is None
     result = TurnResult(
         request_id="req_1", session_id="s1", status="completed", output="done", worker="w"
     )
@@ -386,22 +388,22 @@ async def test_results_are_waited_for_from_another_task(bus: Bus, buses: Buses) 
 
     task = asyncio.create_task(later())
     t0 = time.monotonic()
-    got = await bus.get_result("req_1", wait_s=5)
+    got = await bus.get_result("s1", "req_1", wait_s=5)
     waited = time.monotonic() - t0
     await task
     assert got == result
     assert waited < 1.0
-    assert await bus.get_result("req_1") == result
+    assert await bus.get_result("s1", "req_1") == result
     t0 = time.monotonic()
-    assert await bus.get_result("req_2", wait_s=0.3) is None
+    assert await bus.get_result("s1", "req_2", wait_s=0.3) is None
     assert time.monotonic() - t0 >= 0.25
 
 
 async def test_many_waiters_are_all_woken(bus: Bus, buses: Buses) -> None:
     worker_side = buses.peer(bus)
     ids = [f"req_{i}" for i in range(50)]
-    waits = [asyncio.create_task(bus.get_result(rid, wait_s=10)) for rid in ids]
-    twice = asyncio.create_task(bus.get_result(ids[0], wait_s=10))
+    waits = [asyncio.create_task(bus.get_result("s", rid, wait_s=10)) for rid in ids]
+    twice = asyncio.create_task(bus.get_result("s", ids[0], wait_s=10))
     await asyncio.sleep(0.2)
     t0 = time.monotonic()
     for rid in ids:
@@ -419,3 +421,84 @@ async def test_last_request_is_the_last_envelope_published_for_the_session(
     await publish(bus, "s2", "other")
     assert await bus.last_request("s1") == last.id
     assert await buses.peer(bus).last_request("s1") == last.id
+
+
+# ------------------------------------------------------------------ requests are per session
+async def test_the_same_request_id_in_two_sessions_is_two_requests(bus: Bus, buses: Buses) -> None:
+    client = buses.peer(bus)
+    s1, s2 = session_on(0, 4, "a"), session_on(0, 4, "b")  # one partition: one stream
+    first = Envelope(session_id=s1, message="pay 1", id="req-shared")
+    await client.publish(first)
+    (got,) = await bus.receive("a", count=10, block_s=0)
+    await bus.ack("a", got)
+    second = Envelope(session_id=s2, message="pay 2", id="req-shared")
+    await client.publish(second)
+    again = await drain(bus, "a")
+    assert [d.envelope for d in again] == [second]  # not taken for the first one again
+    await bus.ack("a", again[0])
+    await client.publish(first)  # the same request of the same session: still skipped
+    assert await drain(bus, "a") == [] and await bus.pending() == 0
+
+
+async def test_results_are_kept_and_waited_for_per_session(bus: Bus, buses: Buses) -> None:
+    worker_side = buses.peer(bus)
+    mine = TurnResult(request_id="req-1", session_id="s1", status="completed", output="yours")
+    theirs = TurnResult(request_id="req-1", session_id="s2", status="completed", output="theirs")
+    waiting = asyncio.create_task(bus.get_result("s2", "req-1", wait_s=5))
+    await asyncio.sleep(0.2)
+    await worker_side.put_result(mine)  # wakes the waiter, which finds no result of s2 yet
+    await asyncio.sleep(0.2)
+    assert not waiting.done()
+    await worker_side.put_result(theirs)
+    assert await asyncio.wait_for(waiting, 5) == theirs
+    assert await bus.get_result("s1", "req-1") == mine
+    assert await bus.get_result("s2", "req-1") == theirs
+    assert await bus.get_result("s3", "req-1") is None
+    # ids that would run together if joined naively stay apart
+    glued = TurnResult(request_id="1:x", session_id="a", status="completed")
+    await worker_side.put_result(glued)
+    assert await bus.get_result("a:1", "x") is None
+    assert await bus.get_result("a", "1:x") == glued
+
+
+async def test_last_request_is_kept_per_session_whatever_the_ids(bus: Bus) -> None:
+    for sid in ("s1", "订单-会话", "s\u200b1"):  # a zero-width space makes another session
+        await bus.publish(Envelope(session_id=sid, message="m", id=f"req-{sid}"))
+    assert await bus.last_request("s1") == "req-s1"
+    assert await bus.last_request("订单-会话") == "req-订单-会话"
+    assert await bus.last_request("s\u200b1") == "req-s\u200b1"
+
+
+# ------------------------------------------------------------------ envelopes refused
+BAD_ENVELOPES = [
+    (dict(session_id=123, message="m"), "session_id: input should be a valid string"),
+    (dict(session_id="", message="m"), "session_id: string should have at least 1 character"),
+    (dict(session_id="s1", message=None), "message: input should be a valid string"),
+    (dict(session_id="s1", message="m", id=""), "id: string should have at least 1"),
+    (dict(session_id="s1", message="m", id="r" * 513), "at most 512 characters"),
+    (dict(session_id="s1", message="m", headers={"k": 1}), "headers.k"),
+    (dict(session_id="s1", message="m", submitted_at=float("nan")), "submitted_at"),
+    (dict(session_id="s1", message="pay \ud800 now"), "lone surrogate (half of a UTF-16"),
+    (dict(session_id="s\udc80", message="m"), "lone surrogate"),
+    (dict(session_id="s1", message="大" * 400_000), "over the bus's limit of 1,048,576"),
+]
+
+
+@pytest.mark.parametrize(("fields", "message"), BAD_ENVELOPES)
+async def test_an_envelope_that_could_not_be_read_back_is_refused_at_publish(
+    bus: Bus, fields: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(EnvelopeError, match=re.escape(message)) as caught:
+        await bus.publish(Envelope(**fields))
+    assert isinstance(caught.value, ValueError)  # bad input: an HTTP 422, a CLI exit 1
+    assert await bus.pending() == 0  # nothing was queued
+    await publish(bus, "s1", "still works")
+    assert messages(await drain(bus, "a")) == ["still works"]
+
+
+async def test_the_largest_envelope_travels_whole(bus: Bus) -> None:
+    text = "订单号 ORD-202607-99 的电子发票" * 15_000  # about 1 MB of Chinese as UTF-8
+    sent = Envelope(session_id="s1", message=text[:340_000])
+    await bus.publish(sent)
+    (got,) = await bus.receive("a", count=1, block_s=0)
+    assert got.envelope == sent

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 import socket
 from typing import Any
 
@@ -132,7 +134,7 @@ async def test_an_unreachable_server_is_a_bus_error_that_says_what_to_do() -> No
             bus.publish(Envelope(session_id="s1", message="m")),
             bus.receive("a", block_s=0),
             bus.pending(),
-            bus.get_result("req_1", wait_s=0.1),
+            bus.get_result("s1", "req_1", wait_s=0.1),
         ):
             with pytest.raises(BusError) as caught:
                 await call
@@ -175,7 +177,8 @@ async def test_keys_carry_a_hash_tag_per_partition(rbus: RedisStreamsBus) -> Non
         assert f"{p}:bus:{{p{i}}}:n" in keys
         assert f"{p}:bus:{{p{i}}}:lease" in keys
     partition = got.token.partition
-    assert f"{p}:bus:{{p{partition}}}:done:{got.envelope.id}" in keys
+    sid, rid = got.envelope.session_id, got.envelope.id
+    assert f"{p}:bus:{{p{partition}}}:acked:{len(sid)}:{sid}:{rid}" in keys
     # every per-partition key has the partition's hash tag (one Redis Cluster slot)
     for key in keys:
         if "{" in key:
@@ -203,7 +206,7 @@ async def test_connections_killed_by_the_server_are_survived(
     client = redis_buses.peer(rbus)
     sent = Envelope(session_id="s1", message="m")
     await client.publish(sent)
-    waiting = asyncio.create_task(client.get_result(sent.id, wait_s=10))
+    waiting = asyncio.create_task(client.get_result("s1", sent.id, wait_s=10))
     blocked = asyncio.create_task(rbus.receive("a", count=10, block_s=0))
     assert [d.envelope for d in await blocked] == [sent]
     blocked = asyncio.create_task(rbus.receive("a", count=10, block_s=2))
@@ -325,3 +328,25 @@ async def test_a_worker_shut_down_hands_its_turn_to_another(
     await task2
     assert result.status == "completed" and result.worker == "second"
     assert len(test_worker.PAID) == 1
+
+
+async def test_results_of_the_older_layout_are_read_for_their_own_session_only(
+    rbus: RedisStreamsBus,
+) -> None:
+    """An older version kept results under `result:{request id}`: after an upgrade they are
+    still found (kept `result_ttl_s`), and never handed to another session."""
+    old = TurnResult(request_id="req-old", session_id="s1", status="completed", output="old")
+    client = aioredis.from_url(REDIS_URL, decode_responses=True)
+    try:
+        await client.set(rbus.keys + "result:req-old", json.dumps(dataclasses.asdict(old)))
+        assert await rbus.get_result("s1", "req-old") == old
+        assert await rbus.get_result("s2", "req-old") is None
+        # something else under a session's key is not that session's result either
+        forged = dataclasses.replace(old, request_id="req-new", session_id="s2")
+        await client.set(rbus.keys + "result:2:s1:req-new", json.dumps(dataclasses.asdict(forged)))
+        assert await rbus.get_result("s1", "req-new") is None
+    finally:
+        await client.aclose()
+    new = TurnResult(request_id="req-old", session_id="s1", status="completed", output="new")
+    await rbus.put_result(new)  # the current layout wins once written
+    assert await rbus.get_result("s1", "req-old") == new

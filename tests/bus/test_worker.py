@@ -10,6 +10,8 @@ import logging
 from typing import Any
 
 import pytest
+from tests.bus.conftest import Buses
+from tests.bus.test_bus_conformance import session_on
 from tests.runtime.runtime_kit import handoff
 
 from baton import Agent, MemoryStore, ScriptedModel, Team, tool
@@ -229,3 +231,67 @@ async def test_shutdown_releases_unfinished_turns_and_another_worker_finishes_th
     await task2
     assert result.status == "completed" and result.worker == "second"
     assert len(PAID) == 1  # resumed after the tool call: not repeated
+
+
+# ------------------------------------------------------------------ requests are per session
+ANSWERED: list[str] = []
+"""The user messages the echo desk's model answered (one per run)."""
+
+
+def echo(request: ModelRequest) -> Step:
+    asked = [m.content for m in request.messages if m.role == "user"][-1]
+    ANSWERED.append(str(asked))
+    return ScriptedModel.say(f"answer to {asked}")
+
+
+def echo_desk(bus: Any) -> Team:
+    return Team([Agent(name="desk")], entry="desk", model=ScriptedModel(echo), bus=bus)
+
+
+async def test_the_same_request_id_in_two_sessions_is_run_and_answered_in_each(
+    buses: Buses,
+) -> None:
+    ANSWERED.clear()
+    bus = buses.new(partitions=2, claim_idle_s=1.0)
+    team = echo_desk(bus)
+    worker = Worker(team, block_s=0.05)
+    task = await started(worker)
+    # one partition, so that one worker sees both; then two, one after the other
+    sessions = [session_on(0, 2, "a"), session_on(0, 2, "b"), session_on(1, 2, "c")]
+    first = await team.submit("pay 1", session_id=sessions[0], request_id="req-7")
+    assert (await team.result(sessions[0], request_id="req-7", wait_s=10)).output == (
+        "answer to pay 1"
+    )
+    await team.submit("pay 2", session_id=sessions[1], request_id="req-7")
+    await team.submit("pay 3", session_id=sessions[2], request_id="req-7")
+    results = [await team.result(sid, request_id="req-7", wait_s=10) for sid in sessions]
+    assert [r.output for r in results] == ["answer to pay 1", "answer to pay 2", "answer to pay 3"]
+    assert [r.session_id for r in results] == sessions
+    assert len({r.run_id for r in results}) == 3
+    await team.bus.publish(first)  # a retry in the first session is still answered once
+    await asyncio.sleep(0.3)
+    worker.stop()
+    stats = await task
+    assert ANSWERED == ["pay 1", "pay 2", "pay 3"]
+    assert stats.answered == 3 and await bus.pending() == 0
+
+
+async def test_copies_of_a_request_in_flight_run_once_and_are_all_settled(buses: Buses) -> None:
+    ANSWERED.clear()
+    bus = buses.new(partitions=1, claim_idle_s=30.0)  # no redelivery settles them for us
+    team = echo_desk(bus)
+    envelope = Envelope(session_id="s1", message="pay once", id="req-dup")
+    for _ in range(3):  # a client that retried twice before any worker ran
+        await bus.publish(envelope)
+    assert await bus.pending() == 3
+    worker = Worker(team, block_s=0.05)
+    task = await started(worker)
+    result = await team.result("s1", request_id="req-dup", wait_s=10)
+    for _ in range(100):
+        if await bus.pending() == 0:
+            break
+        await asyncio.sleep(0.02)
+    worker.stop()
+    stats = await task
+    assert result.output == "answer to pay once" and ANSWERED == ["pay once"]
+    assert await bus.pending() == 0 and stats.answered == 1

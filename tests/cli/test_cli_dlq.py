@@ -164,3 +164,40 @@ def test_a_bad_bus_url_fails_clearly(runner: CliRunner) -> None:
     result = runner.invoke(app, ["dlq", "list", "--bus", "kafka://broker:9092"])
     assert result.exit_code == 2
     assert "unknown bus URL" in result.output and "redis://" in result.output
+
+
+def test_an_unreadable_entry_is_listed_and_cannot_be_retried(
+    runner: CliRunner, deployment: Deployment
+) -> None:
+    import redis.asyncio as aioredis
+
+    async def poison(bus: RedisStreamsBus) -> None:
+        client = aioredis.from_url(REDIS_URL)
+        try:
+            await client.xadd(bus._pkey(0), {"e": b"\x1b]0;owned\x07 \xff not an envelope"})
+        finally:
+            await client.aclose()
+        assert await bus.receive("w1", count=10, block_s=0) == []  # refused: a dead letter
+
+    deployment.run(poison)
+    deployment.dead(1)
+    shown = runner.invoke(app, ["dlq", "list", "--bus", deployment.url])
+    assert shown.exit_code == 0, shown.output
+    assert "(unreadable)" in shown.output and "EnvelopeError: the entry is not UTF-8" in (
+        shown.output.replace("\n", " ")
+    )
+    assert "\x1b" not in shown.output and "\x07" not in shown.output
+    rows = json.loads(
+        runner.invoke(app, ["dlq", "list", "--bus", deployment.url, "-f", "json"]).output
+    )
+    bad = next(r for r in rows if r["session_id"] is None)
+    assert bad["request_id"] is None and bad["message"] is None
+    assert bad["raw"] == "\x1b]0;owned\x07 \\xff not an envelope"  # JSON escapes it
+    good = next(r for r in rows if r["session_id"] is not None)
+    assert good["raw"] == ""
+    result = runner.invoke(app, ["dlq", "retry", "--all", "--bus", deployment.url])
+    assert result.exit_code == 1, result.output
+    assert "holds no envelope to publish again" in result.output
+    assert result.output.count("requeued ") == 1  # the readable one still goes
+    assert "no dead letters" not in result.output and "Traceback" not in result.output
+    assert [d.envelope for d in deployment.letters()] == [None]

@@ -158,7 +158,7 @@ async def wait_results(bus: RedisStreamsBus, sent: list[Envelope], timeout_s: fl
     results = []
     for env in sent:
         left = max(0.1, deadline - time.monotonic())
-        results.append(await bus.get_result(env.id, wait_s=left))
+        results.append(await bus.get_result(env.session_id, env.id, wait_s=left))
     return results
 
 

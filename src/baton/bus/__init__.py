@@ -16,6 +16,7 @@ from baton.bus.base import (
     DeadLetter,
     Delivery,
     Envelope,
+    EnvelopeError,
     TurnResult,
     partition_of,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "DeadLetter",
     "Delivery",
     "Envelope",
+    "EnvelopeError",
     "MemoryBus",
     "RedisStreamsBus",
     "TurnResult",

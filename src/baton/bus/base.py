@@ -2,10 +2,13 @@
 
 A client publishes an `Envelope` (one turn of one session: the message, the user, trace
 headers) and a worker receives it as a `Delivery`, runs it (`team.run(..., request_id=
-envelope.id)`, which never runs a request twice), then acknowledges it. A worker that dies
+envelope.id)`, which never runs a request twice), then acknowledges it. A request is named by
+its session and its id together: the same id in two sessions is two requests (deduplication,
+results and `last_request` are all per session). A worker that dies
 leaves its deliveries unacknowledged; after `claim_idle_s` another worker reclaims them (the
 orphan scan). A delivery that fails `max_deliveries` times goes to the dead-letter queue with
-its error (`baton dlq list|retry`).
+its error (`baton dlq list|retry`); so does an entry that is not a valid envelope (written by
+hand, by another program, or on the wrong partition), with the reason it cannot be read.
 
 Ordering: sessions are partitioned over `partitions` streams by a hash of the session id, and
 the bus gives a partition's messages to one consumer at a time, in order; the worker keeps at
@@ -28,6 +31,12 @@ class BusError(BatonError):
     message says what failed and what to do; nothing acknowledged is lost."""
 
 
+class EnvelopeError(BatonError, ValueError):
+    """An envelope the bus cannot carry (a field of the wrong type, text that is not valid
+    Unicode, too big), or a bus entry that is not an envelope; the message says which field
+    and what to do."""
+
+
 def partition_of(session_id: str, partitions: int) -> int:
     """The partition (stream) a session's turns go to: stable across processes and runs."""
     return zlib.crc32(session_id.encode("utf-8", "surrogatepass")) % partitions
@@ -41,8 +50,9 @@ class Envelope:
     message: str
     user_id: str | None = None
     id: str = field(default_factory=lambda: new_id("req_"))
-    """The request id: the same on every delivery; the run is recorded under it, so a
-    redelivered request is never run twice."""
+    """The request id: the same on every delivery; the run is recorded under it in the
+    session, so a redelivered request is never run twice. It names a request within its
+    session only: the same id in another session is another request."""
     headers: dict[str, str] = field(default_factory=dict)
     """Trace context (`traceparent`, `tracestate`) and anything else to carry along."""
     submitted_at: float = field(default_factory=now)
@@ -61,14 +71,19 @@ class Delivery:
 
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
-    """An envelope that failed `max_deliveries` times, with the last error."""
+    """An envelope that failed `max_deliveries` times, or a bus entry that could not be read
+    as one, with the last error."""
 
     id: str
     """The dead letter's id (name it in `requeue`)."""
-    envelope: Envelope
+    envelope: Envelope | None
+    """The envelope; None when the entry was not a valid envelope (see `error` and `raw`)."""
     error: str
     deliveries: int
     failed_at: float
+    raw: str = ""
+    """What an unreadable entry held (clipped, bytes that are not UTF-8 as escapes); empty
+    when `envelope` is set."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +113,8 @@ class Bus(Protocol):
     """Deliveries of one envelope before it goes to the dead-letter queue."""
 
     async def publish(self, envelope: Envelope) -> str:
-        """Queue the envelope on its session's partition; returns the bus's entry id."""
+        """Queue the envelope on its session's partition; returns the bus's entry id. Raises
+        `EnvelopeError` for an envelope that could not be read back (`baton.bus.wire`)."""
         ...
 
     async def receive(self, consumer: str, count: int = 16, block_s: float = 1.0) -> list[Delivery]:
@@ -123,15 +139,19 @@ class Bus(Protocol):
         ...
 
     async def put_result(self, result: TurnResult) -> None:
-        """Record a request's result (kept for a while) and wake whoever waits for it."""
+        """Record a request's result under (its session, its request id), kept for a while,
+        and wake whoever waits for it."""
         ...
 
     async def last_request(self, session_id: str) -> str | None:
         """The id of the envelope last published for the session, or None."""
         ...
 
-    async def get_result(self, request_id: str, wait_s: float = 0.0) -> TurnResult | None:
-        """The request's result, waiting up to `wait_s` for it; None if there is none yet."""
+    async def get_result(
+        self, session_id: str, request_id: str, wait_s: float = 0.0
+    ) -> TurnResult | None:
+        """The result of the session's request `request_id`, waiting up to `wait_s` for it;
+        None if there is none yet (another session's request of the same id is not it)."""
         ...
 
     async def dead_letters(self, limit: int = 100) -> list[DeadLetter]:
@@ -140,7 +160,8 @@ class Bus(Protocol):
 
     async def requeue(self, dead_id: str) -> Envelope:
         """Publish a dead letter's envelope again (its deliveries start over) and drop it from
-        the dead-letter queue."""
+        the dead-letter queue. `LookupError` for an unknown id, `EnvelopeError` for a letter
+        that holds no valid envelope (nothing to publish)."""
         ...
 
     async def pending(self) -> int:

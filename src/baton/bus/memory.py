@@ -19,8 +19,19 @@ import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
-from baton.bus.base import DeadLetter, Delivery, Envelope, TurnResult, partition_of
+from baton.bus import wire
+from baton.bus.base import (
+    DeadLetter,
+    Delivery,
+    Envelope,
+    EnvelopeError,
+    TurnResult,
+    partition_of,
+)
 from baton.core.ids import now
+
+_Request = tuple[str, str]
+"""(session id, request id): a request's name on the bus."""
 
 _READY, _PENDING, _RETRY, _SETTLED = range(4)
 """Where an entry is: queued, handed out (not settled), to hand out again first, done."""
@@ -87,8 +98,9 @@ class MemoryBus:
     time (it holds the partition while it keeps receiving: its lease lasts `claim_idle_s`).
     A consumer silent for `claim_idle_s` is presumed dead: its partitions and unacknowledged
     deliveries go to the next consumer that receives. An envelope delivered `max_deliveries`
-    times without success goes to the dead-letter queue. Results and the ids of acknowledged
-    envelopes are kept `result_ttl_s`.
+    times without success goes to the dead-letter queue. Results and the (session, request id)
+    of acknowledged envelopes are kept `result_ttl_s`. `publish` checks each envelope as the
+    Redis bus does (`baton.bus.wire`), so what works here works there.
     """
 
     url = "memory://"
@@ -115,17 +127,19 @@ class MemoryBus:
         self._consumers: dict[str, _Consumer] = {}
         self._seq = 0
         self._unsettled = 0
-        self._done: OrderedDict[str, float] = OrderedDict()
-        """Envelope id -> when it stops being remembered (acknowledged envelopes)."""
-        self._results: OrderedDict[str, tuple[TurnResult, float]] = OrderedDict()
-        self._result_waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._done: OrderedDict[_Request, float] = OrderedDict()
+        """(session, request id) -> when it stops being remembered (acknowledged envelopes)."""
+        self._results: OrderedDict[_Request, tuple[TurnResult, float]] = OrderedDict()
+        self._result_waiters: dict[_Request, list[asyncio.Future[None]]] = {}
         self._last: dict[str, str] = {}
         self._dead: dict[str, DeadLetter] = {}
         self._dead_seq = 0
 
     # ------------------------------------------------------------------ publishing
     async def publish(self, envelope: Envelope) -> str:
-        """Queue the envelope on its session's partition; returns its entry id."""
+        """Queue the envelope on its session's partition; returns its entry id. Raises
+        `EnvelopeError` for an envelope the Redis bus could not carry either."""
+        wire.encode(envelope)
         index = partition_of(envelope.session_id, self.partitions)
         self._seq += 1
         part = self._parts[index]
@@ -285,7 +299,7 @@ class MemoryBus:
     def _hand_out(
         self, entry: _Entry, consumer: str, t: float, out: list[Delivery], *, bump: bool
     ) -> None:
-        if self._is_done(entry.envelope.id):  # acknowledged before (published twice)
+        if self._is_done(_request(entry.envelope)):  # acknowledged before (published twice)
             self._settle(entry)
             return
         if bump:
@@ -299,12 +313,12 @@ class MemoryBus:
 
     # ------------------------------------------------------------------ settling
     async def ack(self, consumer: str, delivery: Delivery) -> None:
-        """The delivery is done: never delivered again (its envelope id is remembered for
-        `result_ttl_s`, so a copy published again is skipped)."""
+        """The delivery is done: never delivered again (its session and request id are
+        remembered for `result_ttl_s`, so a copy published again is skipped)."""
         entry = delivery.token
         if not isinstance(entry, _Entry):
             raise ValueError("not a delivery of this bus")
-        self._remember_done(entry.envelope.id)
+        self._remember_done(_request(entry.envelope))
         if entry.state in (_PENDING, _RETRY):
             self._settle(entry)
 
@@ -346,19 +360,19 @@ class MemoryBus:
         self._dead[dead_id] = DeadLetter(dead_id, entry.envelope, error, entry.deliveries, now())
         self._settle(entry)
 
-    def _remember_done(self, envelope_id: str) -> None:
+    def _remember_done(self, request: _Request) -> None:
         t = time.monotonic()
         done = self._done
-        done[envelope_id] = t + self.result_ttl_s
-        done.move_to_end(envelope_id)
+        done[request] = t + self.result_ttl_s
+        done.move_to_end(request)
         while done:
             first = next(iter(done.values()))
             if first > t:
                 break
             done.popitem(last=False)
 
-    def _is_done(self, envelope_id: str) -> bool:
-        until = self._done.get(envelope_id)
+    def _is_done(self, request: _Request) -> bool:
+        until = self._done.get(request)
         return until is not None and until > time.monotonic()
 
     async def release(self, consumer: str) -> None:
@@ -374,30 +388,36 @@ class MemoryBus:
 
     # ------------------------------------------------------------------ results
     async def put_result(self, result: TurnResult) -> None:
-        """Record a request's result for `result_ttl_s` and wake whoever waits for it."""
+        """Record a request's result under (its session, its request id) for `result_ttl_s`
+        and wake whoever waits for it."""
         t = time.monotonic()
         results = self._results
-        results[result.request_id] = (result, t + self.result_ttl_s)
-        results.move_to_end(result.request_id)
+        request = (result.session_id, result.request_id)
+        results[request] = (result, t + self.result_ttl_s)
+        results.move_to_end(request)
         while results:
             _, until = next(iter(results.values()))
             if until > t:
                 break
             results.popitem(last=False)
-        for waiter in self._result_waiters.pop(result.request_id, ()):
+        for waiter in self._result_waiters.pop(request, ()):
             _resolve(waiter)
 
     async def last_request(self, session_id: str) -> str | None:
         """The id of the envelope last published for the session, or None."""
         return self._last.get(session_id)
 
-    async def get_result(self, request_id: str, wait_s: float = 0.0) -> TurnResult | None:
-        """The request's result, waiting up to `wait_s` for it; None if there is none yet."""
-        found = self._result(request_id)
+    async def get_result(
+        self, session_id: str, request_id: str, wait_s: float = 0.0
+    ) -> TurnResult | None:
+        """The result of the session's request `request_id`, waiting up to `wait_s` for it;
+        None if there is none yet."""
+        request = (session_id, request_id)
+        found = self._result(request)
         if found is not None or wait_s <= 0:
             return found
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        waiters = self._result_waiters.setdefault(request_id, [])
+        waiters = self._result_waiters.setdefault(request, [])
         waiters.append(waiter)
         try:
             await asyncio.wait_for(waiter, wait_s)
@@ -406,12 +426,12 @@ class MemoryBus:
         finally:
             with contextlib.suppress(ValueError):
                 waiters.remove(waiter)
-            if not waiters and self._result_waiters.get(request_id) is waiters:
-                del self._result_waiters[request_id]
-        return self._result(request_id)
+            if not waiters and self._result_waiters.get(request) is waiters:
+                del self._result_waiters[request]
+        return self._result(request)
 
-    def _result(self, request_id: str) -> TurnResult | None:
-        found = self._results.get(request_id)
+    def _result(self, request: _Request) -> TurnResult | None:
+        found = self._results.get(request)
         if found is None or found[1] <= time.monotonic():
             return None
         return found[0]
@@ -428,10 +448,13 @@ class MemoryBus:
 
     async def requeue(self, dead_id: str) -> Envelope:
         """Publish a dead letter's envelope again (deliveries start over); drop the letter."""
-        dead = self._dead.pop(dead_id, None)
+        dead = self._dead.get(dead_id)
         if dead is None:
             raise LookupError(f"no dead letter {dead_id!r} on {self.url} (see `baton dlq list`)")
+        if dead.envelope is None:  # only the Redis bus can hold an unreadable entry
+            raise EnvelopeError(f"dead letter {dead_id!r} holds no envelope to publish")
         await self.publish(dead.envelope)
+        del self._dead[dead_id]
         return dead.envelope
 
     async def pending(self) -> int:
@@ -442,6 +465,10 @@ class MemoryBus:
         """Nothing to release: wake whoever waits, so they see there is nothing more."""
         for c in self._consumers.values():
             _resolve(c.waiter)
+
+
+def _request(envelope: Envelope) -> _Request:
+    return (envelope.session_id, envelope.id)
 
 
 def _resolve(waiter: asyncio.Future[None] | None) -> None:

@@ -11,20 +11,30 @@ Keys, each under `{B}` = `{prefix}:bus:` (`{pN}` is partition N, a Redis Cluster
 that a partition's keys share a slot):
 
 - `{B}{pN}` the partition's stream, read through the consumer group `group`; an entry holds
-  the envelope's id (`id`) and its JSON (`e`). Acknowledged entries are deleted (XACK + XDEL).
+  the envelope's request id (`id`), session id (`s`) and JSON (`e`, `baton.bus.wire`).
+  Acknowledged entries are deleted (XACK + XDEL).
 - `{B}{pN}:lease` the consumer that reads the partition now (SET PX `claim_idle_s`, renewed by
   every `receive`); `{B}consumers` zset of live consumers by when their heartbeat expires.
 - `{B}{pN}:n` envelopes published on the partition and not settled (`pending()` sums them):
   incremented on publish, decremented when the entry leaves the group's pending list (XACK
-  returns 1 once per entry, so a second acknowledgement changes nothing).
+  returns 1 once per entry, so a second acknowledgement changes nothing); an entry another
+  program added (its fields are not the bus's) is not counted.
 - `{B}{pN}:failed` hash: entry id -> the error of a failed delivery to hand out again.
-- `{B}{pN}:done:{request id}` an acknowledged envelope (kept `result_ttl_s`): a copy
-  published again is acknowledged without being handed out.
+- `{B}{pN}:acked:{n}:{session id}:{request id}` (`n`: the session id's length in bytes,
+  `wire.scoped`) an acknowledged request of the session (kept `result_ttl_s`): a copy
+  published again is acknowledged without being handed out. (`{B}{pN}:done:{request id}`,
+  by request id alone, is an older version's, honoured for the entries it wrote.)
 - `{B}{pN}:last:{session id}` the id of the envelope last published for the session.
 - `{B}dlq` stream of dead letters (partition, entry, envelope, error, deliveries, time).
 - `{B}wake` a short stream that wakes blocked consumers (partitions given up, or a turn
-  published on a partition nobody holds); `{B}result:{request id}` a result (JSON, kept
-  `result_ttl_s`), announced on the channel `{B}results`.
+  published on a partition nobody holds); `{B}result:{n}:{session id}:{request id}` a
+  result (JSON, kept `result_ttl_s`), announced on the channel `{B}results` by request id.
+
+An entry that is not an envelope of its partition (written by hand or by another program,
+not UTF-8, not JSON, a field of the wrong type, over `wire.MAX_ENVELOPE_BYTES`, a session of
+another partition) is never handed to a worker: `receive` fails it as a worker fails a turn,
+so after `max_deliveries` it is a dead letter with the reason, and the partition goes on.
+Replies of the receive script and the dead-letter stream are read as bytes for that reason.
 
 Receiving is one Lua script (run whole by Redis, with nothing in between): renew the
 consumer's heartbeat and leases, take free partitions up to its fair share
@@ -48,6 +58,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import logging
 import math
 import threading
 import time
@@ -58,14 +69,24 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from baton.backends._aio import glob_escape, settle
-from baton.bus.base import BusError, DeadLetter, Delivery, Envelope, TurnResult, partition_of
+from baton.bus import wire
+from baton.bus.base import (
+    BusError,
+    DeadLetter,
+    Delivery,
+    Envelope,
+    EnvelopeError,
+    TurnResult,
+    partition_of,
+)
 from baton.core.errors import ConfigError
 
 try:
     import redis.asyncio as aioredis
     from redis.asyncio.retry import Retry
     from redis.backoff import ExponentialBackoff
-    from redis.exceptions import AuthenticationError, RedisError, ResponseError
+    from redis.client import NEVER_DECODE
+    from redis.exceptions import AuthenticationError, NoScriptError, RedisError, ResponseError
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as exc:  # pragma: no cover - the extra is part of the dev install
@@ -74,6 +95,8 @@ except ImportError as exc:  # pragma: no cover - the extra is part of the dev in
     ) from exc
 
 T = TypeVar("T")
+
+log = logging.getLogger("baton.bus")
 
 DEFAULT_PREFIX = "baton"
 """Key prefix of a bus opened without one (its keys start with `baton:bus:`)."""
@@ -100,9 +123,16 @@ _URL_PARAMS = ("prefix", "partitions", "claim_idle_s", "max_deliveries", "result
 # ---------------------------------------------------------------- Lua scripts
 # Every script takes the key namespace `{prefix}:bus:` as ARGV[1] and the group as ARGV[2].
 
-_COMMON = """
+_COMMON = f"""
+local MAX_E, RAW_BYTES = {wire.MAX_ENVELOPE_BYTES}, {4 * wire.RAW_CHARS}
+"""
+_COMMON += """
 local B, G = ARGV[1], ARGV[2]
 local function pkey(i, suffix) return B .. '{p' .. i .. '}' .. suffix end
+-- an acknowledged request of a session (wire.scoped: no two (session, request) share it)
+local function acked_key(i, sid, rid)
+  return pkey(i, ':acked:' .. #sid .. ':' .. sid .. ':' .. rid)
+end
 local function server_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -115,27 +145,40 @@ end
 local function wake()
   redis.call('XADD', B .. 'wake', 'MAXLEN', '16', '*', 'w', '1')
 end
--- the entry leaves the group's pending list: counted as settled once (XACK says whether)
-local function settle(i, s, id, gone)
-  if redis.call('XACK', s, G, id) == 1 or gone then
-    redis.call('DECR', pkey(i, ':n'))
-  end
-  redis.call('XDEL', s, id)
-  redis.call('HDEL', pkey(i, ':failed'), id)
-end
 local function field(fields, name)
   for j = 1, #fields, 2 do
     if fields[j] == name then return fields[j + 1] end
   end
   return nil
 end
+-- whether a bus's publish wrote the entry, so that it is counted in `:n`: its fields are
+-- exactly id, e (an older version) or id, s, e; an entry another program wrote is not
+local function ours(fields)
+  if not fields then return true end -- gone from the stream: it was read, so it was ours
+  local n = #fields
+  return fields[1] == 'id' and ((n == 4 and fields[3] == 'e') or
+    (n == 6 and fields[3] == 's' and fields[5] == 'e'))
+end
+-- the entry leaves the group's pending list: counted as settled once (XACK says whether)
+local function settle(i, s, id, gone, fields)
+  if (redis.call('XACK', s, G, id) == 1 or gone) and ours(fields) then
+    redis.call('DECR', pkey(i, ':n'))
+  end
+  redis.call('XDEL', s, id)
+  redis.call('HDEL', pkey(i, ':failed'), id)
+end
+-- an entry over the size of any envelope keeps only its start in the dead letter (to show)
 local function dead_letter(i, s, id, err, deliveries, now)
   local e = redis.call('XRANGE', s, id, id)
-  if e[1] then
-    redis.call('XADD', B .. 'dlq', '*', 'p', i, 'entry', id, 'e', field(e[1][2], 'e') or '',
+  local fields = e[1] and e[1][2]
+  if fields then
+    local body = field(fields, 'e') or ''
+    local size = #body
+    if size > MAX_E then body = string.sub(body, 1, RAW_BYTES) end
+    redis.call('XADD', B .. 'dlq', '*', 'p', i, 'entry', id, 'e', body, 'size', size,
       'error', err, 'deliveries', deliveries, 'at', now)
   end
-  settle(i, s, id, false)
+  settle(i, s, id, false, fields)
 end
 """
 
@@ -146,7 +189,7 @@ _PUBLISH = (
 local i = ARGV[3]
 local s = pkey(i, '')
 ensure_group(s)
-local id = redis.call('XADD', s, '*', 'id', ARGV[4], 'e', ARGV[5])
+local id = redis.call('XADD', s, '*', 'id', ARGV[4], 's', ARGV[6], 'e', ARGV[5])
 redis.call('INCR', pkey(i, ':n'))
 redis.call('SET', pkey(i, ':last:' .. ARGV[6]), ARGV[4], 'EX', ARGV[7])
 if redis.call('EXISTS', pkey(i, ':lease')) == 0 then wake() end
@@ -156,9 +199,11 @@ return id
 
 # ARGV: 3 consumer, 4 partitions, 5 lease (ms), 6 count, 7 max deliveries, 8 scan own idle
 # entries ('1'), 9 rotation.
-# Returns {share, {held...}, {{partition, entry id, deliveries, envelope JSON}...}, settled
-# without a hand-out (skipped or dead-lettered), {{stream, last id}...} (when nothing was
-# handed out), the wake stream's last id}.
+# Returns {share, {held...}, {{partition, entry id, deliveries, envelope JSON (false when the
+# entry has none, or one too big), its size in bytes (-1: none), the entry's session id and
+# request id fields (false when absent)}...}, settled without a hand-out (skipped or
+# dead-lettered), {{stream, last id}...} (when nothing was handed out), the wake stream's last
+# id}.
 _RECEIVE = (
     _COMMON
     + """
@@ -229,13 +274,22 @@ local function id_lt(a, b)
   return tonumber(as) < tonumber(bs)
 end
 local function hand_out(i, s, id, fields, deliveries)
-  local rid = field(fields, 'id')
-  if rid and redis.call('EXISTS', pkey(i, ':done:' .. rid)) == 1 then
-    settle(i, s, id, false) -- acknowledged before (published twice): skipped
+  local rid, sid = field(fields, 'id'), field(fields, 's')
+  local done = nil
+  if rid and sid then
+    done = acked_key(i, sid, rid)
+  elseif rid then -- an entry of an older version: its acknowledgement was by request id
+    done = pkey(i, ':done:' .. rid)
+  end
+  if done and redis.call('EXISTS', done) == 1 then
+    settle(i, s, id, false, fields) -- acknowledged before (published twice): skipped
     settled = settled + 1
     return
   end
-  out[#out + 1] = {i, id, deliveries, field(fields, 'e') or ''}
+  local e = field(fields, 'e')
+  local size = e and #e or -1
+  if size > MAX_E then e = nil end -- not sent: the worker reads it as too big
+  out[#out + 1] = {i, id, deliveries, e or false, size, sid or false, rid or false}
 end
 
 local function collect(i)
@@ -243,6 +297,11 @@ local function collect(i)
   if redis.call('EXISTS', s) == 0 then
     ensure_group(s)
     return
+  end
+  local ok, consumers = pcall(redis.call, 'XINFO', 'CONSUMERS', s, G)
+  if not ok then -- a stream another program made (XADD): the group reads it from its start
+    redis.call('XGROUP', 'CREATE', s, G, '0')
+    consumers = {}
   end
   local fkey = pkey(i, ':failed')
   local need = count - #out
@@ -256,7 +315,7 @@ local function collect(i)
       redis.call('HDEL', fkey, id)
     end
   end
-  for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', s, G)) do
+  for _, c in ipairs(consumers) do
     local name, pend = field(c, 'name'), tonumber(field(c, 'pending'))
     if name ~= me then
       if pend == 0 then
@@ -285,7 +344,7 @@ local function collect(i)
       if got[1] then
         hand_out(i, s, id, got[1][2], n + 1)
       else -- deleted from the stream meanwhile
-        settle(i, s, id, true)
+        settle(i, s, id, true, nil)
         settled = settled + 1
       end
     end
@@ -302,7 +361,7 @@ local function collect(i)
         if e[1] then
           hand_out(i, s, id, e[1][2], tonumber(r[4]))
         else
-          settle(i, s, id, true)
+          settle(i, s, id, true, nil)
           settled = settled + 1
         end
       end
@@ -337,13 +396,15 @@ return {share, held, out, settled, lasts, wake_last}
 """
 )
 
-# ARGV: 3 partition, 4 entry id, 5 envelope id, 6 ttl (s).
+# ARGV: 3 partition, 4 entry id, 5 envelope id, 6 ttl (s), 7 session id.
 _ACK = (
     _COMMON
     + """
 local i = ARGV[3]
-redis.call('SET', pkey(i, ':done:' .. ARGV[5]), '1', 'EX', ARGV[6])
-settle(i, pkey(i, ''), ARGV[4], false)
+redis.call('SET', acked_key(i, ARGV[7], ARGV[5]), '1', 'EX', ARGV[6])
+local s = pkey(i, '')
+local e = redis.call('XRANGE', s, ARGV[4], ARGV[4])
+settle(i, s, ARGV[4], false, e[1] and e[1][2])
 return 1
 """
 )
@@ -394,7 +455,7 @@ if redis.call('XDEL', B .. 'dlq', ARGV[3]) == 0 then return false end
 local i = ARGV[4]
 local s = pkey(i, '')
 ensure_group(s)
-local id = redis.call('XADD', s, '*', 'id', ARGV[5], 'e', ARGV[6])
+local id = redis.call('XADD', s, '*', 'id', ARGV[5], 's', ARGV[7], 'e', ARGV[6])
 redis.call('INCR', pkey(i, ':n'))
 redis.call('SET', pkey(i, ':last:' .. ARGV[7]), ARGV[5], 'EX', ARGV[8])
 if redis.call('EXISTS', pkey(i, ':lease')) == 0 then wake() end
@@ -424,8 +485,20 @@ class _Client:
         self.release = register(_RELEASE)
         self.requeue = register(_REQUEUE)
         self.waiters: dict[str, list[asyncio.Future[None]]] = {}
+        """Request id -> who waits for a result of that id (in whichever session: each
+        reads its own session's result when woken)."""
         self.listener: asyncio.Task[None] | None = None
         self.subscribed = asyncio.Event()
+
+    async def raw(self, script: Any, args: list[Any]) -> Any:
+        """`script(args)` with its reply left as bytes: a stream entry may hold anything, and
+        one that is not UTF-8 must not make the whole reply unreadable."""
+        command = ("EVALSHA", script.sha, 0, *args)
+        try:
+            return await self.redis.execute_command(*command, **{NEVER_DECODE: True})
+        except NoScriptError:  # a restarted or flushed server: load it again
+            await self.redis.script_load(script.script)
+            return await self.redis.execute_command(*command, **{NEVER_DECODE: True})
 
 
 def _redacted(url: str) -> str:
@@ -483,8 +556,11 @@ def _pick(name: str, given: Any, default: Any, in_url: dict[str, str], convert: 
     return value
 
 
-def _envelope_json(envelope: Envelope) -> str:
-    return json.dumps(dataclasses.asdict(envelope))
+def _text(value: Any) -> str:
+    """A reply field read as bytes, as text (what is not UTF-8 shown as escapes)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    return "" if value is None else str(value)
 
 
 class RedisStreamsBus:
@@ -606,6 +682,8 @@ class RedisStreamsBus:
                 raise
             except (RedisError, OSError) as exc:
                 raise BusError(self._explain(action, exc)) from exc
+            except UnicodeDecodeError as exc:  # a key of the bus holds bytes it never wrote
+                raise self._corrupt(f"a reply to {action}", self.keys + "*", exc) from exc
 
         if write:
             return await settle(guarded())
@@ -656,23 +734,66 @@ class RedisStreamsBus:
             "prefix of its own"
         )
 
-    def _envelope(self, text: str, where: object) -> Envelope:
-        try:
-            data = json.loads(text)
-            return Envelope(**data)
-        except (TypeError, ValueError) as exc:
-            raise self._corrupt("envelope", where, exc) from exc
+    def _read(self, row: list[Any]) -> Delivery:
+        """A delivery from a row of the receive script; `EnvelopeError` (why) when its entry
+        is not an envelope of the partition it sits on."""
+        part, entry, deliveries, body, size, sid, rid = row
+        token = _Token(int(part), _text(entry))
+        if body is None:
+            if int(size) < 0:
+                raise EnvelopeError(
+                    "the stream entry has no envelope (no field 'e'); it was not written by a "
+                    "Baton bus"
+                )
+            raise EnvelopeError(wire.too_big(int(size)))
+        envelope = wire.decode(body)
+        if (sid is not None and sid != envelope.session_id.encode("utf-8")) or (
+            rid is not None and rid != envelope.id.encode("utf-8")
+        ):
+            raise EnvelopeError(
+                f"the stream entry names session {_text(sid)!r}, request {_text(rid)!r}, but "
+                f"its envelope is request {envelope.id!r} of session {envelope.session_id!r}: "
+                "it was edited or forged"
+            )
+        home = partition_of(envelope.session_id, self.partitions)
+        if home != token.partition:
+            raise EnvelopeError(
+                f"the envelope of session {envelope.session_id!r} sits on partition "
+                f"{token.partition}, but the session's turns go to partition {home} of "
+                f"{self.partitions}: it was written by hand, or by a client with another "
+                "number of partitions (every client and worker of a deployment must use the "
+                "same); `baton dlq retry` publishes it on the right one"
+            )
+        return Delivery(envelope, int(deliveries) - 1, token)
+
+    async def _refuse(self, consumer: str, row: list[Any], error: str) -> None:
+        """Fail an entry that is not an envelope, as a worker fails a turn: handed out
+        again first, then, after `max_deliveries`, a dead letter with `error`."""
+        token = _Token(int(row[0]), _text(row[1]))
+        reason = f"EnvelopeError: {error}"
+        dead = await self._fail(consumer, token, reason)
+        if dead:
+            log.error(
+                "bus %s: entry %s of partition %d moved to the dead-letter queue: %s "
+                "(baton dlq list)",
+                self.url,
+                token.entry,
+                token.partition,
+                reason,
+            )
 
     # ------------------------------------------------------------------ publishing
     async def publish(self, envelope: Envelope) -> str:
-        """Queue the envelope on its session's partition; returns its stream entry id."""
+        """Queue the envelope on its session's partition; returns its stream entry id. Raises
+        `EnvelopeError` for an envelope that could not be read back (`baton.bus.wire`)."""
+        body = wire.encode(envelope)
         index = partition_of(envelope.session_id, self.partitions)
         args = [
             self.keys,
             self.group,
             index,
             envelope.id,
-            _envelope_json(envelope),
+            body,
             envelope.session_id,
             math.ceil(self.result_ttl_s),
         ]
@@ -712,17 +833,25 @@ class RedisStreamsBus:
             ]
 
             async def work(c: _Client, args: list[Any] = args) -> Any:
-                return await c.receive(args=args)
+                return await c.raw(c.receive, args)
 
             reply = await self._run("receive", work)
             _share, _held, rows, settled, lasts, wake_last = reply
             if count <= 0:
                 return []
-            out = [
-                Delivery(self._envelope(body, entry), int(deliveries) - 1, _Token(int(part), entry))
-                for part, entry, deliveries, body in rows
-            ]
-            if out or block_s <= 0:
+            out: list[Delivery] = []
+            refused = 0
+            for row in rows:
+                try:
+                    out.append(self._read(row))
+                except EnvelopeError as exc:  # not a turn: nothing for a worker to run
+                    await self._refuse(consumer, row, str(exc))
+                    refused += 1
+            if out:
+                return out
+            if refused:
+                continue  # handed out again at once, until it is a dead letter
+            if block_s <= 0:
                 return out
             if int(settled) > 0:
                 continue  # skipped or dead-lettered entries: look again at once
@@ -734,8 +863,8 @@ class RedisStreamsBus:
             # wait for a new entry on a held partition, or a wake-up; renew before the lease
             # runs out (consumes nothing: the next round hands it out)
             wait_s = min(left, self.claim_idle_s / 3, _MAX_BLOCK_S)
-            streams = {stream: last for stream, last in lasts}
-            streams[self.keys + "wake"] = wake_last
+            streams = {_text(stream): _text(last) for stream, last in lasts}
+            streams[self.keys + "wake"] = _text(wake_last)
 
             block_ms = max(1, math.floor(wait_s * 1000))
 
@@ -754,8 +883,8 @@ class RedisStreamsBus:
         return token
 
     async def ack(self, consumer: str, delivery: Delivery) -> None:
-        """The delivery is done: never delivered again (its envelope id is remembered for
-        `result_ttl_s`, so a copy published again is skipped)."""
+        """The delivery is done: never delivered again (its session and request id are
+        remembered for `result_ttl_s`, so a copy published again is skipped)."""
         token = self._token(delivery)
         args = [
             self.keys,
@@ -764,6 +893,7 @@ class RedisStreamsBus:
             token.entry,
             delivery.envelope.id,
             math.ceil(self.result_ttl_s),
+            delivery.envelope.session_id,
         ]
 
         async def work(c: _Client) -> None:
@@ -775,7 +905,9 @@ class RedisStreamsBus:
         """Hand the delivery out again (before the partition's new entries, `retry_count`
         raised), or after `max_deliveries` move it to the dead-letter stream (True). A
         delivery the consumer no longer holds (settled, or taken over) is left alone (False)."""
-        token = self._token(delivery)
+        return await self._fail(consumer, self._token(delivery), error)
+
+    async def _fail(self, consumer: str, token: _Token, error: str) -> bool:
         args = [
             self.keys,
             self.group,
@@ -805,9 +937,10 @@ class RedisStreamsBus:
 
     # ------------------------------------------------------------------ results
     async def put_result(self, result: TurnResult) -> None:
-        """Record a request's result for `result_ttl_s` and wake whoever waits for it."""
+        """Record a request's result under (its session, its request id) for `result_ttl_s`
+        and wake whoever waits for it (the announcement names the request id only)."""
         text = json.dumps(dataclasses.asdict(result))
-        key = self.keys + "result:" + result.request_id
+        key = self._result_key(result.session_id, result.request_id)
 
         async def work(c: _Client) -> None:
             async with c.redis.pipeline(transaction=False) as pipe:
@@ -827,9 +960,12 @@ class RedisStreamsBus:
 
         return await self._run("last_request", work)
 
-    async def get_result(self, request_id: str, wait_s: float = 0.0) -> TurnResult | None:
-        """The request's result, waiting up to `wait_s` for it; None if there is none yet."""
-        found = await self._result(request_id)
+    async def get_result(
+        self, session_id: str, request_id: str, wait_s: float = 0.0
+    ) -> TurnResult | None:
+        """The result of the session's request `request_id`, waiting up to `wait_s` for it;
+        None if there is none yet."""
+        found = await self._result(session_id, request_id)
         if found is not None or wait_s <= 0:
             return found
         deadline = time.monotonic() + wait_s
@@ -843,7 +979,7 @@ class RedisStreamsBus:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(c.subscribed.wait(), min(wait_s, _POLL_S))
             while True:
-                found = await self._result(request_id)
+                found = await self._result(session_id, request_id)
                 left = deadline - time.monotonic()
                 if found is not None or left <= 0:
                     return found
@@ -860,20 +996,27 @@ class RedisStreamsBus:
                 if not mine:
                     del c.waiters[request_id]
 
-    async def _result(self, request_id: str) -> TurnResult | None:
-        key = self.keys + "result:" + request_id
+    def _result_key(self, session_id: str, request_id: str) -> str:
+        return self.keys + "result:" + wire.scoped(session_id, request_id)
 
-        async def work(c: _Client) -> str | None:
-            found = await c.redis.get(key)
-            return None if found is None else str(found)
+    async def _result(self, session_id: str, request_id: str) -> TurnResult | None:
+        # `result:{request id}` is where an older version kept results (by request id alone):
+        # still read in the first `result_ttl_s` after an upgrade, for its own session only
+        keys = [self._result_key(session_id, request_id), self.keys + "result:" + request_id]
 
-        text = await self._run("get_result", work)
-        if text is None:
-            return None
-        try:
-            return TurnResult(**json.loads(text))
-        except (TypeError, ValueError) as exc:
-            raise self._corrupt("result", request_id, exc) from exc
+        async def work(c: _Client) -> list[Any]:
+            return list(await c.redis.mget(keys))
+
+        for text in await self._run("get_result", work):
+            if text is None:
+                continue
+            try:
+                found = TurnResult(**json.loads(text))
+            except (TypeError, ValueError) as exc:
+                raise self._corrupt("result", (session_id, request_id), exc) from exc
+            if found.session_id == session_id and found.request_id == request_id:
+                return found  # anything else under the key is not this request's result
+        return None
 
     def _listen(self, c: _Client) -> None:
         """Start the loop's subscription to result announcements (once)."""
@@ -905,7 +1048,7 @@ class RedisStreamsBus:
                         for waiter in c.waiters.pop(str(message.get("data")), ()):
                             if not waiter.done():
                                 waiter.set_result(None)
-            except (RedisError, OSError):
+            except (RedisError, OSError, UnicodeDecodeError):  # a foreign non-UTF-8 message too
                 c.subscribed.clear()
                 await asyncio.sleep(backoff)  # waiters read the result on their own meanwhile
                 backoff = min(backoff * 2, 2.0)
@@ -914,54 +1057,71 @@ class RedisStreamsBus:
                     await pubsub.aclose()
 
     # ------------------------------------------------------------------ dead letters
-    async def dead_letters(self, limit: int = 100) -> list[DeadLetter]:
-        """The dead-letter stream, oldest first."""
-        if limit <= 0:
-            return []
+    async def _dlq_range(self, action: str, low: str, high: str, count: int | None) -> list[Any]:
+        """Rows of the dead-letter stream as bytes (an unreadable entry's copy may be
+        anything)."""
+        command: list[Any] = ["XRANGE", self.keys + "dlq", low, high]
+        if count is not None:
+            command += ["COUNT", count]
 
         async def work(c: _Client) -> list[Any]:
-            return list(await c.redis.xrange(self.keys + "dlq", count=limit))
+            return list(await c.redis.execute_command(*command, **{NEVER_DECODE: True}))
 
-        rows = await self._run("dead_letters", work)
-        out: list[DeadLetter] = []
-        for dead_id, fields in rows:
-            try:
-                out.append(
-                    DeadLetter(
-                        id=dead_id,
-                        envelope=self._envelope(fields["e"], dead_id),
-                        error=fields.get("error", ""),
-                        deliveries=int(fields.get("deliveries", 0)),
-                        failed_at=int(fields.get("at", 0)) / 1000,
-                    )
-                )
-            except (KeyError, ValueError) as exc:
-                raise self._corrupt("dead letter", dead_id, exc) from exc
-        return out
+        return await self._run(action, work)
+
+    def _letter(self, dead_id: Any, fields: dict[bytes, bytes]) -> DeadLetter:
+        body = fields.get(b"e", b"")
+        try:
+            envelope: Envelope | None = wire.decode(body)
+            raw = ""
+        except EnvelopeError:
+            envelope, raw = None, wire.shown(body)
+        try:
+            return DeadLetter(
+                id=_text(dead_id),
+                envelope=envelope,
+                error=_text(fields.get(b"error")),
+                deliveries=int(fields.get(b"deliveries", 0)),
+                failed_at=int(fields.get(b"at", 0)) / 1000,
+                raw=raw,
+            )
+        except ValueError as exc:
+            raise self._corrupt("dead letter", _text(dead_id), exc) from exc
+
+    async def dead_letters(self, limit: int = 100) -> list[DeadLetter]:
+        """The dead-letter stream, oldest first; an entry that was not an envelope is listed
+        with `envelope=None` and what it held (`raw`)."""
+        if limit <= 0:
+            return []
+        rows = await self._dlq_range("dead_letters", "-", "+", limit)
+        return [self._letter(dead_id, fields) for dead_id, fields in rows]
 
     async def requeue(self, dead_id: str) -> Envelope:
-        """Publish a dead letter's envelope again (deliveries start over); drop the letter."""
+        """Publish a dead letter's envelope again (deliveries start over, on the partition of
+        its session); drop the letter. `EnvelopeError` for a letter that holds no envelope."""
         unknown = LookupError(f"no dead letter {dead_id!r} on {self.url} (see `baton dlq list`)")
-
-        async def read(c: _Client) -> list[Any]:
-            return list(await c.redis.xrange(self.keys + "dlq", dead_id, dead_id))
-
         try:
-            rows = await self._run("requeue", read)
+            rows = await self._dlq_range("requeue", dead_id, dead_id, None)
         except BusError as exc:
             if "invalid stream id" in str(exc).lower():
                 raise unknown from None
             raise
         if not rows:
             raise unknown
-        envelope = self._envelope(rows[0][1].get("e", ""), dead_id)
+        letter = self._letter(*rows[0])
+        envelope = letter.envelope
+        if envelope is None:
+            raise EnvelopeError(
+                f"dead letter {dead_id!r} holds no envelope to publish again ({letter.error}); "
+                "it stays in the dead-letter queue as the record of what was found"
+            )
         args = [
             self.keys,
             self.group,
             dead_id,
             partition_of(envelope.session_id, self.partitions),
             envelope.id,
-            _envelope_json(envelope),
+            wire.encode(envelope),
             envelope.session_id,
             math.ceil(self.result_ttl_s),
         ]

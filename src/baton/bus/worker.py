@@ -4,10 +4,12 @@ The loop: receive deliveries (the bus gives each partition of sessions to one wo
 time, in order); queue each behind the turns of its session already here (at most one turn
 of a session in flight); run it as `team.run(message, session_id, request_id=envelope.id,
 trace_id=...)`, under at most `concurrency` turns at once; report the result on the bus, then
-acknowledge the delivery. Because the run is recorded under the envelope's id in the session
-(committed with the run), a delivery seen again — the worker died after the commit and before
-the ack, or the bus redelivered it — is answered from the record, never run twice, and a run
-cut off by a crash is resumed from its checkpoint, its finished tool calls not repeated.
+acknowledge the delivery. A request is its (session, request id): the same id in two sessions
+is two requests, each run and answered on its own. Because the run is recorded under the
+envelope's id in the session (committed with the run), a delivery seen again — the worker
+died after the commit and before the ack, or the bus redelivered it — is answered from the
+record, never run twice, and a run cut off by a crash is resumed from its checkpoint, its
+finished tool calls not repeated.
 
 Failures:
 - a store that fails (unreachable, connections dropped) or a session held by another process:
@@ -116,8 +118,10 @@ class Worker:
         self._queues: dict[str, deque[Delivery]] = {}
         """Session id -> its deliveries here, the first one running or waiting for a slot."""
         self._sessions: dict[str, asyncio.Task[None]] = {}
-        self._held: set[str] = set()
-        """Envelope ids received and not yet settled (a redelivery of one is skipped)."""
+        self._held: dict[tuple[str, str], list[Delivery]] = {}
+        """(session, request id) received and not yet settled -> the copies of it received
+        meanwhile (a redelivery, or the same request published twice): they are acknowledged
+        with it, never run."""
         self._room = asyncio.Event()
         self._stopping = asyncio.Event()
         self._closing = False
@@ -193,9 +197,11 @@ class Worker:
 
     def _take(self, delivery: Delivery) -> None:
         envelope = delivery.envelope
-        if envelope.id in self._held:  # redelivered while still here: the first one settles it
+        copies = self._held.get((envelope.session_id, envelope.id))
+        if copies is not None:  # a copy of a request still here: the first one settles it
+            copies.append(delivery)
             return
-        self._held.add(envelope.id)
+        self._held[(envelope.session_id, envelope.id)] = []
         sid = envelope.session_id
         queue = self._queues.get(sid)
         if queue is None:
@@ -209,13 +215,13 @@ class Worker:
             while queue and not self._closing:
                 async with self._slots:
                     await self._turn(queue[0])
-                self._held.discard(queue.popleft().envelope.id)
+                self._held.pop(_request(queue.popleft()), None)
                 self._room.set()
         finally:
             if self._queues.get(session_id) is queue:
                 del self._queues[session_id], self._sessions[session_id]
             for left in queue:  # shutting down: left unacknowledged, for another worker
-                self._held.discard(left.envelope.id)
+                self._held.pop(_request(left), None)
 
     # ------------------------------------------------------------------ one turn
     async def _turn(self, delivery: Delivery) -> None:
@@ -285,6 +291,8 @@ class Worker:
         try:
             await self.bus.put_result(result)
             await self.bus.ack(self.name, delivery)
+            for copy in self._held.get(_request(delivery), ()):
+                await self.bus.ack(self.name, copy)  # answered by the same record
         except BusError as exc:  # the run is committed: a redelivery answers from the record
             log.warning(
                 "worker %s: could not report turn %s (%s); it is answered again from the "
@@ -354,3 +362,8 @@ class Worker:
     async def _sleep_unless_stopped(self, seconds: float) -> None:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._stopping.wait(), seconds)
+
+
+def _request(delivery: Delivery) -> tuple[str, str]:
+    """A delivery's request, as the bus and the store name it: (session, request id)."""
+    return (delivery.envelope.session_id, delivery.envelope.id)

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 import typer
 
 from baton.bus import open_bus
-from baton.bus.base import Bus, BusError, DeadLetter
+from baton.bus.base import Bus, BusError, DeadLetter, EnvelopeError
 from baton.cli.common import CLIError, fail
 from baton.cli.output import ago, utc
 from baton.cli.worker import BUS_HELP
@@ -81,19 +81,25 @@ def _on_bus(url: str, action: Callable[[Bus], Awaitable[T]]) -> T:
         raise CLIError(f"the bus {shown(url)} failed: {exc}", code=1) from None
 
 
+UNREADABLE = "(unreadable)"
+"""What the table shows for the session and request of an entry that was not an envelope."""
+
+
 def letter_json(letter: DeadLetter) -> dict[str, Any]:
-    """A dead letter as JSON: its id, the envelope's fields, the error, the deliveries."""
+    """A dead letter as JSON: its id, the envelope's fields (null for an entry that was not
+    an envelope; `raw` then holds what it was), the error, the deliveries."""
     env = letter.envelope
     return {
         "id": letter.id,
-        "session_id": env.session_id,
-        "request_id": env.id,
-        "user_id": env.user_id,
-        "message": env.message,
+        "session_id": env.session_id if env else None,
+        "request_id": env.id if env else None,
+        "user_id": env.user_id if env else None,
+        "message": env.message if env else None,
         "deliveries": letter.deliveries,
         "error": letter.error,
         "failed_at": letter.failed_at,
-        "submitted_at": env.submitted_at,
+        "submitted_at": env.submitted_at if env else None,
+        "raw": letter.raw,
     }
 
 
@@ -114,8 +120,8 @@ def letter_table(letters: list[DeadLetter]) -> Any:
     for d in letters:
         table.add_row(
             safe(d.id),
-            safe(d.envelope.session_id),
-            safe(d.envelope.id),
+            safe(d.envelope.session_id) if d.envelope else UNREADABLE,
+            safe(d.envelope.id) if d.envelope else UNREADABLE,
             str(d.deliveries),
             safe_clip(d.error, 80),
             f"{utc(d.failed_at)} ({ago(d.failed_at)} ago)",
@@ -178,18 +184,18 @@ def retry(
     async def requeue(b: Bus) -> tuple[list[tuple[str, str, str]], list[str]]:
         todo = [d.id for d in await b.dead_letters(ALL_LIMIT)] if all_ else wanted
         done: list[tuple[str, str, str]] = []
-        unknown: list[str] = []
+        refused: list[str] = []
         for dead_id in todo:
             try:
                 envelope = await b.requeue(dead_id)
-            except LookupError as exc:
-                unknown.append(str(exc.args[0]) if exc.args else dead_id)
+            except (LookupError, EnvelopeError) as exc:  # unknown, or nothing to publish
+                refused.append(str(exc.args[0]) if exc.args else dead_id)
                 continue
             done.append((dead_id, envelope.session_id, envelope.id))
-        return done, unknown
+        return done, refused
 
     try:
-        done, unknown = _on_bus(bus, requeue)
+        done, refused = _on_bus(bus, requeue)
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None
@@ -198,9 +204,9 @@ def retry(
             safe(f"requeued {dead_id}: request {request_id} of session {session_id}"),
             soft_wrap=True,
         )
-    for message in unknown:
+    for message in refused:
         fail(err, CLIError(message, code=1))
-    if all_ and not done:
+    if all_ and not done and not refused:
         out.print(safe(f"no dead letters on {shown(bus)}"), soft_wrap=True)
-    if unknown:
+    if refused:
         raise typer.Exit(1)

@@ -18,6 +18,7 @@ from baton.cli.common import CLIError, fail, load_team
 from baton.cli.options import STORE_HELP
 from baton.core.errors import BatonError
 from baton.core.ids import new_id
+from baton.core.text import clean_text
 
 BUS_HELP = "Bus URL: redis://host:6379/0 (workers in other processes) or memory://."
 """Help text of the `--bus` option."""
@@ -99,7 +100,11 @@ def submit(
     user: Annotated[str | None, typer.Option("--user", "-u", help="End-user id.")] = None,
     request_id: Annotated[
         str | None,
-        typer.Option("--request-id", help="Request id (a retry with the same id runs once)."),
+        typer.Option(
+            "--request-id",
+            help="Request id in the session (a retry with the same id runs once; the same id "
+            "in another session is another request).",
+        ),
     ] = None,
     wait_s: Annotated[
         float,
@@ -117,7 +122,7 @@ def submit(
         try:
             envelope = Envelope(
                 session_id=session,
-                message=message,
+                message=clean_text(message),  # argv may hold lone surrogates (undecodable bytes)
                 user_id=user,
                 headers=trace_headers(),
                 id=request_id or new_id("req_"),
@@ -126,7 +131,7 @@ def submit(
             out.print(f"submitted {envelope.id} (session {session})")
             if wait_s <= 0:
                 return 0
-            found = await b.get_result(envelope.id, wait_s=wait_s)
+            found = await b.get_result(session, envelope.id, wait_s=wait_s)
             if found is None:
                 err.print(f"no result within {wait_s:g}s: is a worker running on {b.url}?")
                 return 1

@@ -185,17 +185,25 @@ async def get_run(
     ctx: Ctx,
     who: Viewer,
     request_id: Annotated[str, Path(min_length=1, max_length=200)],
+    session_id: Annotated[
+        str,
+        Query(
+            pattern=r"^[A-Za-z0-9._:-]{1,128}$",
+            description="The session the request was queued in (a request id names a request "
+            "within its session only).",
+        ),
+    ],
     wait_s: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="Seconds to wait.")] = 0.0,
 ) -> TurnOut | JSONResponse:
-    """200 with the worker's report, or 202 while none came."""
+    """200 with the worker's report for the session's request, or 202 while none came."""
     if ctx.bus is None:
         raise NotFound(
             "this server has no bus: POST /runs answers with the run's result at once "
             "(start the server with --bus URL to queue runs for workers)"
         )
-    found = await ctx.bus.get_result(request_id, wait_s=wait_s)
+    found = await ctx.bus.get_result(session_id, request_id, wait_s=wait_s)
     if found is None:
-        pending = PendingOut(request_id=request_id)
+        pending = PendingOut(request_id=request_id, session_id=session_id)
         return JSONResponse(status_code=202, content=pending.model_dump())
     return TurnOut(
         request_id=found.request_id,

@@ -137,9 +137,10 @@ class QueuedOut(BaseModel):
 
 
 class PendingOut(BaseModel):
-    """No worker reported the request yet (202)."""
+    """No worker reported the session's request yet (202)."""
 
     request_id: str
+    session_id: str
     status: Literal["pending"] = "pending"
 
 

@@ -259,13 +259,14 @@ class Team:
     async def result(
         self, session_id: str, *, request_id: str | None = None, wait_s: float = 30.0
     ) -> TurnResult:
-        """The result of the session's last submitted turn (or of `request_id`), waiting up to
-        `wait_s` seconds for a worker to report it. Raises `TimeoutError` when none did in
-        time, `LookupError` when nothing was submitted for the session."""
+        """The result of the session's last submitted turn (or of its request `request_id`:
+        the same id in another session is another request), waiting up to `wait_s` seconds
+        for a worker to report it. Raises `TimeoutError` when none did in time, `LookupError`
+        when nothing was submitted for the session."""
         rid = request_id or await self.bus.last_request(session_id)
         if rid is None:
             raise LookupError(f"no turn was submitted for session {session_id!r} on this bus")
-        found = await self.bus.get_result(rid, wait_s=wait_s)
+        found = await self.bus.get_result(session_id, rid, wait_s=wait_s)
         if found is None:
             raise TimeoutError(
                 f"no worker reported request {rid} of session {session_id!r} within "
