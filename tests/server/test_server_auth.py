@@ -185,3 +185,48 @@ def test_approver_roles_pick_the_role_a_card_accepts() -> None:
     assert anyone.approver_role_for(["ops"], "ops") == "ops"
     with pytest.raises(PermissionError, match="has no approver role"):
         Principal("vera", frozenset({"viewer"})).approver_role_for([], None)
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("tokens.yaml", 'tokens:\n  "o-3f9a1b7c6d5e4f30a2b1": {name: 张三, roles: [operator]}\n'),
+        ("tokens.json", '{"o-3f9a1b7c6d5e4f30a2b1": {"name": "张三", "roles": ["operator"]}}'),
+    ],
+)
+@pytest.mark.parametrize("encoding", ["gbk", "utf-16", "latin-1"])
+def test_a_token_file_that_is_not_utf8_is_a_config_error_naming_it(
+    tmp_path: Path, name: str, raw: str, encoding: str
+) -> None:
+    path = tmp_path / name
+    try:
+        path.write_bytes(raw.encode(encoding))
+    except UnicodeEncodeError:
+        path.write_bytes(raw.replace("张三", "Zoë").encode(encoding))
+    with pytest.raises(ConfigError, match="is not UTF-8 text") as caught:
+        AuthConfig.from_file(path)
+    assert str(path) in str(caught.value) and "save it as UTF-8" in str(caught.value)
+    path.write_text(raw, encoding="utf-8")  # the same file as UTF-8 is read, Chinese name kept
+    who = AuthConfig.from_file(path).authenticate("o-3f9a1b7c6d5e4f30a2b1")
+    assert who is not None and who.name == "张三"
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "with space 0123456789",
+        "tab\t0123456789abcdef",
+        "中文令牌中文令牌中文令牌中文令牌",
+        "zero\u200b0123456789abc",
+    ],
+)
+def test_a_token_an_authorization_header_cannot_carry_is_refused(token: str) -> None:
+    with pytest.raises(ConfigError, match="visible ASCII"):
+        AuthConfig.from_mapping({"tokens": {token: {"name": "a", "roles": ["viewer"]}}})
+
+
+def test_a_json_token_with_a_lone_surrogate_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    path.write_text('{"\\ud800-0123456789abcdef": {"name": "a", "roles": ["viewer"]}}')
+    with pytest.raises(ConfigError, match="visible ASCII"):
+        AuthConfig.from_file(path)

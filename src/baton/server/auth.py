@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,9 @@ ANY_ROLE = "*"
 
 MIN_TOKEN_CHARS = 16
 """Shorter tokens are refused: a token is a password."""
+
+_TOKEN_CHARS = re.compile(r"[\x21-\x7e]+")
+"""What a token may hold: visible ASCII (an HTTP header carries nothing else intact)."""
 
 OPEN_USER = "local"
 """Who acts in the open mode (no token file; loopback only)."""
@@ -142,6 +146,11 @@ class AuthConfig:
                     f"{where}: a token must be a string of at least {MIN_TOKEN_CHARS} "
                     "characters (e.g. `python -c 'import secrets; print(secrets.token_urlsafe())'`)"
                 )
+            if not _TOKEN_CHARS.fullmatch(token):
+                raise ConfigError(
+                    f"{where}: a token may hold only visible ASCII characters (no spaces, no "
+                    "other scripts): an Authorization header cannot carry anything else"
+                )
             if not isinstance(entry, Mapping):
                 raise ConfigError(f"{where}: expected {{name: ..., roles: [...]}}")
             name = entry.get("name")
@@ -165,6 +174,11 @@ class AuthConfig:
             text = p.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"cannot read the token file {p}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"the token file {p} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+                f"offset {exc.start}); save it as UTF-8"
+            ) from None
         if p.suffix.lower() == ".json":
             try:
                 data = json.loads(text)
