@@ -3,7 +3,9 @@
 In order: a `Host` the open-mode server does not answer to (421: a DNS-rebinding page); a
 state-changing request (POST, PUT, PATCH, DELETE) of a stranger — with a token file, no valid
 bearer token (401); in the open mode, neither the dashboard's own `Origin` nor this start's
-local token (403: a page of another site); then a `Content-Length` over the body limit (413).
+local token (403: a page of another site); a path with an encoded slash (422: the router
+decodes it, so `/sessions/victim%2Ftrace` would be the trace of `victim`, not the session
+`victim/trace` its client meant); then a `Content-Length` over the body limit (413).
 
 Hand-written ASGI middleware because no Starlette piece does this: `TrustedHostMiddleware`
 ignores the port and answers 400, and the body limit Starlette has (`RequestBodyLimitMiddleware`,
@@ -14,6 +16,7 @@ reads it, i.e. after an endpoint without a body (claiming a ticket) has already 
 from __future__ import annotations
 
 import hmac
+import re
 from collections.abc import Mapping
 
 from fastapi import HTTPException
@@ -31,6 +34,9 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 LOCAL_TOKEN_HEADER = "X-Baton-Local-Token"
 """Open mode: the header that carries this start's local token (scripts, the dashboard)."""
+
+_ENCODED_SLASH = re.compile(rb"%(2f|5c)", re.IGNORECASE)
+"""`%2F` and `%5C` in a path: a slash (or backslash) hidden from the client's own split."""
 
 _SHOWN_CHARS = 80
 """How much of a refused header value a message repeats."""
@@ -86,6 +92,9 @@ class RequestGuard:
                     return _answer(exc.status_code, str(exc.detail), exc.headers)
             elif not self._local_caller(headers, hosts[0], scheme):
                 return _answer(403, self._cross_site(scope["method"], headers.get("origin")))
+        raw_path = scope.get("raw_path")
+        if isinstance(raw_path, bytes) and _ENCODED_SLASH.search(raw_path):
+            return _invalid_path(raw_path)
         return self._too_large(headers.get("content-length"))
 
     def _local_caller(self, headers: Headers, host: str, scheme: str) -> bool:
@@ -134,6 +143,19 @@ def _bearer(authorization: str | None) -> str | None:
     if not (authorization and scheme and token) or scheme.lower() != "bearer":
         return None
     return token
+
+
+def _invalid_path(raw_path: bytes) -> JSONResponse:
+    shown = _shown(raw_path.decode("latin-1"))
+    msg = (
+        "the path holds an encoded slash (%2F) or backslash (%5C); no id holds one (ids are "
+        "A-Z a-z 0-9 . _ : - and 1 to 128 long)"
+    )
+    problem = {"loc": ["path"], "msg": msg, "type": "string_pattern_mismatch"}
+    return JSONResponse(
+        {"detail": f"path {shown}: {msg}; see /docs for the expected shape", "errors": [problem]},
+        status_code=422,
+    )
 
 
 def _answer(status: int, detail: str, headers: Mapping[str, str] | None = None) -> JSONResponse:

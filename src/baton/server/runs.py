@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from baton.bus.base import Envelope
@@ -21,6 +21,7 @@ from baton.runtime.result import RunResult
 from baton.server import sse
 from baton.server.context import Ctx, Operator, ServerContext, Viewer
 from baton.server.errors import Conflict, Forbidden, NotFound, responses, status_of
+from baton.server.ids import RequestIdPath
 from baton.server.schemas import PendingOut, QueuedOut, RunIn, RunSummary, TurnOut
 
 log = logging.getLogger("baton.server")
@@ -184,7 +185,7 @@ async def _run_events(
 async def get_run(
     ctx: Ctx,
     who: Viewer,
-    request_id: Annotated[str, Path(min_length=1, max_length=200)],
+    request_id: RequestIdPath,
     wait_s: Annotated[float, Query(ge=0, le=MAX_WAIT_S, description="Seconds to wait.")] = 0.0,
 ) -> TurnOut | JSONResponse:
     """200 with the worker's report, or 202 while none came."""
