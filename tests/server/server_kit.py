@@ -99,6 +99,10 @@ OPERATOR = "operator-token-0123456789"
 FINANCE = "finance-token-0123456789"
 LEGAL = "legal-token-01234567890"
 NOBODY = "nobody-token-0123456789"  # a valid token with no role that reads or writes
+GATEWAY = "gateway-token-0123456789"
+"""An operator that may run for any end user (a chat front end's backend)."""
+WEB_U1 = "web-u1-token-0123456789"
+"""An operator whose runs always serve the end user `u1`."""
 
 TOKENS: dict[str, Any] = {
     "tokens": {
@@ -106,6 +110,8 @@ TOKENS: dict[str, Any] = {
         OPERATOR: {"name": "otto", "roles": ["operator"]},
         FINANCE: {"name": "alice", "roles": ["approver:finance"]},
         LEGAL: {"name": "lena", "roles": ["operator", "approver:legal"]},
+        GATEWAY: {"name": "gate", "roles": ["operator", "act_for_users"]},
+        WEB_U1: {"name": "web", "roles": ["operator"], "user_id": "u1"},
     }
 }
 

@@ -77,7 +77,7 @@ async def test_a_token_without_the_role_is_403() -> None:
             assert reply.status_code == 403, path
             assert "needs the role viewer" in reply.json()["detail"]
         me = await client.get("/me", headers=bearer("no-roles-token-0123456789"))
-        assert me.json() == {"name": "nemo", "roles": [], "auth": True}
+        assert me.json() == {"name": "nemo", "roles": [], "user_id": None, "auth": True}
     async with served() as client:
         for path, body in OPERATOR_POSTS:
             for token in (VIEWER, FINANCE):
@@ -93,7 +93,12 @@ async def test_a_token_without_the_role_is_403() -> None:
         for token in (FINANCE, OPERATOR, LEGAL):
             assert (await client.get("/approvals", headers=bearer(token))).status_code == 200
         me = (await client.get("/me", headers=bearer(LEGAL))).json()
-        assert me == {"name": "lena", "roles": ["approver:legal", "operator"], "auth": True}
+        assert me == {
+            "name": "lena",
+            "roles": ["approver:legal", "operator"],
+            "user_id": None,
+            "auth": True,
+        }
     async with served(auth=only_approves) as client:
         reply = await client.get("/sessions", headers=bearer("approver-only-0123456789"))
         assert reply.status_code == 200
@@ -104,7 +109,8 @@ async def test_the_open_mode_acts_as_the_local_user_with_every_role() -> None:
         me = (await client.get("/me")).json()
         assert me == {
             "name": "local",
-            "roles": ["approver:*", "operator", "viewer"],
+            "roles": ["act_for_users", "approver:*", "operator", "viewer"],
+            "user_id": None,
             "auth": False,
         }
         paused = (await client.post("/runs", json={"message": "refund ORD-4"})).json()

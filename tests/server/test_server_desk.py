@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 from tests.server.server_kit import (
     FINANCE,
+    GATEWAY,
     LEGAL,
     OPERATOR,
     REFUNDED,
@@ -156,7 +157,9 @@ async def test_answering_a_ticket_continues_the_users_session() -> None:
         h = bearer(OPERATOR)
         escalated = (
             await client.post(
-                "/runs", json={"message": "I want a lawyer about ORD-8", "user_id": "u8"}, headers=h
+                "/runs",
+                json={"message": "I want a lawyer about ORD-8", "user_id": "u8"},
+                headers=bearer(GATEWAY),
             )
         ).json()
         sid, tid = escalated["session_id"], escalated["ticket_id"]
@@ -201,7 +204,7 @@ async def test_answering_a_ticket_continues_the_users_session() -> None:
         nxt = await client.post(
             "/runs",
             json={"message": "and my invoice for ORD-8?", "session_id": sid, "user_id": "u8"},
-            headers=h,
+            headers=bearer(GATEWAY),
         )
         assert nxt.json()["path"] == ["billing"]
         assert nxt.json()["output"] == "Invoice ORD-8 is ISSUED."

@@ -5,7 +5,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.server.server_kit import OPERATOR, bearer, client_for, desk, parse_sse, served
+from tests.server.server_kit import (
+    GATEWAY,
+    OPERATOR,
+    WEB_U1,
+    bearer,
+    client_for,
+    desk,
+    parse_sse,
+    served,
+)
 
 from baton import Agent, ScriptedModel, Team
 from baton.server import create_app
@@ -18,7 +27,7 @@ async def test_a_run_answers_with_its_summary() -> None:
         reply = await client.post(
             "/runs",
             json={"message": "please check the invoice for ORD-7", "user_id": "u1"},
-            headers=bearer(OPERATOR),
+            headers=bearer(WEB_U1),
         )
         assert reply.status_code == 200
         out = reply.json()
@@ -34,7 +43,7 @@ async def test_a_run_answers_with_its_summary() -> None:
         again = await client.post(
             "/runs",
             json={"message": "and the invoice again?", "session_id": out["session_id"]},
-            headers=bearer(OPERATOR),
+            headers=bearer(WEB_U1),
         )
         assert again.json()["path"] == ["billing"]
 
@@ -69,14 +78,15 @@ async def test_bad_run_requests_are_4xx_with_a_detail() -> None:
             "/runs", content=b"{not json", headers={**h, "Content-Type": "application/json"}
         )
         assert broken.status_code == 422
+        gate = bearer(GATEWAY)
         owned = await client.post(
             "/runs",
             json={"message": "invoice ORD-1", "session_id": "S1", "user_id": "u1"},
-            headers=h,
+            headers=gate,
         )
         assert owned.status_code == 200
         other = await client.post(
-            "/runs", json={"message": "hi", "session_id": "S1", "user_id": "u2"}, headers=h
+            "/runs", json={"message": "hi", "session_id": "S1", "user_id": "u2"}, headers=gate
         )
         assert other.status_code == 403 and "another user" in other.json()["detail"]
 

@@ -75,7 +75,9 @@ async def ready(ctx: Ctx) -> ReadyOut | JSONResponse:
     responses=responses(401),
 )
 async def me(ctx: Ctx, who: User) -> MeOut:
-    return MeOut(name=who.name, roles=sorted(who.roles), auth=ctx.auth is not None)
+    return MeOut(
+        name=who.name, roles=sorted(who.roles), user_id=who.user_id, auth=ctx.auth is not None
+    )
 
 
 @router.get(

@@ -329,6 +329,9 @@ class ReadyOut(BaseModel):
 class MeOut(BaseModel):
     name: str
     roles: list[str]
+    user_id: str | None = Field(
+        default=None, description="The end user every run of this token serves, if bound."
+    )
     auth: bool = Field(description="False in the open mode (no token file).")
 
 
