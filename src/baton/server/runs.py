@@ -137,9 +137,13 @@ async def post_run(body: RunIn, ctx: Ctx, who: Operator) -> RunSummary | JSONRes
     },
 )
 async def post_run_stream(body: RunIn, ctx: Ctx, who: Operator) -> StreamingResponse:
-    """The run happens now, in this process; each event is sent as it happens."""
+    """The run happens now, in this process; each event is sent as it happens. A request the
+    session already answered (`request_id`) is not run again: its recorded result is the
+    one `result` event."""
     message, user_id = await precheck(ctx, body, who)
-    items = ctx.team.stream(message, session_id=body.session_id, user_id=user_id)
+    items = ctx.team.stream(
+        message, session_id=body.session_id, user_id=user_id, request_id=body.request_id
+    )
     return sse.stream(_run_events(ctx, items))
 
 
