@@ -15,6 +15,7 @@ from tests.server.server_kit import (
     VIEWER,
     bearer,
     client_for,
+    parse_sse,
     served,
 )
 
@@ -267,3 +268,37 @@ async def test_an_interrupt_is_listed_and_answered() -> None:
         done = await client.post(f"/interrupts/{card['id']}/answer", json={"value": 42})
         assert done.status_code == 200 and done.json()["output"] == "Refund set."
         assert (await client.get("/interrupts")).json() == []
+
+
+async def test_no_body_field_decides_who_approves() -> None:
+    REFUNDED.clear()
+    async with served() as client:
+        paused = await _paused(client, "ORD-31")
+        card = paused["approval"]
+        for field in ("by", "approved_by", "user", "name", "approver", "who"):
+            for decision in ("approve", "reject"):
+                forged = await client.post(
+                    f"/approvals/{card['id']}/{decision}",
+                    json={field: "mallory", "role": "finance"},
+                    headers=bearer(FINANCE),
+                )
+                assert forged.status_code == 422, (field, decision)
+                assert forged.json()["errors"][0]["loc"] == ["body", field]
+        assert [c["id"] for c in (await client.get("/approvals", headers=bearer(VIEWER))).json()]
+        assert REFUNDED == []
+        # the reason is text, never who decided
+        done = await client.post(
+            f"/approvals/{card['id']}/approve",
+            json={"reason": 'by: "mallory"', "session_id": paused["session_id"]},
+            headers=bearer(FINANCE),
+        )
+        assert done.status_code == 200 and REFUNDED == ["ORD-31"]
+        events = (
+            await client.get(
+                f"/sessions/{paused['session_id']}/events?follow=false", headers=bearer(VIEWER)
+            )
+        ).text
+    decided = [d for n, d in parse_sse(events) if n == "approval_decided"]
+    assert [(d["by"], d["role"], d["decision"]) for d in decided] == [
+        ("alice", "finance", "approved")
+    ]
