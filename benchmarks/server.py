@@ -67,6 +67,15 @@ def start_server(store: str, port: int, latency: float) -> subprocess.Popen[str]
     )
 
 
+def local_token(proc: subprocess.Popen[str]) -> str:
+    """The local token the open-mode server printed at start: its POSTs need it."""
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("local token"):
+            return line.rsplit(": ", 1)[1].strip()
+    raise SystemExit(f"the server printed no local token (exit code {proc.wait()})")
+
+
 async def wait_ready(base: str, proc: subprocess.Popen[str], timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     async with httpx.AsyncClient(base_url=base) as client:
@@ -83,7 +92,7 @@ async def wait_ready(base: str, proc: subprocess.Popen[str], timeout_s: float = 
 
 
 async def load(
-    base: str, clients: int, runs: int, tag: str
+    base: str, token: str, clients: int, runs: int, tag: str
 ) -> tuple[list[float], float, list[str]]:
     """`runs` runs posted by `clients` concurrent clients; (latencies in ms, wall seconds,
     the errors: a response that is not 200 with the run completed as scripted).
@@ -95,7 +104,10 @@ async def load(
     left = iter(range(runs))
     connector = aiohttp.TCPConnector(limit=clients)
     timeout = aiohttp.ClientTimeout(total=120)
-    async with aiohttp.ClientSession(base, connector=connector, timeout=timeout) as http:
+    headers = {"X-Baton-Local-Token": token}
+    async with aiohttp.ClientSession(
+        base, connector=connector, timeout=timeout, headers=headers
+    ) as http:
 
         async def client() -> None:
             for i in left:
@@ -126,9 +138,10 @@ async def one_store(label: str, store: str, args: argparse.Namespace) -> None:
     proc = start_server(store, port, args.latency)
     base = f"http://127.0.0.1:{port}"
     try:
+        token = await asyncio.to_thread(local_token, proc)
         await wait_ready(base, proc)
-        *_, warm_errors = await load(base, min(args.clients, 50), 200, "warm")
-        latencies, wall, errors = await load(base, args.clients, args.runs, "run")
+        *_, warm_errors = await load(base, token, min(args.clients, 50), 200, "warm")
+        latencies, wall, errors = await load(base, token, args.clients, args.runs, "run")
     finally:
         proc.terminate()
         try:

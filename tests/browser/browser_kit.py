@@ -7,7 +7,7 @@ guard trips); billing looks invoices up, refunds need a `finance` approver's sig
 user who asks for a person is escalated to the human queue.
 
 `DeskServer` runs the API server and dashboard with uvicorn on a free port in a background
-thread, with the test tokens below.
+thread, with the test tokens below (or in the open mode, without them).
 """
 
 from __future__ import annotations
@@ -200,12 +200,17 @@ class DeskServer:
         from baton.server import AuthConfig, create_app
 
         self.desk = desk
-        app = create_app(desk.team, auth=AuthConfig.from_mapping(TOKENS) if auth else None)
         self._sock = free_socket()
         self.port = self._sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        self.app = create_app(
+            desk.team,
+            auth=AuthConfig.from_mapping(TOKENS) if auth else None,
+            host="127.0.0.1",
+            port=self.port,
+        )
         config = uvicorn.Config(
-            app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+            self.app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
         )
         self.server = uvicorn.Server(config)
         self._thread = threading.Thread(
@@ -227,14 +232,12 @@ class DeskServer:
         self._sock.close()
 
     def post(self, path: str, body: dict[str, Any], token: str = OPERATOR) -> Any:
-        """A JSON POST to the server (to set a scene up); the parsed answer."""
+        """A JSON POST to the server (to set a scene up; in the open mode with the local
+        token, as a script sends it); the parsed answer."""
         import httpx
 
-        reply = httpx.post(
-            self.url + path,
-            json=body,
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=30,
-        )
+        local = self.app.state.local_token
+        headers = {"X-Baton-Local-Token": local} if local else {"Authorization": f"Bearer {token}"}
+        reply = httpx.post(self.url + path, json=body, headers=headers, timeout=30)
         reply.raise_for_status()
         return reply.json()

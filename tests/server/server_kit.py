@@ -18,6 +18,7 @@ import httpx
 from baton import Agent, MemoryStore, ScriptedModel, Team, tool
 from baton.models import ModelRequest, Step
 from baton.server import AuthConfig, create_app
+from baton.server.guard import LOCAL_TOKEN_HEADER
 
 S = ScriptedModel
 ORDER = re.compile(r"ORD-\d+", re.I)
@@ -98,6 +99,10 @@ OPERATOR = "operator-token-0123456789"
 FINANCE = "finance-token-0123456789"
 LEGAL = "legal-token-01234567890"
 NOBODY = "nobody-token-0123456789"  # a valid token with no role that reads or writes
+GATEWAY = "gateway-token-0123456789"
+"""An operator that may run for any end user (a chat front end's backend)."""
+WEB_U1 = "web-u1-token-0123456789"
+"""An operator whose runs always serve the end user `u1`."""
 
 TOKENS: dict[str, Any] = {
     "tokens": {
@@ -105,6 +110,8 @@ TOKENS: dict[str, Any] = {
         OPERATOR: {"name": "otto", "roles": ["operator"]},
         FINANCE: {"name": "alice", "roles": ["approver:finance"]},
         LEGAL: {"name": "lena", "roles": ["operator", "approver:legal"]},
+        GATEWAY: {"name": "gate", "roles": ["operator", "act_for_users"]},
+        WEB_U1: {"name": "web", "roles": ["operator"], "user_id": "u1"},
     }
 }
 
@@ -117,10 +124,23 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+BASE_URL = "http://127.0.0.1:8000"
+"""Where the tests' clients send requests (a loopback address: the open mode answers to it)."""
+
+
+def local_headers(app: Any) -> dict[str, str]:
+    """What a script sends to an open-mode app: its local token (nothing with a token file)."""
+    token = app.state.local_token
+    return {LOCAL_TOKEN_HEADER: token} if token else {}
+
+
 @asynccontextmanager
-async def client_for(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+async def client_for(app: Any, *, local_token: bool = True) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of `app`; to an open-mode app it sends the local token, as scripts do, unless
+    `local_token=False`."""
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://baton") as client:
+    headers = local_headers(app) if local_token else {}
+    async with httpx.AsyncClient(transport=transport, base_url=BASE_URL, headers=headers) as client:
         yield client
 
 

@@ -77,7 +77,7 @@ async def test_a_token_without_the_role_is_403() -> None:
             assert reply.status_code == 403, path
             assert "needs the role viewer" in reply.json()["detail"]
         me = await client.get("/me", headers=bearer("no-roles-token-0123456789"))
-        assert me.json() == {"name": "nemo", "roles": [], "auth": True}
+        assert me.json() == {"name": "nemo", "roles": [], "user_id": None, "auth": True}
     async with served() as client:
         for path, body in OPERATOR_POSTS:
             for token in (VIEWER, FINANCE):
@@ -93,7 +93,12 @@ async def test_a_token_without_the_role_is_403() -> None:
         for token in (FINANCE, OPERATOR, LEGAL):
             assert (await client.get("/approvals", headers=bearer(token))).status_code == 200
         me = (await client.get("/me", headers=bearer(LEGAL))).json()
-        assert me == {"name": "lena", "roles": ["approver:legal", "operator"], "auth": True}
+        assert me == {
+            "name": "lena",
+            "roles": ["approver:legal", "operator"],
+            "user_id": None,
+            "auth": True,
+        }
     async with served(auth=only_approves) as client:
         reply = await client.get("/sessions", headers=bearer("approver-only-0123456789"))
         assert reply.status_code == 200
@@ -104,7 +109,8 @@ async def test_the_open_mode_acts_as_the_local_user_with_every_role() -> None:
         me = (await client.get("/me")).json()
         assert me == {
             "name": "local",
-            "roles": ["approver:*", "operator", "viewer"],
+            "roles": ["act_for_users", "approver:*", "operator", "viewer"],
+            "user_id": None,
             "auth": False,
         }
         paused = (await client.post("/runs", json={"message": "refund ORD-4"})).json()
@@ -185,3 +191,48 @@ def test_approver_roles_pick_the_role_a_card_accepts() -> None:
     assert anyone.approver_role_for(["ops"], "ops") == "ops"
     with pytest.raises(PermissionError, match="has no approver role"):
         Principal("vera", frozenset({"viewer"})).approver_role_for([], None)
+
+
+@pytest.mark.parametrize(
+    ("name", "raw"),
+    [
+        ("tokens.yaml", 'tokens:\n  "o-3f9a1b7c6d5e4f30a2b1": {name: 张三, roles: [operator]}\n'),
+        ("tokens.json", '{"o-3f9a1b7c6d5e4f30a2b1": {"name": "张三", "roles": ["operator"]}}'),
+    ],
+)
+@pytest.mark.parametrize("encoding", ["gbk", "utf-16", "latin-1"])
+def test_a_token_file_that_is_not_utf8_is_a_config_error_naming_it(
+    tmp_path: Path, name: str, raw: str, encoding: str
+) -> None:
+    path = tmp_path / name
+    try:
+        path.write_bytes(raw.encode(encoding))
+    except UnicodeEncodeError:
+        path.write_bytes(raw.replace("张三", "Zoë").encode(encoding))
+    with pytest.raises(ConfigError, match="is not UTF-8 text") as caught:
+        AuthConfig.from_file(path)
+    assert str(path) in str(caught.value) and "save it as UTF-8" in str(caught.value)
+    path.write_text(raw, encoding="utf-8")  # the same file as UTF-8 is read, Chinese name kept
+    who = AuthConfig.from_file(path).authenticate("o-3f9a1b7c6d5e4f30a2b1")
+    assert who is not None and who.name == "张三"
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "with space 0123456789",
+        "tab\t0123456789abcdef",
+        "中文令牌中文令牌中文令牌中文令牌",
+        "zero\u200b0123456789abc",
+    ],
+)
+def test_a_token_an_authorization_header_cannot_carry_is_refused(token: str) -> None:
+    with pytest.raises(ConfigError, match="visible ASCII"):
+        AuthConfig.from_mapping({"tokens": {token: {"name": "a", "roles": ["viewer"]}}})
+
+
+def test_a_json_token_with_a_lone_surrogate_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    path.write_text('{"\\ud800-0123456789abcdef": {"name": "a", "roles": ["viewer"]}}')
+    with pytest.raises(ConfigError, match="visible ASCII"):
+        AuthConfig.from_file(path)

@@ -21,6 +21,8 @@ from baton.cli.app import app
 from baton.cli.serve import is_loopback
 
 ROOT = Path(__file__).resolve().parents[2]
+PYTHONPATH = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+"""These sources (before any installed copy), and the examples."""
 
 
 def test_loopback_hosts_are_recognised() -> None:
@@ -64,7 +66,7 @@ def server(tmp_path: Path) -> object:
         'tokens:\n  "op-token-0123456789abcdef": {name: otto, roles: [operator]}\n',
         encoding="utf-8",
     )
-    env = {**os.environ, "BATON_MODEL": "scripted", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "BATON_MODEL": "scripted", "PYTHONPATH": PYTHONPATH}
     cmd = [
         sys.executable,
         "-m",
@@ -134,3 +136,92 @@ def test_the_desk_is_served_over_http(server: str) -> None:
         assert (
             'baton_http_requests_total{method="POST",route="/runs/stream",status="200"}' in metrics
         )
+
+
+def test_the_body_limit_option_is_checked() -> None:
+    result = CliRunner().invoke(
+        app, ["serve", "examples.customer_service:team", "--max-body-bytes", "0"]
+    )
+    assert result.exit_code == 2
+    assert "--max-body-bytes" in result.output
+
+
+@pytest.fixture
+def open_server(tmp_path: Path) -> object:
+    """`baton serve` without --auth on a free port: its URL and the local token it printed."""
+    port = _free_port()
+    env = {**os.environ, "BATON_MODEL": "scripted", "PYTHONPATH": PYTHONPATH}
+    cmd = [
+        sys.executable,
+        "-m",
+        "baton",
+        "serve",
+        "examples.customer_service:team",
+        "--store",
+        f"sqlite:///{tmp_path / 'baton.db'}",
+        "--port",
+        str(port),
+        "--max-body-bytes",
+        "4096",
+        "--log-level",
+        "warning",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert proc.stdout is not None
+    printed: list[str] = []
+    try:
+        for line in proc.stdout:
+            printed.append(line)
+            if line.startswith("local token"):
+                break
+        else:
+            pytest.fail(f"baton serve printed no local token:\n{''.join(printed)}")
+        token = printed[-1].rsplit(": ", 1)[1].strip()
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"baton serve did not start:\n{''.join(printed)}")
+            time.sleep(0.1)
+        yield base, token, "".join(printed)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_the_open_mode_serves_its_own_address_and_the_printed_token_only(
+    open_server: tuple[str, str, str],
+) -> None:
+    base, token, printed = open_server
+    assert "X-Baton-Local-Token" in printed and len(token) >= 32
+    port = base.rsplit(":", 1)[1]
+    with httpx.Client(base_url=base, timeout=30) as client:
+        rebound = client.get("/sessions", headers={"Host": f"rebind.example:{port}"})
+        assert rebound.status_code == 421
+        assert f"127.0.0.1:{port}" in rebound.json()["detail"]
+        body = {"message": "please check the invoice for order ORD-202607-99"}
+        assert client.post("/runs", json=body).status_code == 403
+        cross = client.post("/runs", json=body, headers={"Origin": "http://127.0.0.1:1"})
+        assert cross.status_code == 403
+        assert client.get("/sessions").json() == []
+        ran = client.post("/runs", json=body, headers={"X-Baton-Local-Token": token})
+        assert ran.status_code == 200 and ran.json()["status"] == "completed"
+        same = client.post("/runs", json=body, headers={"Origin": base})
+        assert same.status_code == 200
+        big = client.post(
+            "/runs", json={"message": "x" * 5000}, headers={"X-Baton-Local-Token": token}
+        )
+        assert big.status_code == 413 and "4096 bytes" in big.json()["detail"]
+        page = client.get("/")
+        assert f'content="{token}"' in page.text

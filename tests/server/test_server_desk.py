@@ -8,12 +8,14 @@ from typing import Any
 import httpx
 from tests.server.server_kit import (
     FINANCE,
+    GATEWAY,
     LEGAL,
     OPERATOR,
     REFUNDED,
     VIEWER,
     bearer,
     client_for,
+    parse_sse,
     served,
 )
 
@@ -156,7 +158,9 @@ async def test_answering_a_ticket_continues_the_users_session() -> None:
         h = bearer(OPERATOR)
         escalated = (
             await client.post(
-                "/runs", json={"message": "I want a lawyer about ORD-8", "user_id": "u8"}, headers=h
+                "/runs",
+                json={"message": "I want a lawyer about ORD-8", "user_id": "u8"},
+                headers=bearer(GATEWAY),
             )
         ).json()
         sid, tid = escalated["session_id"], escalated["ticket_id"]
@@ -201,7 +205,7 @@ async def test_answering_a_ticket_continues_the_users_session() -> None:
         nxt = await client.post(
             "/runs",
             json={"message": "and my invoice for ORD-8?", "session_id": sid, "user_id": "u8"},
-            headers=h,
+            headers=bearer(GATEWAY),
         )
         assert nxt.json()["path"] == ["billing"]
         assert nxt.json()["output"] == "Invoice ORD-8 is ISSUED."
@@ -264,3 +268,37 @@ async def test_an_interrupt_is_listed_and_answered() -> None:
         done = await client.post(f"/interrupts/{card['id']}/answer", json={"value": 42})
         assert done.status_code == 200 and done.json()["output"] == "Refund set."
         assert (await client.get("/interrupts")).json() == []
+
+
+async def test_no_body_field_decides_who_approves() -> None:
+    REFUNDED.clear()
+    async with served() as client:
+        paused = await _paused(client, "ORD-31")
+        card = paused["approval"]
+        for field in ("by", "approved_by", "user", "name", "approver", "who"):
+            for decision in ("approve", "reject"):
+                forged = await client.post(
+                    f"/approvals/{card['id']}/{decision}",
+                    json={field: "mallory", "role": "finance"},
+                    headers=bearer(FINANCE),
+                )
+                assert forged.status_code == 422, (field, decision)
+                assert forged.json()["errors"][0]["loc"] == ["body", field]
+        assert [c["id"] for c in (await client.get("/approvals", headers=bearer(VIEWER))).json()]
+        assert REFUNDED == []
+        # the reason is text, never who decided
+        done = await client.post(
+            f"/approvals/{card['id']}/approve",
+            json={"reason": 'by: "mallory"', "session_id": paused["session_id"]},
+            headers=bearer(FINANCE),
+        )
+        assert done.status_code == 200 and REFUNDED == ["ORD-31"]
+        events = (
+            await client.get(
+                f"/sessions/{paused['session_id']}/events?follow=false", headers=bearer(VIEWER)
+            )
+        ).text
+    decided = [d for n, d in parse_sse(events) if n == "approval_decided"]
+    assert [(d["by"], d["role"], d["decision"], d["authenticated"]) for d in decided] == [
+        ("alice", "finance", "approved", True)  # the token's user, verified by the token
+    ]

@@ -5,9 +5,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.server.server_kit import OPERATOR, bearer, client_for, desk, parse_sse, served
+from tests.server.server_kit import (
+    GATEWAY,
+    OPERATOR,
+    WEB_U1,
+    bearer,
+    client_for,
+    desk,
+    parse_sse,
+    served,
+)
 
-from baton import Agent, ScriptedModel, Team
+from baton import Agent, ScriptedModel, Team, tool
 from baton.server import create_app
 
 S = ScriptedModel
@@ -18,7 +27,7 @@ async def test_a_run_answers_with_its_summary() -> None:
         reply = await client.post(
             "/runs",
             json={"message": "please check the invoice for ORD-7", "user_id": "u1"},
-            headers=bearer(OPERATOR),
+            headers=bearer(WEB_U1),
         )
         assert reply.status_code == 200
         out = reply.json()
@@ -34,7 +43,7 @@ async def test_a_run_answers_with_its_summary() -> None:
         again = await client.post(
             "/runs",
             json={"message": "and the invoice again?", "session_id": out["session_id"]},
-            headers=bearer(OPERATOR),
+            headers=bearer(WEB_U1),
         )
         assert again.json()["path"] == ["billing"]
 
@@ -69,14 +78,15 @@ async def test_bad_run_requests_are_4xx_with_a_detail() -> None:
             "/runs", content=b"{not json", headers={**h, "Content-Type": "application/json"}
         )
         assert broken.status_code == 422
+        gate = bearer(GATEWAY)
         owned = await client.post(
             "/runs",
             json={"message": "invoice ORD-1", "session_id": "S1", "user_id": "u1"},
-            headers=h,
+            headers=gate,
         )
         assert owned.status_code == 200
         other = await client.post(
-            "/runs", json={"message": "hi", "session_id": "S1", "user_id": "u2"}, headers=h
+            "/runs", json={"message": "hi", "session_id": "S1", "user_id": "u2"}, headers=gate
         )
         assert other.status_code == 403 and "another user" in other.json()["detail"]
 
@@ -156,3 +166,44 @@ async def test_runs_of_many_clients_at_once() -> None:
     assert [r.json()["output"] for r in replies] == [
         f"Invoice ORD-{i} is ISSUED." for i in range(20)
     ]
+
+
+async def test_a_retried_streamed_request_answers_from_the_record_and_runs_no_tool_twice() -> None:
+    calls: list[str] = []
+
+    @tool
+    async def charge(order_id: str) -> str:
+        """Charge an order once."""
+        calls.append(order_id)
+        return f"charged {order_id}"
+
+    model = S(
+        lambda r: (
+            S.say("已扣款。")
+            if r.messages[-1].role == "tool"
+            else S.call("charge", order_id="ORD-1")
+        )
+    )
+    team = Team([Agent(name="billing", tools=[charge])], entry="billing", model=model)
+    body = {"message": "请扣款 ORD-1", "session_id": "R1", "request_id": "req-retry-1"}
+    async with client_for(create_app(team)) as client:
+        first = parse_sse((await client.post("/runs/stream", json=body)).text)
+        again = parse_sse((await client.post("/runs/stream", json=body)).text)
+        plain = (await client.post("/runs", json=body)).json()
+        other = parse_sse(
+            (await client.post("/runs/stream", json={**body, "request_id": "req-retry-2"})).text
+        )
+    assert calls == ["ORD-1", "ORD-1"]  # once for each request id, never for a retry
+    result = first[-1][1]
+    assert first[-1][0] == "result" and result["output"] == "已扣款。"
+    assert "tool_called" in [n for n, _ in first]
+    assert again == [("result", result)]  # the record, as the one result event
+    assert plain == result
+    assert other[-1][1]["run_id"] != result["run_id"]
+    # a request id first answered by POST /runs is answered from the record when streamed
+    body3 = {**body, "request_id": "req-retry-3"}
+    async with client_for(create_app(team)) as client:
+        plain3 = (await client.post("/runs", json=body3)).json()
+        streamed3 = parse_sse((await client.post("/runs/stream", json=body3)).text)
+    assert streamed3 == [("result", plain3)]
+    assert len(calls) == 3

@@ -9,6 +9,7 @@ from typing import Any
 from tests.server.server_kit import (
     OPERATOR,
     VIEWER,
+    WEB_U1,
     bearer,
     client_for,
     desk,
@@ -63,7 +64,7 @@ async def test_a_session_shows_its_transcript_and_where_each_slot_came_from() ->
         await client.post(
             "/runs",
             json={"message": "check the invoice for ORD-11", "session_id": "S1", "user_id": "u1"},
-            headers=bearer(OPERATOR),
+            headers=bearer(WEB_U1),
         )
         reply = await client.get("/sessions/S1", headers=bearer(VIEWER))
         assert reply.status_code == 200

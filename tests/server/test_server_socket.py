@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 
 import httpx
 import uvicorn
+from tests.server.server_kit import local_headers
 
 from baton import Agent, ScriptedModel, Team
 from baton.server import create_app
@@ -18,17 +19,19 @@ S = ScriptedModel
 
 
 @asynccontextmanager
-async def listening(team: Team) -> AsyncIterator[str]:
+async def listening(team: Team) -> AsyncIterator[tuple[str, dict[str, str]]]:
+    """The open-mode app on a free port: its URL and the headers a script sends to it."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    config = uvicorn.Config(create_app(team), host="127.0.0.1", port=port, log_level="warning")
+    app = create_app(team, host="127.0.0.1", port=port)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", local_headers(app)
     finally:
         server.should_exit = True
         await task
@@ -37,7 +40,10 @@ async def listening(team: Team) -> AsyncIterator[str]:
 async def test_events_arrive_while_the_run_goes_on_and_leaving_cancels_it() -> None:
     model = S([S.say("First."), S.slow(S.say("Second, after a long think."), 5.0)])
     team = Team([Agent(name="a")], entry="a", model=model)
-    async with listening(team) as base, httpx.AsyncClient(base_url=base, timeout=10) as client:
+    async with (
+        listening(team) as (base, headers),
+        httpx.AsyncClient(base_url=base, headers=headers, timeout=10) as client,
+    ):
         assert (
             await client.post("/runs", json={"message": "hi", "session_id": "L"})
         ).status_code == 200

@@ -20,6 +20,9 @@ BUS_HELP = (
 
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+"""`--max-body-bytes` by default (the server's own default, 1 MiB)."""
+
 
 def is_loopback(host: str) -> bool:
     """True when `host` names this machine only (127.0.0.0/8, ::1, localhost)."""
@@ -50,6 +53,14 @@ def serve(
             "unless the host is a loopback address.",
         ),
     ] = None,
+    max_body_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-body-bytes",
+            min=1,
+            help="Longest request body in bytes (413 above it, before the body is read).",
+        ),
+    ] = DEFAULT_MAX_BODY_BYTES,
     log_level: Annotated[
         str, typer.Option("--log-level", help="uvicorn's log level (debug, info, warning).")
     ] = "info",
@@ -67,6 +78,7 @@ def serve(
             import uvicorn
 
             from baton.server import AuthConfig, create_app
+            from baton.server.guard import LOCAL_TOKEN_HEADER
         except ImportError as exc:
             raise CLIError(
                 f"baton serve needs the server extra ({exc.name or exc} is missing): "
@@ -75,7 +87,15 @@ def serve(
         tokens = AuthConfig.from_file(auth) if auth is not None else None
         team = load_team(target)
         team.use_store(open_cli_store(store or DEFAULT_STORE_URL))
-        app = create_app(team, auth=tokens, bus=bus, close_team=True)
+        app = create_app(
+            team,
+            auth=tokens,
+            bus=bus,
+            close_team=True,
+            host=host,
+            port=port,
+            max_body_bytes=max_body_bytes,
+        )
     except (CLIError, BatonError, ValueError) as exc:
         error = exc if isinstance(exc, CLIError) else CLIError(str(exc))
         fail(err, error)
@@ -83,8 +103,17 @@ def serve(
     if tokens is None:
         err.print(
             "[bold yellow]warning:[/] no --auth: every request acts as user 'local' with every "
-            "role (viewer, operator, approver:*); only this machine can reach the server.",
+            "role (viewer, operator, act_for_users, approver:*); only this machine can reach "
+            "the server, and only by its own address.",
             soft_wrap=True,
+        )
+        err.print(
+            "local token (new at every start; scripts send it with each POST as the header "
+            f"{LOCAL_TOKEN_HEADER}, the dashboard reads it from its page): "
+            f"{app.state.local_token}",
+            soft_wrap=True,
+            highlight=False,
+            markup=False,
         )
     else:
         err.print(f"{len(tokens)} token(s) from {auth}", style="dim")

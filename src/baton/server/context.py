@@ -14,6 +14,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from baton.bus.base import Bus
 from baton.observe.metrics import MetricsSink
 from baton.server.auth import OPEN_PRINCIPAL, AuthConfig, Principal
+from baton.server.hosts import LocalAddress
 from baton.server.live import LiveHub
 from baton.topologies.team import Team
 
@@ -29,6 +30,13 @@ class ServerContext:
     metrics: MetricsSink
     poll_s: float = 1.0
     """How often a followed session's store is read for events other processes committed."""
+    local: LocalAddress | None = None
+    """Open mode: the addresses the server answers to (None with a token file)."""
+    local_token: str | None = None
+    """Open mode: the token of this start that lets a request without a same-origin `Origin`
+    change something (the dashboard reads it from its page; None with a token file)."""
+    max_body_bytes: int = 1024 * 1024
+    """The longest request body."""
 
 
 def context(request: Request) -> ServerContext:
@@ -50,6 +58,20 @@ def _unauthorized(detail: str, invalid: bool = False) -> HTTPException:
     return HTTPException(401, detail, headers={"WWW-Authenticate": challenge})
 
 
+def bearer_user(auth: AuthConfig, token: str | None) -> Principal:
+    """The user of a bearer `token` (None: no usable `Authorization` header); raises a 401
+    `HTTPException` for a missing or unknown one."""
+    if token is None or not token.strip():
+        raise _unauthorized(
+            "missing or malformed Authorization header; send `Authorization: Bearer <token>` "
+            "with a token from the server's token file"
+        )
+    who = auth.authenticate(token.strip())
+    if who is None:
+        raise _unauthorized("unknown token; use a token from the server's token file", invalid=True)
+    return who
+
+
 async def principal(
     ctx: Ctx,
     creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
@@ -58,15 +80,7 @@ async def principal(
     (no token file) the local user with every role."""
     if ctx.auth is None:
         return OPEN_PRINCIPAL
-    if creds is None or not creds.credentials.strip():
-        raise _unauthorized(
-            "missing or malformed Authorization header; send `Authorization: Bearer <token>` "
-            "with a token from the server's token file"
-        )
-    who = ctx.auth.authenticate(creds.credentials.strip())
-    if who is None:
-        raise _unauthorized("unknown token; use a token from the server's token file", invalid=True)
-    return who
+    return bearer_user(ctx.auth, creds.credentials if creds is not None else None)
 
 
 User = Annotated[Principal, Depends(principal)]

@@ -11,6 +11,7 @@ from baton.core.interrupt import InterruptCard
 from baton.server.auth import Principal
 from baton.server.context import Approver, Ctx, Operator, ServerContext, Viewer
 from baton.server.errors import Forbidden, NotFound, responses
+from baton.server.ids import CardIdPath
 from baton.server.runs import summary
 from baton.server.schemas import (
     DecisionIn,
@@ -24,7 +25,6 @@ from baton.server.schemas import (
 
 router = APIRouter()
 
-CardId = Annotated[str, Path(min_length=1, max_length=200)]
 TicketId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The ticket's number.")]
 
 
@@ -60,11 +60,20 @@ async def _decide(
     except PermissionError as exc:
         raise Forbidden(str(exc)) from None
     team = ctx.team
+    # the decider is the token's user; the open mode's local user was authenticated by nobody
+    verified = ctx.auth is not None
     if ok:
-        result = await team.approve(card.session_id, card.id, by=who.name, role=role)
+        result = await team.approve(
+            card.session_id, card.id, by=who.name, role=role, authenticated=verified
+        )
     else:
         result = await team.reject(
-            card.session_id, card.id, by=who.name, reason=body.reason, role=role
+            card.session_id,
+            card.id,
+            by=who.name,
+            reason=body.reason,
+            role=role,
+            authenticated=verified,
         )
     return await summary(ctx, result)
 
@@ -82,7 +91,7 @@ _DECISION: dict[str, Any] = {
 async def approve(
     ctx: Ctx,
     who: Approver,
-    approval_id: CardId,
+    approval_id: CardIdPath,
     body: Annotated[DecisionIn | None, Body()] = None,
 ) -> RunSummary:
     """Resumes the run; a `dual` card's first sign-off answers `awaiting_approval` again."""
@@ -95,7 +104,7 @@ async def approve(
 async def reject(
     ctx: Ctx,
     who: Approver,
-    approval_id: CardId,
+    approval_id: CardIdPath,
     body: Annotated[DecisionIn | None, Body()] = None,
 ) -> RunSummary:
     """Resumes the run: the agent reads the rejection and tells the user."""
@@ -122,7 +131,7 @@ async def list_interrupts(ctx: Ctx, who: Viewer) -> list[InterruptCard]:
     responses=responses(401, 403, 404, 409, 422, 503),
 )
 async def answer_interrupt(
-    ctx: Ctx, who: Operator, interrupt_id: CardId, body: InterruptAnswerIn
+    ctx: Ctx, who: Operator, interrupt_id: CardIdPath, body: InterruptAnswerIn
 ) -> RunSummary:
     for card in await ctx.team.interrupts():
         if card.id == interrupt_id and body.session_id in (None, card.session_id):

@@ -79,9 +79,18 @@ def _describe(problems: list[dict[str, Any]]) -> str:
 
 RESPONSES: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "Missing, malformed or unknown bearer token."},
-    403: {"model": ErrorOut, "description": "The token lacks the role this step needs."},
+    403: {
+        "model": ErrorOut,
+        "description": "The token lacks the role this step needs (or may not serve the end "
+        "user); open mode: a state-changing request from another site's page.",
+    },
     404: {"model": ErrorOut, "description": "No such session, approval, ticket or request."},
     409: {"model": ErrorOut, "description": "The step conflicts with the current state."},
+    413: {"model": ErrorOut, "description": "The request body is over the server's limit."},
+    421: {
+        "model": ErrorOut,
+        "description": "Open mode: the Host header is not the server's own address.",
+    },
     422: {"model": ValidationErrorOut, "description": "Invalid request."},
     503: {"model": ErrorOut, "description": "The store or the bus cannot be reached."},
 }
@@ -110,15 +119,20 @@ def install(app: FastAPI) -> None:
         if code == 400:  # a body FastAPI could not parse (not UTF-8, not JSON)
             code = 422
             detail = f"the request body cannot be read ({detail}); send a JSON object, see /docs"
+        elif code == 413:  # cut while it was read: its length was not declared
+            limit = request.app.state.baton.max_body_bytes
+            detail = (
+                f"the request body is over this server's limit of {limit} bytes "
+                "(baton serve --max-body-bytes); send less"
+            )
         elif exc.status_code == 404 and detail == "Not Found":
             detail = f"no endpoint {request.url.path}; the API is listed at /docs"
         elif exc.status_code == 405:
             detail = f"{request.method} is not allowed on {request.url.path}; see /docs"
-        return JSONResponse(
-            status_code=code,
-            content={"detail": str(detail)},
-            headers=getattr(exc, "headers", None),
-        )
+        headers = getattr(exc, "headers", None)
+        if code == 413:  # the rest of the body is never read: the connection cannot go on
+            headers = {**(headers or {}), "Connection": "close"}
+        return JSONResponse(status_code=code, content={"detail": str(detail)}, headers=headers)
 
     for kind in (
         NotFound,

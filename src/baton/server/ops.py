@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import html
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Response
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import Counter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -25,6 +26,16 @@ PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
 READY_TIMEOUT_S = 5.0
 """How long `GET /ready` waits for the store."""
+
+LOCAL_TOKEN_META = '<meta name="baton-local-token" content="">'
+"""The dashboard page's slot for the open mode's local token (its fetches send it back)."""
+
+PAGE_HEADERS = {
+    "Cache-Control": "no-store",  # the page holds this start's local token
+    "Content-Security-Policy": "frame-ancestors 'none'",  # no page of another site frames it
+    "X-Frame-Options": "DENY",
+}
+"""Headers of the dashboard's page."""
 
 _PLACEHOLDER = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Baton</title></head>
@@ -64,7 +75,9 @@ async def ready(ctx: Ctx) -> ReadyOut | JSONResponse:
     responses=responses(401),
 )
 async def me(ctx: Ctx, who: User) -> MeOut:
-    return MeOut(name=who.name, roles=sorted(who.roles), auth=ctx.auth is not None)
+    return MeOut(
+        name=who.name, roles=sorted(who.roles), user_id=who.user_id, auth=ctx.auth is not None
+    )
 
 
 @router.get(
@@ -105,11 +118,15 @@ async def metrics(ctx: Ctx, who: Viewer) -> PlainTextResponse:
 
 
 @router.get("/", include_in_schema=False)
-async def index() -> Any:
+async def index(ctx: Ctx) -> Any:
     page = STATIC_DIR / "index.html"
-    if page.is_file():
-        return FileResponse(page, media_type="text/html")
-    return HTMLResponse(_PLACEHOLDER)
+    if not page.is_file():
+        return HTMLResponse(_PLACEHOLDER, headers=PAGE_HEADERS)
+    text = await asyncio.to_thread(page.read_text, encoding="utf-8")
+    if ctx.local_token is not None:
+        token = html.escape(ctx.local_token, quote=True)
+        text = text.replace(LOCAL_TOKEN_META, LOCAL_TOKEN_META.replace('""', f'"{token}"'))
+    return HTMLResponse(text, headers=PAGE_HEADERS)
 
 
 class RequestCounter:

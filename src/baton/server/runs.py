@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from baton.bus.base import Envelope
@@ -19,8 +19,10 @@ from baton.core.ids import new_id
 from baton.core.text import clean_text
 from baton.runtime.result import RunResult
 from baton.server import sse
+from baton.server.auth import Principal
 from baton.server.context import Ctx, Operator, ServerContext, Viewer
 from baton.server.errors import Conflict, Forbidden, NotFound, responses, status_of
+from baton.server.ids import SESSION_ID, RequestIdPath
 from baton.server.schemas import PendingOut, QueuedOut, RunIn, RunSummary, TurnOut
 
 log = logging.getLogger("baton.server")
@@ -31,21 +33,32 @@ MAX_WAIT_S = 30.0
 """Longest `wait_s` of `GET /runs/{request_id}`."""
 
 
-async def precheck(ctx: ServerContext, body: RunIn) -> str:
-    """The message, cleaned; refuses a run the kernel would refuse, before anything starts
-    (a streamed run's refusal then is a plain 4xx answer, not an event)."""
+async def precheck(ctx: ServerContext, body: RunIn, who: Principal) -> tuple[str, str | None]:
+    """The message, cleaned, and the end user the run serves; refuses a run the caller or
+    the kernel would refuse, before anything starts (a streamed run's refusal then is a plain
+    4xx answer, not an event)."""
     message = clean_text(body.message)
     if not message.strip():
         raise ValueError("the message is empty (only white space or control characters)")
+    try:
+        user_id = who.run_user(body.user_id)
+    except PermissionError as exc:
+        raise Forbidden(str(exc)) from None
     if body.session_id is None:
-        return message
+        return message, user_id
     store = ctx.team.store
     session = await store.get_session(body.session_id)
     owner = session.user_id if session is not None else None
-    if owner and body.user_id and owner != body.user_id:
+    if owner and user_id and owner != user_id:
         raise Forbidden(
             f"session {body.session_id!r} belongs to another user; user "
-            f"{body.user_id!r} may not run in it. Start a new session for this user"
+            f"{user_id!r} may not run in it. Start a new session for this user"
+        )
+    if owner and user_id is None and not who.acts_for_users():
+        raise Forbidden(
+            f"session {body.session_id!r} belongs to an end user, and user {who.name!r} may "
+            "not run for end users: use a token bound to that user (user_id in the token "
+            "file) or one with the role act_for_users"
         )
     cp = await store.get_checkpoint(body.session_id)
     if cp is not None and cp.status == "awaiting_approval":
@@ -62,7 +75,7 @@ async def precheck(ctx: ServerContext, body: RunIn) -> str:
             f"session {body.session_id!r} waits for an answer to interrupt {iid}; answer it "
             f"first (POST /interrupts/{iid}/answer), then send the message"
         )
-    return message
+    return message, user_id
 
 
 async def ticket_of(ctx: ServerContext, result: RunResult) -> int | None:
@@ -92,12 +105,12 @@ async def summary(ctx: ServerContext, result: RunResult) -> RunSummary:
 )
 async def post_run(body: RunIn, ctx: Ctx, who: Operator) -> RunSummary | JSONResponse:
     """Without a bus: run now, 200 with the run's summary. With a bus: 202, queued."""
-    message = await precheck(ctx, body)
+    message, user_id = await precheck(ctx, body, who)
     if ctx.bus is not None:
         envelope = Envelope(
             session_id=body.session_id or new_id("s_"),
             message=message,
-            user_id=body.user_id,
+            user_id=user_id,
             headers=trace_headers(),
             id=body.request_id or new_id("req_"),
         )
@@ -105,7 +118,7 @@ async def post_run(body: RunIn, ctx: Ctx, who: Operator) -> RunSummary | JSONRes
         queued = QueuedOut(request_id=envelope.id, session_id=envelope.session_id)
         return JSONResponse(status_code=202, content=queued.model_dump())
     result = await ctx.team.run(
-        message, session_id=body.session_id, user_id=body.user_id, request_id=body.request_id
+        message, session_id=body.session_id, user_id=user_id, request_id=body.request_id
     )
     return await summary(ctx, result)
 
@@ -124,9 +137,13 @@ async def post_run(body: RunIn, ctx: Ctx, who: Operator) -> RunSummary | JSONRes
     },
 )
 async def post_run_stream(body: RunIn, ctx: Ctx, who: Operator) -> StreamingResponse:
-    """The run happens now, in this process; each event is sent as it happens."""
-    message = await precheck(ctx, body)
-    items = ctx.team.stream(message, session_id=body.session_id, user_id=body.user_id)
+    """The run happens now, in this process; each event is sent as it happens. A request the
+    session already answered (`request_id`) is not run again: its recorded result is the
+    one `result` event."""
+    message, user_id = await precheck(ctx, body, who)
+    items = ctx.team.stream(
+        message, session_id=body.session_id, user_id=user_id, request_id=body.request_id
+    )
     return sse.stream(_run_events(ctx, items))
 
 
@@ -184,11 +201,11 @@ async def _run_events(
 async def get_run(
     ctx: Ctx,
     who: Viewer,
-    request_id: Annotated[str, Path(min_length=1, max_length=200)],
+    request_id: RequestIdPath,
     session_id: Annotated[
         str,
         Query(
-            pattern=r"^[A-Za-z0-9._:-]{1,128}$",
+            pattern=SESSION_ID,
             description="The session the request was queued in (a request id names a request "
             "within its session only).",
         ),

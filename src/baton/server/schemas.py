@@ -15,6 +15,7 @@ from baton.core.payload import HandoffPayload
 from baton.observe.causality import SlotWrite
 from baton.observe.tree import RunNode
 from baton.runtime.result import RunResult
+from baton.server.ids import REQUEST_ID, SESSION_ID, USER_ID
 
 MAX_MESSAGE_CHARS = 100_000
 """Longest user message `POST /runs` accepts."""
@@ -59,18 +60,20 @@ class RunIn(_Body):
     )
     session_id: str | None = Field(
         default=None,
-        min_length=1,
-        max_length=200,
-        description="Continue this session; a new one when omitted.",
+        pattern=SESSION_ID,
+        description="Continue this session; a new one when omitted ([A-Za-z0-9._:-], 1 to 128).",
     )
     user_id: str | None = Field(
-        default=None, min_length=1, max_length=200, description="The end user."
+        default=None,
+        pattern=USER_ID,
+        description="The end user ([A-Za-z0-9._:@+-], 1 to 128); it must be the token's own "
+        "`user_id` unless the token may act for users.",
     )
     request_id: str | None = Field(
         default=None,
-        min_length=1,
-        max_length=200,
-        description="Retry key: a request the session answered is not run again.",
+        pattern=REQUEST_ID,
+        description="Retry key: a request the session answered is not run again "
+        "([A-Za-z0-9._:-], 1 to 128).",
     )
 
 
@@ -276,7 +279,7 @@ class DecisionIn(_Body):
     """An approval decision."""
 
     session_id: str | None = Field(
-        default=None, max_length=200, description="The card's session (found when omitted)."
+        default=None, pattern=SESSION_ID, description="The card's session (found when omitted)."
     )
     role: str | None = Field(
         default=None, min_length=1, max_length=200, description="The role to decide in."
@@ -290,7 +293,9 @@ class InterruptAnswerIn(_Body):
     """An answer to an interrupt."""
 
     value: Any = Field(description="What `interrupt(...)` returns on resume (any JSON).")
-    session_id: str | None = Field(default=None, max_length=200)
+    session_id: str | None = Field(
+        default=None, pattern=SESSION_ID, description="The card's session (found when omitted)."
+    )
 
 
 class TicketAnswerIn(_Body):
@@ -325,6 +330,9 @@ class ReadyOut(BaseModel):
 class MeOut(BaseModel):
     name: str
     roles: list[str]
+    user_id: str | None = Field(
+        default=None, description="The end user every run of this token serves, if bound."
+    )
     auth: bool = Field(description="False in the open mode (no token file).")
 
 

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from baton.backends.base import Checkpoint, HumanTicket, SessionRecord
@@ -19,6 +19,7 @@ from baton.runtime.plan import HUMAN
 from baton.server import sse
 from baton.server.context import Ctx, ServerContext, Viewer
 from baton.server.errors import NotFound, responses
+from baton.server.ids import SessionIdPath
 from baton.server.schemas import (
     MessageOut,
     SessionDetail,
@@ -30,8 +31,6 @@ from baton.server.schemas import (
 )
 
 router = APIRouter(tags=["sessions"])
-
-SessionId = Annotated[str, Path(min_length=1, max_length=200, description="The session id.")]
 
 MAX_QUIET_S = 3600.0
 """Longest `quiet_s` of `GET /sessions/{id}/events`."""
@@ -153,7 +152,7 @@ def _slots(state: dict[str, Any], events: list[Event]) -> list[SlotOut]:
     summary="A session: transcript, state slots with their causality, what it waits on",
     responses=responses(401, 403, 404, 422),
 )
-async def get_session(ctx: Ctx, who: Viewer, session_id: SessionId) -> SessionDetail:
+async def get_session(ctx: Ctx, who: Viewer, session_id: SessionIdPath) -> SessionDetail:
     store = ctx.team.store
     record, cp = await _record(ctx, session_id)
     tickets = [t for t in await store.list_human(None) if t.card.session_id == session_id]
@@ -183,7 +182,7 @@ async def get_session(ctx: Ctx, who: Viewer, session_id: SessionId) -> SessionDe
     summary="The session's trace tree (runs, turns, steps)",
     responses=responses(401, 403, 404, 422),
 )
-async def get_trace(ctx: Ctx, who: Viewer, session_id: SessionId) -> TraceOut:
+async def get_trace(ctx: Ctx, who: Viewer, session_id: SessionIdPath) -> TraceOut:
     await _record(ctx, session_id)
     events = await ctx.team.store.get_events(session_id=session_id)
     runs = await asyncio.to_thread(build_tree, events)
@@ -207,7 +206,7 @@ async def get_events(
     request: Request,
     ctx: Ctx,
     who: Viewer,
-    session_id: SessionId,
+    session_id: SessionIdPath,
     after: Annotated[
         str | None, Query(max_length=200, description="Send only the events after this id.")
     ] = None,

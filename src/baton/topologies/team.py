@@ -326,12 +326,21 @@ class Team:
         return asyncio.run(self.run(message, session_id=session_id, user_id=user_id))
 
     async def stream(
-        self, message: str, session_id: str | None = None, user_id: str | None = None
+        self,
+        message: str,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        request_id: str | None = None,
     ) -> AsyncIterator[Event | RunResult]:
         """`run`, yielding each event as it happens (`text_delta` pieces of the reply from
-        models that stream), then the `RunResult` last. Stopping early cancels the run."""
+        models that stream), then the `RunResult` last. Stopping early cancels the run.
+        `request_id` is `run`'s retry key: a request the session already answered yields
+        its recorded result alone."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        task = asyncio.ensure_future(self._run(message, session_id, user_id, queue.put_nowait))
+        task = asyncio.ensure_future(
+            self._run(message, session_id, user_id, queue.put_nowait, request_id=request_id)
+        )
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
             while (item := await queue.get()) is not None:

@@ -1,7 +1,15 @@
 // The API client: bearer token from localStorage, JSON errors as ApiError, server-sent
 // events read with fetch (EventSource can send neither a POST nor an Authorization header).
+// In the open mode (no token file) the server renders this start's local token into the
+// page; every request sends it back, which a page of another site cannot do.
 
 const TOKEN_KEY = "baton.token";
+const LOCAL_TOKEN_HEADER = "X-Baton-Local-Token";
+
+function localToken() {
+  const meta = document.querySelector('meta[name="baton-local-token"]');
+  return (meta && meta.content) || "";
+}
 const authListeners = new Set();
 
 export function getToken() {
@@ -52,6 +60,8 @@ function headers(json) {
   if (json) out["Content-Type"] = "application/json";
   const t = token();
   if (t) out.Authorization = `Bearer ${t}`;
+  const local = localToken();
+  if (local) out[LOCAL_TOKEN_HEADER] = local;
   return out;
 }
 
