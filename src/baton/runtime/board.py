@@ -28,6 +28,7 @@ from baton.backends.board import write_with_retry
 from baton.core.errors import ConflictError
 from baton.core.events import BoardWritten
 from baton.core.messages import ToolSpec
+from baton.core.nesting import too_deep
 from baton.runtime.calls import called
 from baton.runtime.outcomes import Failed
 from baton.runtime.state import PendingCall, RunState, TurnState
@@ -134,6 +135,8 @@ def _posted_before(t: TurnState, pc: PendingCall) -> bool:
 
 
 def _args(text: str) -> Any:
+    if too_deep(text):  # the parser refused it: never read back recursively
+        return None
     try:
         return json.loads(text)
     except ValueError:
