@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import inspect
 import re
@@ -12,6 +13,7 @@ from typing import Any, Literal, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from baton.approvals import ApprovalPolicy, PolicyLike, approval_policy
+from baton.cancellation import CancelledItself, awaited, cancelled_from_outside, sync_call
 from baton.core.data import Data
 from baton.core.errors import ConfigError
 from baton.core.interrupt import GraphInterrupt
@@ -303,9 +305,9 @@ class Tool:
         token = _CONTEXT.set(context) if context is not None else None
         try:
             if self.is_async:
-                value = await self.fn(**clean)
+                value = await awaited(self.fn(**clean))
             elif self.isolation == "thread":  # the pool copies the context: tool_context() works
-                value = await tool_threads().run(_call_kw, self.fn, clean)
+                value = await tool_threads().run(sync_call, self.fn, clean)
             else:
                 value = await run_in_process(
                     self.fn.__module__, self.fn.__qualname__, clean, context
@@ -315,9 +317,15 @@ class Tool:
             return ToolOutcome(ok=False, content=error_content(msg), error=msg)
         except GraphInterrupt:
             raise  # `interrupt(value)`: the kernel pauses the run on this call
+        except CancelledItself as exc:
+            return self._cancelled_itself(exc)
         except Exception as exc:
             msg = f"{type(exc).__name__}: {exc}"
             return ToolOutcome(ok=False, content=error_content(msg), error=msg)
+        except asyncio.CancelledError as exc:
+            if cancelled_from_outside():
+                raise  # the run is cancelled (task.cancel(), team.cancel, a timeout)
+            return self._cancelled_itself(exc)
         except SystemExit as exc:  # `sys.exit()` in a tool must not take the process down
             msg = (
                 f"{self.name} tried to exit the process (SystemExit({exc.code!r})); the run "
@@ -336,6 +344,16 @@ class Tool:
             )
             return ToolOutcome(ok=False, content=error_content(msg), error=msg)
         return ToolOutcome(ok=True, content=text, truncated=truncated, raw_chars=n, value=value)
+
+    def _cancelled_itself(self, exc: BaseException) -> ToolOutcome:
+        """The failed outcome of a call that raised `CancelledError` though nobody cancelled
+        it (`baton.cancellation`): the run goes on, the model reads why."""
+        detail = clean_text(str(exc))
+        msg = (
+            f"{self.name} raised CancelledError{f' ({detail})' if detail else ''} although its "
+            "call was not cancelled; the call failed, and it may have taken effect before that"
+        )
+        return ToolOutcome(ok=False, content=error_content(msg), error=msg)
 
     def timeout_error(self, limit: float) -> str:
         """What the model reads when a call of this tool ran past `limit` seconds: that it
@@ -360,10 +378,6 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
-
-
-def _call_kw(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    return fn(**kwargs)
 
 
 @overload

@@ -137,6 +137,24 @@ async def test_a_node_that_raises_fails_the_run_naming_the_node() -> None:
     assert "the index is down" in (result.error or "")
 
 
+@pytest.mark.parametrize("kind", ["async", "thread"])
+async def test_a_node_that_raises_cancelled_error_itself_fails_the_run_not_cancels_it(
+    kind: str,
+) -> None:
+    def sync_node(state: State) -> dict[str, Any]:
+        raise asyncio.CancelledError("the index client gave up")
+
+    async def async_node(state: State) -> dict[str, Any]:
+        raise asyncio.CancelledError("the index client gave up")
+
+    g = Graph(State).add_node("lookup", async_node if kind == "async" else sync_node)
+    g.add_edge(START, "lookup")
+    result = await g.compile().invoke({}, thread_id="t")  # returns: never raises
+    assert result.status == "failed"
+    assert "node 'lookup' raised CancelledError" in (result.error or "")
+    assert "the index client gave up" in (result.error or "")
+
+
 async def test_conditional_edges_route_through_their_mapping() -> None:
     def route(state: State) -> str:
         return "big" if state.n > 5 else "small"

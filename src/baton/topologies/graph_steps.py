@@ -13,16 +13,18 @@ answered.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from baton.backends.base import Snapshot, Snapshots
+from baton.cancellation import CancelledItself, awaited, cancelled_from_outside, sync_call
 from baton.core.errors import ToolError
 from baton.core.events import ToolCalled
 from baton.core.interrupt import GraphInterrupt, resuming
@@ -481,8 +483,14 @@ class RunNode:
         except TimeoutError:
             error = f"node {node.name!r} did not finish within {node.timeout_s:g}s"
             k.trip(r, t.agent, "node_timeout", error)
+        except CancelledItself as exc:
+            error = _cancelled_itself(node.name, exc)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
+        except asyncio.CancelledError as exc:
+            if cancelled_from_outside():
+                raise  # the run is cancelled (task.cancel(), team.cancel, a timeout)
+            error = _cancelled_itself(node.name, exc)
         except SystemExit as exc:  # a node must not take the process down
             error = f"node {node.name!r} tried to exit the process (SystemExit({exc.code!r}))"
             fatal = True
@@ -508,11 +516,21 @@ async def _invoke(node: NodeDef, state: Any, ctx: NodeContext) -> Any:
     assert node.fn is not None
     args = (state, ctx) if node.takes_ctx else (state,)
     if inspect.iscoroutinefunction(node.fn):
-        return await node.fn(*args)
-    out = await asyncio.to_thread(node.fn, *args)
+        return await awaited(node.fn(*args))
+    out = await asyncio.to_thread(sync_call, functools.partial(node.fn, *args), {})
     if inspect.isawaitable(out):
-        out = await out
+        out = await awaited(_await(out))
     return out
+
+
+async def _await(value: Awaitable[Any]) -> Any:
+    return await value
+
+
+def _cancelled_itself(node: str, exc: BaseException) -> str:
+    """Why a node that raised `CancelledError` though nobody cancelled it failed."""
+    detail = f" ({exc})" if str(exc) else ""
+    return f"node {node!r} raised CancelledError{detail} although it was not cancelled"
 
 
 def _update(node: str, out: Any) -> dict[str, Any] | str:
