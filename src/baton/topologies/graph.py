@@ -43,6 +43,7 @@ from baton.topologies.graph_steps import (
     NodeContext,
     NodeDef,
     RunNode,
+    oversized,
 )
 from baton.topologies.mermaid import Flowchart
 from baton.topologies.reducers import reducers_of
@@ -422,9 +423,12 @@ class CompiledGraph(Team):
         latest = await self._snapshots().list_snapshots(session_id, limit=1)
         base = latest[0] if latest else None
         state = base.data["state"] if base is not None else self._initial()
-        problem = self.spec.apply(state, [("input", update)])
-        if isinstance(problem, str):
-            raise ValueError(f"invalid graph input: {problem}")
+        merged = self.spec.apply(state, [("input", update)])
+        if isinstance(merged, str):
+            raise ValueError(f"invalid graph input: {merged}")
+        too_large = oversized(merged, self.guards.max_state_bytes, "with this input")
+        if too_large is not None:
+            raise ValueError(f"invalid graph input: {too_large}")
         return {
             "state": state,
             "input": update,
@@ -474,9 +478,12 @@ class CompiledGraph(Team):
                 f"thread {session_id!r} has no snapshot {snapshot_id!r} (graph.history lists "
                 "them; older ones may have been dropped by keep_last)"
             )
-        problem = self.spec.apply(snap.data["state"], [("update", update)])
-        if isinstance(problem, str):
-            raise ValueError(f"invalid update: {problem}")
+        merged = self.spec.apply(snap.data["state"], [("update", update)])
+        if isinstance(merged, str):
+            raise ValueError(f"invalid update: {merged}")
+        too_large = oversized(merged, self.guards.max_state_bytes, "with this update")
+        if too_large is not None:
+            raise ValueError(f"invalid update: {too_large}")
         start = {
             "state": snap.data["state"],
             "input": update,

@@ -306,6 +306,34 @@ def _path(pos: Position) -> str:
     return " → ".join("+".join(step) for step in pos.ran) or "(none)"
 
 
+def _after(pos: Position) -> str:
+    return f"after {', '.join(pos.ran[-1])} wrote" if pos.ran else "with the run's input"
+
+
+def json_bytes(value: Any) -> int:
+    """The UTF-8 size of `value` as JSON (what a snapshot of it stores)."""
+    return len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+
+
+def oversized(state: dict[str, Any], cap: int, when: str) -> str | None:
+    """Why the graph state is too large to keep (`Guards.max_state_bytes`), or None.
+
+    Every snapshot (up to `keep_last` per thread) holds the whole state, and the run's
+    transcript holds each node's update and the final state: a thread stores the state many
+    times over, so it is capped where it is made, not where it is stored."""
+    if not cap:
+        return None
+    n = json_bytes(state)
+    if n <= cap:
+        return None
+    return (
+        f"the graph state would be {n:,} bytes of JSON {when}, over the limit of {cap:,} "
+        "(Guards.max_state_bytes); that state was not kept (the last snapshot stays). Every "
+        "snapshot keeps a whole copy of the state: keep large data outside it (a file, a "
+        "table) with a reference in the state, or raise the limit"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class GraphConductor:
     """The graph's next super-step, from the run's state."""
@@ -317,6 +345,8 @@ class GraphConductor:
     ) -> Reply | Failed | ToHuman | Tripped:
         spec = self.spec
         pos = spec.replay(r, t)
+        if pos.error is None:
+            pos.error = oversized(pos.state, k.cfg.guards.max_state_bytes, _after(pos))
         if pos.error is not None:
             return Failed(pos.error)
         nxt = await spec.next_nodes(pos)
@@ -494,10 +524,18 @@ class RunNode:
         except SystemExit as exc:  # a node must not take the process down
             error = f"node {node.name!r} tried to exit the process (SystemExit({exc.code!r}))"
             fatal = True
+        if error is None:
+            content = json.dumps({"node": node.name, "update": update}, ensure_ascii=False)
+            cap = k.cfg.guards.max_state_bytes
+            if cap and len(content) > cap // 4 and len(content.encode("utf-8")) > cap:
+                error = (
+                    f"node {node.name!r} returned an update of {json_bytes(update):,} bytes of "
+                    f"JSON, over the graph state's limit of {cap:,} (Guards.max_state_bytes); "
+                    "it was not kept. Keep large data outside the state (a file, a table) "
+                    "with a reference in it, or raise the limit"
+                )
         if error is not None:
             content = error_content(error)
-        else:
-            content = json.dumps({"node": node.name, "update": update}, ensure_ascii=False)
         called(
             k,
             r,
