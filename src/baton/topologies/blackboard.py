@@ -30,6 +30,7 @@ from baton.backends.base import BoardEntry, Store
 from baton.core.errors import ConfigError
 from baton.core.events import BoardWritten
 from baton.core.messages import ToolCall
+from baton.observe.declared import DeclaredNames
 from baton.runtime.board import BOARD, POST_TO_BOARD, Post, post_spec
 from baton.runtime.conduct import Done, NoModel, answered
 from baton.runtime.delegation import Ask, ask_tool_name
@@ -148,6 +149,13 @@ class Blackboard(Team):
         opened = open_store(store)
         _require_board(opened)
         super().use_store(opened)
+
+    def declared_names(self) -> DeclaredNames:
+        """The team's names, with the board keys it names: `request` and every key an agent
+        subscribes to (a key only a model chose counts as `other` in the metrics)."""
+        names = super().declared_names()
+        keys = {k for sub in self.subscriptions.values() if isinstance(sub, Keys) for k in sub.keys}
+        return replace(names, board_keys=frozenset([REQUEST, *keys]))
 
     async def read(self, session_id: str) -> dict[str, BoardEntry]:
         """The session's board as it is now: every entry by key."""

@@ -29,6 +29,7 @@ from baton.agents import Agent
 from baton.backends.base import SessionRecord, Snapshot, Snapshots
 from baton.core.errors import ConfigError, InterruptError, NoRunToResume
 from baton.core.text import clean_text, clean_value
+from baton.observe.declared import DeclaredNames
 from baton.runtime.conduct import NoModel
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.plan import CallEntry
@@ -529,6 +530,13 @@ class CompiledGraph(Team):
         if not isinstance(store, Snapshots):
             raise ConfigError(f"the store {store.url} cannot keep a graph's snapshots")
         return store
+
+    def declared_names(self) -> DeclaredNames:
+        """The team's names, with the tools its function nodes have called through
+        `ctx.call` (declared by the graph's code, learnt as they run)."""
+        names = super().declared_names()
+        called = [t.name for t in list(self.spec.tools.values())]
+        return replace(names, tools=names.tools | frozenset(called))
 
     # ------------------------------------------------------------------ pictures
     def to_mermaid(self) -> str:

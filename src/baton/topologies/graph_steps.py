@@ -435,9 +435,9 @@ class NodeContext:
         self._n += 1
         if n < len(pc.memo):
             return pc.memo[n]  # done before this node ran again: never twice
-        tool = fn if isinstance(fn, Tool) else self._spec.tools.get(fn)
-        if tool is None:
-            tool = self._spec.tools[fn] = Tool(fn)
+        tool = self._spec.tools.get(fn)
+        if tool is None:  # kept: its name is one the graph declares (`declared_names`)
+            tool = self._spec.tools[fn] = fn if isinstance(fn, Tool) else Tool(fn)
         context = ToolContext(
             idempotency_key=f"{pc.key}:{n}",
             run_id=r.run_id,
