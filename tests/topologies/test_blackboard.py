@@ -161,6 +161,10 @@ async def test_a_concurrent_write_is_retried_and_counted_without_losing_an_updat
     text = metrics.render()
     # "decisions" is a key only the agents' models chose: no subscription names it
     assert 'baton_board_conflicts_total{key="other"} 1.0' in text
+    declared = MetricsSink()
+    bb = board(Desk(DESIGN), store=Race(), sinks=[declared], keys=["decisions"])
+    assert (await bb.run("设计", session_id="S")).status == "completed"
+    assert 'baton_board_conflicts_total{key="decisions"} 1.0' in declared.render()
     assert 'baton_board_writes_total{writer="frontend"} 2.0' in text
 
 
@@ -336,6 +340,9 @@ def test_configuration_mistakes_are_refused() -> None:
         Blackboard([Agent(name="b", handoffs=["a"]), a], {"a": "x", "b": "y"})
     with pytest.raises(ConfigError, match="at least 1"):
         Blackboard([a], {"a": "request"}, max_rounds=0)
+    for keys in ("decisions", ["ok", ""], [None]):
+        with pytest.raises(ConfigError, match="keys must be a list of non-empty key names"):
+            Blackboard([a], {"a": "request"}, keys=keys)  # type: ignore[arg-type]
     bb = Blackboard([a], {"a": "request"})
     with pytest.raises(ConfigError, match="lacks it"):
         bb.use_store(NoBoard())
