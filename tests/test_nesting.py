@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baton.core.nesting import MAX_JSON_DEPTH, too_deep
+from baton.core.nesting import MAX_JSON_DEPTH, too_deep, value_too_deep
 
 _text = st.text(st.characters(codec="utf-8") | st.sampled_from("[]{}\"\\'\u200b\ufeff"), max_size=8)
 _json = st.recursive(
@@ -53,3 +53,17 @@ def test_a_hundred_thousand_levels_are_refused_quickly() -> None:
     for text in ('{"a":' * 100_000 + "1" + "}" * 100_000, "[" * 100_000 + "]" * 100_000):
         assert too_deep(text)
     assert time.perf_counter() - started < 1.0
+
+
+def test_a_value_is_judged_by_its_json_even_past_the_encoders_stack() -> None:
+    value: Any = 1
+    for _ in range(MAX_JSON_DEPTH):
+        value = {"a": value}
+    assert not value_too_deep(value)
+    assert value_too_deep([value])
+    for _ in range(5_000):
+        value = [value]
+    assert value_too_deep(value)  # json.dumps itself overflows: still a clear True
+    circular: list[Any] = []
+    circular.append(circular)
+    assert not value_too_deep(circular) and not value_too_deep({1, 2})  # not JSON: not judged

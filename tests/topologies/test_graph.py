@@ -306,6 +306,36 @@ async def test_an_input_or_a_fork_over_the_cap_is_refused_before_anything_runs()
         await graph.resume("T", from_checkpoint=first.id, update={"text": "长" * 2_000})
 
 
+def nested(levels: int) -> Any:
+    value: Any = "底"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+async def test_input_or_updates_nested_thousands_deep_are_refused_not_a_recursion_error() -> None:
+    def deep_node(state: State) -> dict[str, Any]:
+        return {"notes": {"tree": nested(5_000)}}
+
+    g = Graph(State).add_node("deep", deep_node).add_edge(START, "deep").add_edge("deep", END)
+    graph = g.compile()
+    result = await graph.invoke({}, thread_id="T")
+    assert result.status == "failed"
+    assert "more than 64 levels deep" in (result.error or "")
+    for attempt in (
+        graph.invoke({"notes": {"tree": nested(5_000)}}, thread_id="U"),
+        graph.run('{"notes": ' + "[" * 100_000 + "]" * 100_000 + "}", session_id="U"),
+    ):
+        with pytest.raises(ValueError, match=r"invalid graph input: .*more than 64 levels"):
+            await attempt
+    assert await graph.get_state("U") is None
+    ok = Graph(State).add_node("a", writes()).add_edge(START, "a").compile()
+    await ok.invoke({}, thread_id="T")
+    [first] = await ok.history("T", limit=1)
+    with pytest.raises(ValueError, match=r"invalid update: .*more than 64 levels"):
+        await ok.resume("T", from_checkpoint=first.id, update={"notes": nested(5_000)})
+
+
 async def test_max_state_bytes_zero_turns_the_cap_off() -> None:
     graph = growing(1_500_000, 1, guards=Guards(max_state_bytes=0))
     result = await graph.invoke({}, thread_id="T")

@@ -9,7 +9,9 @@ to a blackboard are therefore refused past `MAX_JSON_DEPTH` levels with an error
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 MAX_JSON_DEPTH = 64
 """The deepest nesting of objects and arrays accepted in JSON from a model (tool-call
@@ -39,3 +41,16 @@ def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
         elif depth:
             depth -= 1
     return False
+
+
+def value_too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when a JSON-like value nests more than `limit` levels deep: so deep that even
+    writing it as JSON overflows the stack, or deeper than `limit` in that JSON. A value that
+    is not JSON at all is not judged here (whoever writes it says so)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except RecursionError:
+        return True
+    except (TypeError, ValueError):
+        return False
+    return too_deep(text, limit)

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from baton.agents import Agent
 from baton.backends.base import SessionRecord, Snapshot, Snapshots
 from baton.core.errors import ConfigError, InterruptError, NoRunToResume
+from baton.core.nesting import too_deep, value_too_deep
 from baton.core.text import clean_text, clean_value
 from baton.observe.declared import DeclaredNames
 from baton.runtime.conduct import NoModel
@@ -38,6 +39,7 @@ from baton.topologies.graph_steps import (
     END,
     NODE,
     START,
+    TOO_DEEP,
     Branch,
     GraphConductor,
     GraphSpec,
@@ -403,17 +405,22 @@ class CompiledGraph(Team):
         state. `RunResult.final` is the final state (the schema's model)."""
         if isinstance(input, BaseModel):
             input = input.model_dump(mode="json", exclude_unset=True)
+        if value_too_deep(input):
+            raise ValueError(f"invalid graph input: it is a value {TOO_DEEP}")
         return await self.run(json.dumps(input or {}, ensure_ascii=False), thread_id, user_id)
 
     async def _start(self, message: str, session_id: str) -> Any:
         """Where a new run of the thread starts: its latest snapshot's state, the input
         (the message: a JSON object of state keys, or text for `input_key`) merged in, from
         START."""
+        deep = too_deep(message)  # never parsed: as text it may still be the input_key's
         try:
-            update = json.loads(message)
+            update = None if deep else json.loads(message)
         except ValueError:
             update = None
         if not isinstance(update, dict):
+            if deep and self.spec.input_key is None:
+                raise ValueError(f"invalid graph input: it is JSON {TOO_DEEP}")
             if self.spec.input_key is None:
                 raise ValueError(
                     "a graph's input is a JSON object of state keys (graph.invoke({...})), or "
@@ -471,6 +478,8 @@ class CompiledGraph(Team):
         return await super().resume(session_id)
 
     async def _fork(self, session_id: str, snapshot_id: str, update: dict[str, Any]) -> RunResult:
+        if value_too_deep(update):
+            raise ValueError(f"invalid update: it is a value {TOO_DEEP}")
         update = clean_value(update)
         store = self._snapshots()
         snap = await store.get_snapshot(session_id, snapshot_id)

@@ -28,6 +28,7 @@ from baton.cancellation import CancelledItself, awaited, cancelled_from_outside,
 from baton.core.errors import ToolError
 from baton.core.events import ToolCalled
 from baton.core.interrupt import GraphInterrupt, resuming
+from baton.core.nesting import MAX_JSON_DEPTH, too_deep
 from baton.core.text import clean_value
 from baton.runtime.calls import called
 from baton.runtime.conduct import call
@@ -583,12 +584,23 @@ def _update(node: str, out: Any) -> dict[str, Any] | str:
             "keys it writes (or None)"
         )
     try:
-        data = json.loads(json.dumps(out, ensure_ascii=False, allow_nan=False, default=_dump))
+        text: str | None = json.dumps(out, ensure_ascii=False, allow_nan=False, default=_dump)
+    except RecursionError:  # thousands of levels: past the encoder's stack
+        text = None
     except (TypeError, ValueError) as exc:
         return f"node {node!r} returned an update that is not JSON: {exc}"
+    if text is None or too_deep(text):
+        return f"node {node!r} returned an update {TOO_DEEP}"
+    data = json.loads(text)
     assert isinstance(data, dict)
     cleaned: dict[str, Any] = clean_value(data)  # a lone surrogate could never be stored
     return cleaned
+
+
+TOO_DEEP = (
+    f"that nests lists or dicts more than {MAX_JSON_DEPTH} levels deep (MAX_JSON_DEPTH, the "
+    "limit for graph state); flatten it"
+)
 
 
 def _dump(value: Any) -> Any:
