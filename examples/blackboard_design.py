@@ -104,6 +104,7 @@ def build_blackboard(model: Any = "local", sinks: Sequence[EventSink] = ()) -> B
         done=lambda values: all(k in values for k in ("schema", "frontend", "database")),
         answer=summary,
         max_rounds=4,
+        keys=["frontend", "database", "decisions"],  # written, not subscribed to
         model=model,
         store=ContendedStore(),
         sinks=sinks,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import threading
+from collections.abc import Callable
 from enum import Enum
 from typing import Any, Literal
 
@@ -206,6 +209,88 @@ def test_unresolvable_hints_are_config_errors() -> None:
 
     with pytest.raises(ConfigError, match="cannot resolve its type hints"):
         tool(f)
+
+
+class Connection:
+    """A type pydantic can neither validate nor describe."""
+
+
+def _takes_connection(order_id: str, conn: Connection) -> str:
+    """Needs a live connection."""
+    return order_id
+
+
+def _takes_callback(order_id: str, on_done: Callable[[str], None]) -> str:
+    """Calls back."""
+    return order_id
+
+
+def _takes_lock(lock: threading.Lock) -> str:
+    """Needs a lock."""
+    return ""
+
+
+def _positional_only(order_id: str, /) -> str:
+    """Positional only."""
+    return order_id
+
+
+@pytest.mark.parametrize(
+    ("fn", "param", "shown"),
+    [
+        (_takes_connection, "conn", "Connection"),
+        (_takes_callback, "on_done", "Callable"),
+        (_takes_lock, "lock", "lock"),
+    ],
+    ids=["class", "callable", "lock"],
+)
+def test_a_parameter_type_no_model_can_send_is_a_config_error_naming_it(
+    fn: Any, param: str, shown: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        tool(fn)
+    message = str(info.value)
+    assert f"tool {fn.__name__!r}: parameter {param!r} has type" in message
+    assert shown in message and "cannot be described to a model as JSON" in message
+    with pytest.raises(ConfigError, match=f"tool 'renamed': parameter {param!r}"):
+        tool(name="renamed")(fn)
+
+
+def test_a_positional_only_parameter_is_a_config_error_naming_it() -> None:
+    with pytest.raises(ConfigError, match="parameter 'order_id' is positional-only"):
+        tool(_positional_only)
+    with pytest.raises(ConfigError, match="tool 'len': parameter 'obj' is positional-only"):
+        tool(len)
+
+
+@pytest.mark.parametrize(
+    "thing", [42, "lookup", None, ["a", "list"]], ids=["int", "str", "none", "list"]
+)
+def test_tool_on_something_that_is_not_a_function_is_a_config_error(thing: Any) -> None:
+    with pytest.raises(ConfigError, match="turns a function into a tool") as info:
+        Tool(thing)
+    assert type(thing).__name__ in str(info.value)
+    with pytest.raises(ConfigError, match="tool 'lookup': @tool turns a function"):
+        tool(name="lookup")(thing)
+
+
+async def test_a_callable_without_a_name_needs_one() -> None:
+    class Lookup:
+        def __call__(self, order_id: str) -> str:
+            return order_id
+
+    for fn in (Lookup(), functools.partial(_positional_only)):
+        with pytest.raises(ConfigError, match=r"no __name__ .*tool\(name='...'\)"):
+            tool(fn)
+    named = tool(name="lookup")(Lookup())
+    assert named.name == "lookup" and named.parameters["required"] == ["order_id"]
+
+    class AsyncLookup:
+        async def __call__(self, order_id: str) -> str:
+            return f"{order_id}: shipped"
+
+    ran = await tool(name="lookup")(AsyncLookup()).invoke({"order_id": "ORD-1"}, 100)
+    assert ran.ok and ran.value == "ORD-1: shipped"
 
 
 # ---------------------------------------------------------------- invocation

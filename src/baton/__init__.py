@@ -31,6 +31,7 @@ from baton.core import (
 )
 from baton.core.approval import Approval, ApprovalCard
 from baton.core.interrupt import GraphInterrupt, InterruptCard, interrupt
+from baton.core.nesting import MAX_JSON_DEPTH
 from baton.core.policies import ContextPolicy, recent
 from baton.models import Model, ModelRequest, ModelResponse, ScriptedModel
 from baton.observe import ConsoleSink, EventSink, JSONLSink
@@ -55,6 +56,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "END",
+    "MAX_JSON_DEPTH",
     "START",
     "Agent",
     "Approval",

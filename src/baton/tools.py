@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_type_hints, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PydanticUserError,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+)
 
 from baton.approvals import ApprovalPolicy, PolicyLike, approval_policy
+from baton.cancellation import CancelledItself, awaited, cancelled_from_outside, sync_call
 from baton.core.data import Data
 from baton.core.errors import ConfigError
 from baton.core.interrupt import GraphInterrupt
@@ -126,6 +136,39 @@ def _serialise(value: Any) -> str:
     raise UnserialisableResult(why)
 
 
+def _annotated(fn: Callable[..., Any]) -> Any:
+    """What carries `fn`'s annotations: the function itself, a partial's function, or a
+    callable object's `__call__`."""
+    if inspect.isroutine(fn) or isinstance(fn, type):
+        return fn
+    if isinstance(fn, functools.partial):
+        return _annotated(fn.func)
+    return type(fn).__call__  # a callable object (checked callable before)
+
+
+def _schema_error(ann: Any) -> Exception | None:
+    """Why pydantic cannot validate `ann` or give its JSON schema, or None."""
+    try:
+        TypeAdapter(ann).json_schema()
+    except (PydanticUserError, TypeError) as exc:
+        return exc
+    return None
+
+
+def _short(value: Any) -> str:
+    """`repr(value)`, cut to 60 characters (it goes into an error message)."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _type_name(ann: Any) -> str:
+    """How an annotation reads in an error message (`Lock`, `list[Widget]`)."""
+    return ann.__qualname__ if isinstance(ann, type) else repr(ann)
+
+
 def render_result(value: Any, limit: int) -> tuple[str, bool, int]:
     """Serialise a tool's return value and truncate it: (text, truncated, original length).
 
@@ -194,8 +237,20 @@ class Tool:
         max_result_chars: int | None = None,
         isolation: Isolation = "thread",
     ) -> None:
+        if not callable(fn):
+            named = f"tool {name!r}: " if name else ""
+            raise ConfigError(
+                f"{named}@tool turns a function into a tool, but got {type(fn).__name__} "
+                f"{_short(fn)}; decorate a def (or async def), or pass one: tool(my_function)"
+            )
         self.fn = fn
-        self.name: str = name or fn.__name__
+        found = name or getattr(fn, "__name__", None)
+        if not isinstance(found, str):
+            raise ConfigError(
+                f"@tool got a {type(fn).__name__} {_short(fn)}, which has no __name__ to name "
+                "the tool by; give it one: tool(name='...')(...)"
+            )
+        self.name: str = found
         if not _NAME_RE.match(self.name):
             raise ConfigError(
                 f"tool name {self.name!r} is not valid: use letters, digits, '_' or '-' "
@@ -218,7 +273,7 @@ class Tool:
         id-like ones (`order_id`, `ORD-1`), never plain options such as `limit`."""
         self.max_result_chars = max_result_chars
         """Truncate longer results; None uses the team default (1,500)."""
-        self.is_async = inspect.iscoroutinefunction(fn)
+        self.is_async = inspect.iscoroutinefunction(_annotated(fn))
         if isolation not in ("thread", "process"):
             raise ConfigError(
                 f"tool {self.name!r}: isolation must be 'thread' or 'process', not {isolation!r}"
@@ -239,26 +294,34 @@ class Tool:
         or a child process, killed after a timeout."""
         self.context_param: str | None = None
         """The parameter that receives the `ToolContext`, if the function declares one."""
-        self.args_model = self._build_args_model(fn, arg_help)
-        schema = self.args_model.model_json_schema()
+        self.args_model, schema = self._build_args_model(fn, arg_help)
         schema.pop("title", None)
         self.parameters: dict[str, Any] = schema
         self.spec = ToolSpec(name=self.name, description=self.description, parameters=schema)
 
     def _build_args_model(
         self, fn: Callable[..., Any], arg_help: dict[str, str]
-    ) -> type[BaseModel]:
+    ) -> tuple[type[BaseModel], dict[str, Any]]:
+        """The model validating the arguments, and its JSON schema; `ConfigError` naming the
+        parameter whose type cannot be validated or described."""
         from pydantic import Field
 
         try:
-            hints = get_type_hints(fn)
+            hints = get_type_hints(_annotated(fn))
         except Exception as exc:  # unresolved forward references
             raise ConfigError(
                 f"tool {self.name!r}: cannot resolve its type hints ({exc}); "
                 "import the types it names at module level"
             ) from exc
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError) as exc:  # some builtins have no signature
+            raise ConfigError(
+                f"tool {self.name!r}: its parameters cannot be read ({exc}); wrap it in a "
+                "def with named, annotated parameters"
+            ) from exc
         fields: dict[str, Any] = {}
-        for pname, param in inspect.signature(fn).parameters.items():
+        for pname, param in params.items():
             if hints.get(pname) is ToolContext:
                 self.context_param = pname  # injected by the kernel, not shown to the model
                 continue
@@ -267,13 +330,38 @@ class Tool:
                     f"tool {self.name!r}: *args/**kwargs cannot be described to a model; "
                     "name each argument"
                 )
+            if param.kind is param.POSITIONAL_ONLY:
+                raise ConfigError(
+                    f"tool {self.name!r}: parameter {pname!r} is positional-only, but a "
+                    "model's arguments are passed by name; remove the '/'"
+                )
             ann = hints.get(pname, Any)
             default = ... if param.default is param.empty else param.default
             fields[pname] = (ann, Field(default, description=arg_help.get(pname)))
-        model: type[BaseModel] = create_model(
-            f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields
+        try:
+            model: type[BaseModel] = create_model(
+                f"{self.name}_args", __config__=ConfigDict(extra="forbid"), **fields
+            )
+            schema = model.model_json_schema()
+        except (PydanticUserError, TypeError) as exc:
+            raise self._unsupported(fields, exc) from exc
+        return model, schema
+
+    def _unsupported(self, fields: dict[str, Any], exc: Exception) -> ConfigError:
+        """The `ConfigError` naming the parameter whose type pydantic cannot validate or
+        describe as JSON schema (found by trying each alone), for `exc` about the whole."""
+        where = "its types"
+        for pname, (ann, _) in fields.items():
+            failed = _schema_error(ann)
+            if failed is not None:
+                exc, where = failed, f"parameter {pname!r} has type {_type_name(ann)}, which"
+                break
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return ConfigError(
+            f"tool {self.name!r}: {where} cannot be described to a model as JSON ({why}); use "
+            "str, int, float, bool, None, a Literal, an Enum, a pydantic model or a dataclass, "
+            "or lists and dicts of those"
         )
-        return model
 
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
         """Validate arguments against the schema; raises pydantic's ValidationError."""
@@ -307,9 +395,9 @@ class Tool:
         token = _CONTEXT.set(context) if context is not None else None
         try:
             if self.is_async:
-                value = await self.fn(**clean)
+                value = await awaited(self.fn(**clean))
             elif self.isolation == "thread":  # the pool copies the context: tool_context() works
-                value = await tool_threads().run(_call_kw, self.fn, clean)
+                value = await tool_threads().run(sync_call, self.fn, clean)
             else:
                 value = await run_in_process(
                     self.fn.__module__, self.fn.__qualname__, clean, context
@@ -319,9 +407,15 @@ class Tool:
             return ToolOutcome(ok=False, content=error_content(msg), error=msg)
         except GraphInterrupt:
             raise  # `interrupt(value)`: the kernel pauses the run on this call
+        except CancelledItself as exc:
+            return self._cancelled_itself(exc)
         except Exception as exc:
             msg = f"{type(exc).__name__}: {exc}"
             return ToolOutcome(ok=False, content=error_content(msg), error=msg)
+        except asyncio.CancelledError as exc:
+            if cancelled_from_outside():
+                raise  # the run is cancelled (task.cancel(), team.cancel, a timeout)
+            return self._cancelled_itself(exc)
         except SystemExit as exc:  # `sys.exit()` in a tool must not take the process down
             msg = (
                 f"{self.name} tried to exit the process (SystemExit({exc.code!r})); the run "
@@ -340,6 +434,16 @@ class Tool:
             )
             return ToolOutcome(ok=False, content=error_content(msg), error=msg)
         return ToolOutcome(ok=True, content=text, truncated=truncated, raw_chars=n, value=value)
+
+    def _cancelled_itself(self, exc: BaseException) -> ToolOutcome:
+        """The failed outcome of a call that raised `CancelledError` though nobody cancelled
+        it (`baton.cancellation`): the run goes on, the model reads why."""
+        detail = clean_text(str(exc))
+        msg = (
+            f"{self.name} raised CancelledError{f' ({detail})' if detail else ''} although its "
+            "call was not cancelled; the call failed, and it may have taken effect before that"
+        )
+        return ToolOutcome(ok=False, content=error_content(msg), error=msg)
 
     def timeout_error(self, limit: float) -> str:
         """What the model reads when a call of this tool ran past `limit` seconds: that it
@@ -364,10 +468,6 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
-
-
-def _call_kw(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
-    return fn(**kwargs)
 
 
 @overload

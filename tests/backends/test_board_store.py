@@ -20,6 +20,7 @@ from baton.backends import Blackboard, BoardEntry, SQLiteStore, Store, write_wit
 from baton.backends.sqlite import _MIGRATIONS, SCHEMA_VERSION
 from baton.core.errors import ConfigError, ConflictError, StoreError
 from baton.core.ids import new_id
+from baton.core.nesting import MAX_JSON_DEPTH
 
 
 def board_of(store: Store) -> Blackboard:
@@ -212,6 +213,30 @@ async def test_a_value_that_is_not_json_is_refused(store: Store, value: Any) -> 
     assert not isinstance(info.value, ConflictError)
     assert await bb.read_board(b) == {}
     assert (await bb.write_entry(b, "k", "ok", 0)).seq == 1
+
+
+def nested(levels: int) -> Any:
+    value: Any = "底"
+    for i in range(levels):
+        value = {"层": value} if i % 2 else [value]
+    return value
+
+
+@pytest.mark.parametrize("levels", [5_000, MAX_JSON_DEPTH + 1])
+async def test_a_value_nested_past_the_limit_is_refused_and_nothing_is_written(
+    store: Store, levels: int
+) -> None:
+    bb = board_of(store)
+    b = name()
+    await bb.write_entry(b, "k", "before", 0)
+    with pytest.raises(StoreError, match=r"more than 64 levels deep .*nothing was written"):
+        await bb.write_entry(b, "k", nested(levels), 1)
+    with pytest.raises(StoreError, match="more than 64 levels deep"):
+        await write_with_retry(bb, b, "k", lambda current: [nested(levels)])
+    [entry] = (await bb.read_board(b)).values()
+    assert (entry.value, entry.version, entry.seq) == ("before", 1, 1)
+    at_limit = await bb.write_entry(b, "k", nested(MAX_JSON_DEPTH), 1)
+    assert (await bb.read_entry(b, "k")) == at_limit and at_limit.value == nested(MAX_JSON_DEPTH)
 
 
 # ---------------------------------------------------------------- write_with_retry

@@ -32,7 +32,7 @@ from baton.models.textmode import render_text_mode
 
 @dataclass
 class Reply:
-    """One scripted HTTP answer."""
+    """One scripted HTTP answer (a `bytes` body is sent as it is)."""
 
     body: Any
     status: int = 200
@@ -152,7 +152,7 @@ def _handler(server: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
 
         def _send(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -1056,3 +1056,56 @@ async def test_stream_retries_without_stream_options_only_while_unknown(
         async for _ in brain.stream(invoice_request()):
             pass
     assert len(server.bodies) == 2  # no second try: this 400 is about something else
+
+
+# ---------------------------------------------------------------------- nesting
+
+
+def _deep(levels: int) -> str:
+    return '{"order_id": "ORD-1", "extra": ' + "[" * levels + "]" * levels + "}"
+
+
+@pytest.mark.parametrize("mode", ["native", "text", "object"])
+async def test_deeply_nested_tool_arguments_are_re_asked_naming_the_limit(
+    server: FakeOpenAI, mode: str
+) -> None:
+    """As text (native), inside a text-mode reply, or as a JSON object the server decoded
+    itself (500 levels: deep enough to refuse, shallow enough for the HTTP client)."""
+    if mode == "native":
+        first: Any = completion(calls=[("query_invoice", _deep(5_000))])
+    elif mode == "text":
+        first = completion(f'{{"tool": "query_invoice", "arguments": {_deep(100_000)}}}')
+    else:
+        placeholder = json.dumps(completion(calls=[("query_invoice", "{}")]))
+        first = Reply(placeholder.replace('"{}"', _deep(500)).encode())
+    server.script(
+        completion(f'{{"tool": "transfer_to_billing", "arguments": {HANDOFF_ARGS}}}')
+        if mode == "text"
+        else completion(calls=[("transfer_to_billing", HANDOFF_ARGS)]),
+        first,
+        completion('{"tool": "query_invoice", "arguments": {"order_id": "ORD-1"}}')
+        if mode == "text"
+        else completion(calls=[("query_invoice", '{"order_id": "ORD-1"}')]),
+        completion('{"final": "ISSUED."}' if mode == "text" else "ISSUED."),
+    )
+    team, lookups = desk(model(server, tool_mode="text" if mode == "text" else "native"))
+
+    result = await team.run("where is the invoice for ORD-1?")
+
+    assert (result.status, result.output, lookups) == ("completed", "ISSUED.", ["ORD-1"])
+    nudge = server.bodies[2]["messages"][-1]["content"]  # the re-ask, rendered for the server
+    assert "could not be parsed" in nudge and "more than 64 levels deep" in nudge
+
+
+async def test_a_reply_too_deep_for_the_http_client_is_a_clear_model_error(
+    server: FakeOpenAI,
+) -> None:
+    placeholder = json.dumps(completion(calls=[("query_invoice", "{}")]))
+    server.script(Reply(placeholder.replace('"{}"', _deep(5_000)).encode()))
+    team, _ = desk(model(server))
+
+    result = await team.run("where is the invoice for ORD-1?")
+
+    assert result.status == "failed"
+    assert "nests objects or lists too deeply to read" in (result.error or "")
+    assert "RecursionError" not in (result.error or "")

@@ -16,7 +16,7 @@ import pytest
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from baton import Agent, Guards, RunResult, ScriptedModel, Team
+from baton import Agent, Guards, ModelRequest, RunResult, ScriptedModel, Team, tool
 from baton.core.events import Event
 from baton.observe import MetricsSink, metrics_from_events
 
@@ -288,3 +288,121 @@ def test_the_docs_metrics_section_runs(tmp_path: Path, monkeypatch: pytest.Monke
     namespace: dict[str, object] = {"__name__": "doc_metrics"}
     for i, block in enumerate(blocks, 1):
         exec(compile(block, f"observability.md metrics [{i}]", "exec"), namespace)
+
+
+# ---------------------------------------------------------------- flooding
+
+
+def handoff(target: str) -> Any:
+    return S.call(f"transfer_to_{target}", reason="belongs there", objective="help the user")
+
+
+def flooding_desk(invented: int, **team: Any) -> Team:
+    """triage -> billing (tool `lookup`); billing's first reply calls `invented` tools that do
+    not exist and hands off to `invented` agents that do not exist, all in one response."""
+
+    @tool
+    async def lookup(order_id: str) -> str:
+        """Look an order up."""
+        return f"{order_id}: paid"
+
+    def respond(request: ModelRequest) -> Any:
+        if request.agent == "triage":
+            return handoff("billing")
+        if request.messages[-1].role == "tool":
+            return S.say("ORD-1 is paid.")
+        made_up = [S.call(f"tool_{i}_{id(request)}", x=i) for i in range(invented)]
+        made_up += [handoff(f"agent_{i}_{id(request)}") for i in range(invented)]
+        return S.calls(S.call("lookup", order_id="ORD-1"), *made_up)
+
+    triage = Agent(name="triage", handoffs=["billing"])
+    billing = Agent(name="billing", tools=[lookup])
+    return Team([triage, billing], entry="triage", model=S(respond), **team)
+
+
+def series(registry: CollectorRegistry) -> int:
+    return sum(len(m.samples) for m in registry.collect())
+
+
+@pytest.mark.parametrize("attach", ["constructor", "add_sink"])
+async def test_invented_tool_names_and_targets_add_no_series(attach: str) -> None:
+    sink = MetricsSink()
+    team = flooding_desk(40, sinks=[sink]) if attach == "constructor" else flooding_desk(40)
+    if attach == "add_sink":
+        team.add_sink(sink)
+    first = await team.run("where is ORD-1?", session_id="warm-up")  # "other" exists now
+    assert first.status == "completed"
+    before = series(sink.registry)
+
+    result = await team.run("where is ORD-1?", session_id="flood")
+
+    assert result.status == "completed"
+    assert series(sink.registry) == before
+    refused = [e for e in result.events if e.type == "handoff_refused"]
+    assert len(refused) == 40
+    assert value(sink, "baton_tool_calls_total", tool="other", ok="false") == 80
+    assert value(sink, "baton_tool_calls_total", tool="lookup", ok="true") == 2
+    assert value(sink, "baton_handoffs_refused_total", source="billing", target="other") == 80
+    assert value(sink, "baton_handoffs_total", source="triage", target="billing") == 2
+    assert "tool_0_" not in sink.render() and "agent_0_" not in sink.render()
+
+
+async def test_the_names_come_from_the_attached_team_or_are_given_by_hand() -> None:
+    team = flooding_desk(3)
+    sink = MetricsSink()
+    team.add_sink(sink)
+    events = (await team.run("where is ORD-1?")).events
+    assert value(sink, "baton_tool_calls_total", tool="other", ok="false") == 3
+    assert "tool_0_" not in sink.render()
+    team.remove_sink(sink)  # no team any more: names are labels as they come
+    for event in events:
+        sink.emit(event)
+    assert "tool_0_" in sink.render()
+    bound = metrics_from_events(events, names=team.declared_names())
+    assert value(bound, "baton_tool_calls_total", tool="other", ok="false") == 3
+    assert "tool_0_" not in bound.render() and "agent_0_" not in bound.render()
+    assert "tool_0_" in metrics_from_events(events).render()  # no names given: as they come
+
+
+async def test_the_server_metrics_cannot_be_flooded_either() -> None:
+    from tests.server.server_kit import client_for
+
+    from baton.server import create_app
+
+    team = flooding_desk(40)
+    async with client_for(create_app(team)) as client:  # open mode: every request may run
+        await client.post("/runs", json={"message": "where is ORD-1?", "session_id": "A"})
+        before = (await client.get("/metrics")).text
+        await client.post("/runs", json={"message": "where is ORD-1?", "session_id": "B"})
+        after = (await client.get("/metrics")).text
+    baton = [
+        line for line in after.splitlines() if line.startswith("baton_") and "http" not in line
+    ]
+    assert len(baton) == len(
+        [line for line in before.splitlines() if line.startswith("baton_") and "http" not in line]
+    )
+    assert "tool_0_" not in after and 'target="other"' in after
+
+
+async def test_a_graphs_nodes_and_the_tools_they_call_are_declared() -> None:
+    from pydantic import BaseModel
+
+    from baton import END, START, Graph, NodeContext
+
+    class State(BaseModel):
+        n: int = 0
+
+    def fetch_rate(currency: str) -> float:
+        """The rate of a currency."""
+        return 7.1
+
+    async def price(state: State, ctx: NodeContext) -> dict[str, Any]:
+        return {"n": int(await ctx.call(fetch_rate, currency="CNY"))}
+
+    sink = MetricsSink()
+    g = Graph(State).add_node("price", price).add_edge(START, "price").add_edge("price", END)
+    graph = g.compile(sinks=[sink])
+    assert (await graph.invoke({}, thread_id="T")).status == "completed"
+    assert value(sink, "baton_tool_calls_total", tool="price", ok="true") == 1
+    assert value(sink, "baton_tool_calls_total", tool="fetch_rate", ok="true") == 1
+    assert value(sink, "baton_tool_calls_total", tool="other", ok="true") == 0

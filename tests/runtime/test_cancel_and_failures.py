@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from runtime_kit import of_type
 
-from baton import Agent, ScriptedModel, Team, tool
+from baton import Agent, Guards, ScriptedModel, Team, tool
 from baton.backends.sqlite import SQLiteStore
 from baton.core.errors import StoreError
 from baton.models.base import ModelRequest
@@ -194,6 +194,119 @@ async def test_system_exit_in_a_tool_fails_the_run_and_keeps_what_ran(kind: str)
     [finished] = of_type(await team.store.get_events(SID), "run_finished")
     assert finished.status == "failed"
     assert await team.unfinished() == []
+
+
+def raising_cancel_tool(kind: str, ran: list[str]) -> Any:
+    """`ship`, which raises `CancelledError` although nobody cancels its call: itself (async or
+    in a thread), or by awaiting a future that someone else cancels (a client giving up)."""
+    if kind == "thread":
+
+        @tool
+        def ship(order_id: str) -> str:
+            """Ship an order."""
+            ran.append(order_id)
+            raise asyncio.CancelledError("the carrier's client gave up")
+
+        return ship
+
+    @tool
+    async def ship(order_id: str) -> str:  # type: ignore[no-redef]
+        """Ship an order."""
+        ran.append(order_id)
+        if kind == "async":
+            raise asyncio.CancelledError("the carrier's client gave up")
+        pending = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(pending.cancel)  # another party cancels it
+        return str(await pending)
+
+    return ship
+
+
+@pytest.mark.parametrize("kind", ["async", "thread", "awaited-future"])
+async def test_a_tool_that_raises_cancelled_error_itself_is_a_failed_call(kind: str) -> None:
+    ran: list[str] = []
+
+    def respond(request: ModelRequest) -> Any:
+        if request.messages[-1].role == "tool":
+            return S.say(f"done: {request.messages[-1].content}")
+        return S.call("ship", order_id="ORD-1")
+
+    tools = [raising_cancel_tool(kind, ran)]
+    team = Team([Agent(name="clerk", tools=tools)], entry="clerk", model=S(respond))
+
+    result = await team.run("ship ORD-1", session_id=SID)  # returns: never raises
+
+    assert result.status == "completed" and ran == ["ORD-1"]
+    [called] = of_type(result.events, "tool_called")
+    assert not called.ok and "raised CancelledError" in (called.error or "")
+    assert "not cancelled" in (result.output or "")  # what the model read
+    if kind != "awaited-future":
+        assert "the carrier's client gave up" in (result.output or "")
+    assert await team.unfinished() == []
+
+
+async def test_a_cancellation_of_the_run_during_a_tool_that_raises_its_own_still_cancels() -> None:
+    """A tool that turns the run's cancellation into a CancelledError of its own (clean-up
+    that raises anew) does not make it a failed call: the run is cancelled, as asked."""
+    ran: list[str] = []
+    gate = asyncio.Event()
+
+    @tool
+    async def ship(order_id: str) -> str:
+        """Ship an order."""
+        ran.append(order_id)
+        try:
+            await gate.wait()
+        except asyncio.CancelledError:
+            raise asyncio.CancelledError("cleaned up") from None
+        return "shipped"
+
+    model = S([S.call("ship", order_id="ORD-1"), S.say("never")])
+    team = Team([Agent(name="clerk", tools=[ship])], entry="clerk", model=model)
+    task = asyncio.ensure_future(team.run("ship ORD-1", session_id=SID))
+    await until(lambda: ran)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    [finished] = of_type(await team.store.get_events(SID), "run_finished")
+    assert (finished.status, finished.error) == ("cancelled", CALLER)
+
+    team2 = shipping_desk([], asyncio.Event())  # team.cancel reaches it the same way
+    live = asyncio.ensure_future(team2.run("ship ORD-1", session_id=SID))
+    await asyncio.sleep(0.05)
+    assert (await team2.cancel(SID, reason="hung up")) is not None
+    assert (await live).status == "cancelled"
+
+
+async def test_a_tool_timeout_is_still_a_timeout_and_a_timeout_around_run_still_cancels() -> None:
+    @tool
+    async def ship(order_id: str) -> str:
+        """Ship an order."""
+        await asyncio.sleep(30)
+        return "shipped"
+
+    model = S([S.call("ship", order_id="ORD-1"), S.say("it timed out")])
+    team = Team(
+        [Agent(name="clerk", tools=[ship])],
+        entry="clerk",
+        model=model,
+        guards=Guards(tool_timeout_s=0.05),
+    )
+    result = await team.run("ship ORD-1", session_id=SID)
+    assert result.status == "completed"
+    [called] = of_type(result.events, "tool_called")
+    assert "timed out after 0.05s" in (called.error or "")
+    assert "CancelledError" not in (called.error or "")
+
+    slow = Team(
+        [Agent(name="clerk", tools=[ship])],
+        entry="clerk",
+        model=S([S.call("ship", order_id="ORD-1"), S.say("never")]),
+    )
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(slow.run("ship ORD-1", session_id=SID), 0.1)
+    [finished] = of_type(await slow.store.get_events(SID), "run_finished")
+    assert finished.status == "cancelled"
 
 
 async def test_a_bug_inside_the_kernel_fails_the_run_recorded(

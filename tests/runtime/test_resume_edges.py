@@ -19,6 +19,7 @@ from baton import (
     Guards,
     MemoryStore,
     ModelRequest,
+    RunReleased,
     ScriptedModel,
     StoreError,
     Team,
@@ -93,6 +94,127 @@ async def test_a_run_whose_agent_or_tool_is_gone_says_so_and_can_be_discarded() 
     assert (await renamed.run("hi", session_id="S")).status == "completed"
     with pytest.raises(NoRunToResume):
         await renamed.discard("S")
+
+
+def shipper(tools: list[Any], store: Any) -> Team:
+    """`clerk` ships ORD-1 with `ship` (when it still has it), then says what it read."""
+
+    def respond(request: ModelRequest) -> Step:
+        last = request.messages[-1]
+        if last.role == "tool":
+            return S.say(f"done: {last.content}")
+        return S.call("ship", order_id="ORD-1")
+
+    return Team([Agent(name="clerk", tools=tools)], entry="clerk", model=S(respond), store=store)
+
+
+async def test_resuming_a_call_whose_tool_is_gone_is_refused_and_discard_frees_the_session(
+    tmp_path: Path,
+) -> None:
+    """The team changed between the interruption and the resume: the interrupted call may have
+    shipped the order, so it is not answered "unknown tool" as if it never ran."""
+    store = f"sqlite:///{tmp_path / 'b.db'}"
+    shipped: list[str] = []
+    gate = asyncio.Event()
+
+    @tool
+    async def ship(order_id: str) -> str:
+        """Ship an order."""
+        shipped.append(order_id)
+        await gate.wait()
+        return "shipped"
+
+    before = shipper([ship], store)
+    task = asyncio.ensure_future(before.run("ship ORD-1", session_id="S"))
+    for _ in range(200):
+        if shipped:
+            break
+        await asyncio.sleep(0.01)
+    assert await before.release("S")  # stopped mid-call, as by a crash
+    with pytest.raises(RunReleased):
+        await task
+    await before.aclose()
+
+    after = shipper([], store)  # the same agent, without the tool
+    for attempt in (after.resume("S"), after.run("next message", session_id="S")):
+        with pytest.raises(BatonError, match="no longer has") as info:
+            await attempt
+        message = str(info.value)
+        assert "tool 'ship' of agent 'clerk'" in message and "may have run" in message
+        assert "team.discard('S')" in message and "baton resume S --discard" in message
+    [cp] = await after.unfinished()  # nothing was lost
+    assert cp.session_id == "S"
+    await after.discard("S")
+    assert (await after.run("next message", session_id="S")).status == "completed"
+    assert shipped == ["ORD-1"]
+    await after.aclose()
+
+
+async def test_a_workers_unanswered_call_whose_tool_is_gone_is_refused_too(tmp_path: Path) -> None:
+    from baton import Supervisor
+
+    store = f"sqlite:///{tmp_path / 'b.db'}"
+    shipped: list[str] = []
+
+    @tool
+    async def ship(order_id: str) -> str:
+        """Ship an order."""
+        shipped.append(order_id)
+        await asyncio.sleep(30)
+        return "shipped"
+
+    def respond(request: ModelRequest) -> Step:
+        last = request.messages[-1]
+        if request.agent == "lead":
+            if last.role == "tool":
+                return S.say("the warehouse says: " + (last.content or ""))
+            return S.call("ask_warehouse", question="ship ORD-1")
+        if last.role == "tool":
+            return S.say("shipped")
+        return S.call("ship", order_id="ORD-1")
+
+    def desk(tools: list[Any]) -> Supervisor:
+        worker = Agent(name="warehouse", description="Ships orders.", tools=tools)
+        return Supervisor(Agent(name="lead"), workers=[worker], model=S(respond), store=store)
+
+    before = desk([ship])
+    task = asyncio.ensure_future(before.run("ship ORD-1", session_id="S"))
+    for _ in range(200):
+        if shipped:
+            break
+        await asyncio.sleep(0.01)
+    assert await before.release("S")
+    with pytest.raises(RunReleased):
+        await task
+    with pytest.raises(BatonError, match="tool 'ship' of agent 'warehouse'"):
+        await desk([]).resume("S")
+
+
+async def test_an_interrupted_call_resumes_when_its_tool_is_still_there(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'b.db'}"
+    shipped: list[str] = []
+    gate = asyncio.Event()
+
+    @tool
+    async def ship(order_id: str) -> str:
+        """Ship an order."""
+        shipped.append(order_id)
+        if len(shipped) == 1:
+            await gate.wait()
+        return "shipped"
+
+    team = shipper([ship], store)
+    task = asyncio.ensure_future(team.run("ship ORD-1", session_id="S"))
+    for _ in range(200):
+        if shipped:
+            break
+        await asyncio.sleep(0.01)
+    assert await team.release("S")
+    with pytest.raises(RunReleased):
+        await task
+    result = await shipper([ship], store).resume("S")
+    assert result.status == "completed" and result.output == "done: shipped"
+    assert shipped == ["ORD-1", "ORD-1"]  # run again under the same idempotency key
 
 
 async def test_a_damaged_checkpoint_names_the_session_and_the_way_out(tmp_path: Path) -> None:

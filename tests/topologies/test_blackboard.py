@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from baton import Agent, ConfigError, MemoryStore, ScriptedModel
+from baton import Agent, ConfigError, Guards, MemoryStore, ScriptedModel
 from baton.backends import BoardEntry, SQLiteStore
 from baton.core.events import BoardWritten, Event
 from baton.models.base import ModelRequest, ModelResponse
@@ -159,7 +159,12 @@ async def test_a_concurrent_write_is_retried_and_counted_without_losing_an_updat
     entry = (await bb.read("S"))["decisions"]
     assert sorted(entry.value) == ["前端：每表一屏", "数据库：外键"]  # both appends kept
     text = metrics.render()
-    assert 'baton_board_conflicts_total{key="decisions"} 1.0' in text
+    # "decisions" is a key only the agents' models chose: no subscription names it
+    assert 'baton_board_conflicts_total{key="other"} 1.0' in text
+    declared = MetricsSink()
+    bb = board(Desk(DESIGN), store=Race(), sinks=[declared], keys=["decisions"])
+    assert (await bb.run("设计", session_id="S")).status == "completed"
+    assert 'baton_board_conflicts_total{key="decisions"} 1.0' in declared.render()
     assert 'baton_board_writes_total{writer="frontend"} 2.0' in text
 
 
@@ -189,6 +194,62 @@ async def test_set_append_and_merge_and_posts_that_do_not_fit() -> None:
     assert "not an object" in results[5]["error"] and "not a list" in results[6]["error"]
     assert results[7] == {"ok": True, "key": "profile", "unchanged": True, "version": 2, "seq": 3}
     assert [e.version for e in writes(result.events) if e.key == "profile"] == [1, 2]
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_a_post_over_the_size_cap_is_refused_with_the_reason_and_writes_nothing(
+    store: str, tmp_path: Path
+) -> None:
+    big = "报告" * 40_000  # 240,000 bytes of UTF-8: over the 64 KiB default
+    steps = [
+        ("report", big, "set"),  # refused
+        ("report", "摘要：增长", "set"),  # the summary instead
+        ("log", "甲" * 20_000, "append"),  # 60,000 bytes: fits
+        ("log", "乙" * 2_000, "append"),  # the list would pass the cap: refused
+    ]
+    desk = Desk({"clerk": steps})
+    clerk = Agent(name="clerk", max_iterations=len(steps) + 1)
+    where = MemoryStore() if store == "memory" else SQLiteStore(f"sqlite:///{tmp_path / 'b.db'}")
+    bb = Blackboard([clerk], {"clerk": "request"}, model=desk, store=where)
+
+    result = await bb.run("写报告", session_id="S")
+
+    assert result.status == "completed", result.error
+    results = [
+        json.loads(m.content or "{}") for m in desk.requests[-1].messages if m.role == "tool"
+    ]
+    assert [r["ok"] for r in results] == [False, True, True, False]
+    for refused in (results[0], results[3]):
+        assert "Guards.max_board_value_bytes" in refused["error"]
+        assert "nothing was written" in refused["error"]
+    assert "240,002 bytes" in results[0]["error"]
+    stored = await bb.read("S")
+    assert stored["report"].value == "摘要：增长" and stored["report"].version == 1
+    assert stored["log"].value == ["甲" * 20_000] and stored["log"].version == 1
+    await bb.aclose()
+
+
+async def test_the_board_cap_is_a_guard_and_a_request_over_it_fails_clearly() -> None:
+    desk = Desk({"clerk": [("report", "报告" * 40_000, "set")]})
+    bb = Blackboard(
+        [Agent(name="clerk")],
+        {"clerk": "request"},
+        model=desk,
+        guards=Guards(max_board_value_bytes=0),  # 0: no cap
+        done=lambda values: "report" in values,
+    )
+    assert (await bb.run("写报告", session_id="S")).status == "completed"
+
+    small = Blackboard(
+        [Agent(name="clerk")],
+        {"clerk": "request"},
+        model=Desk({}),
+        guards=Guards(max_board_value_bytes=1_000),
+    )
+    result = await small.run("长" * 1_000, session_id="S")
+    assert result.status == "failed"
+    assert "could not be posted" in (result.error or "")
+    assert "Guards.max_board_value_bytes" in (result.error or "")
 
 
 async def test_a_quiet_board_that_is_not_done_escalates() -> None:
@@ -279,6 +340,9 @@ def test_configuration_mistakes_are_refused() -> None:
         Blackboard([Agent(name="b", handoffs=["a"]), a], {"a": "x", "b": "y"})
     with pytest.raises(ConfigError, match="at least 1"):
         Blackboard([a], {"a": "request"}, max_rounds=0)
+    for keys in ("decisions", ["ok", ""], [None]):
+        with pytest.raises(ConfigError, match="keys must be a list of non-empty key names"):
+            Blackboard([a], {"a": "request"}, keys=keys)  # type: ignore[arg-type]
     bb = Blackboard([a], {"a": "request"})
     with pytest.raises(ConfigError, match="lacks it"):
         bb.use_store(NoBoard())

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import operator
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -11,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from baton import END, START, Agent, ConfigError, Graph, ScriptedModel
+from baton import END, START, Agent, ConfigError, Graph, Guards, ScriptedModel
 from baton.models.base import ModelRequest
+from baton.topologies.graph_steps import json_bytes
 from baton.topologies.reducers import append, maximum, merge
 
 S = ScriptedModel
@@ -137,6 +140,24 @@ async def test_a_node_that_raises_fails_the_run_naming_the_node() -> None:
     assert "the index is down" in (result.error or "")
 
 
+@pytest.mark.parametrize("kind", ["async", "thread"])
+async def test_a_node_that_raises_cancelled_error_itself_fails_the_run_not_cancels_it(
+    kind: str,
+) -> None:
+    def sync_node(state: State) -> dict[str, Any]:
+        raise asyncio.CancelledError("the index client gave up")
+
+    async def async_node(state: State) -> dict[str, Any]:
+        raise asyncio.CancelledError("the index client gave up")
+
+    g = Graph(State).add_node("lookup", async_node if kind == "async" else sync_node)
+    g.add_edge(START, "lookup")
+    result = await g.compile().invoke({}, thread_id="t")  # returns: never raises
+    assert result.status == "failed"
+    assert "node 'lookup' raised CancelledError" in (result.error or "")
+    assert "the index client gave up" in (result.error or "")
+
+
 async def test_conditional_edges_route_through_their_mapping() -> None:
     def route(state: State) -> str:
         return "big" if state.n > 5 else "small"
@@ -223,6 +244,102 @@ async def test_invalid_input_is_refused_before_anything_runs() -> None:
     with pytest.raises(ValueError, match="JSON object of state keys"):
         await compiled.run("plain text", session_id="t")
     assert await compiled.get_state("t") is None
+
+
+def growing(chunk_chars: int, steps: int, **compile_kw: Any) -> Any:
+    """A cycle whose node appends a chunk of Chinese text to the state each super-step."""
+
+    def grow(state: State) -> dict[str, Any]:
+        return {"items": ["状态" * (chunk_chars // 2)], "n": state.n + 1}
+
+    g = Graph(State).add_node("grow", grow).add_edge(START, "grow")
+    g.add_conditional_edges("grow", lambda s: END if s.n >= steps else "grow")
+    return g.compile(max_steps=steps + 1, **compile_kw)
+
+
+async def snapshot_bytes(graph: Any, thread: str) -> int:
+    return sum(len(json.dumps(h.values.model_dump()).encode()) for h in await graph.history(thread))
+
+
+async def test_a_graph_state_growing_past_its_cap_fails_clearly_and_stays_bounded(
+    tmp_path: Path,
+) -> None:
+    cap = 100_000
+    graph = growing(
+        10_000, 50, store=f"sqlite:///{tmp_path / 'g.db'}", guards=Guards(max_state_bytes=cap)
+    )
+    result = await graph.invoke({}, thread_id="T")
+
+    assert result.status == "failed"
+    error = result.error or ""
+    assert "Guards.max_state_bytes" in error and "after grow wrote" in error
+    assert f"over the limit of {cap:,}" in error
+    latest = await graph.get_state("T")
+    assert latest is not None and 0 < json_bytes(latest.values.model_dump(mode="json")) <= cap
+    history = await graph.history("T")
+    assert len(history) < 50 and all(
+        json_bytes(h.values.model_dump(mode="json")) <= cap for h in history
+    )
+    await graph.aclose()
+
+
+async def test_one_update_over_the_default_cap_is_never_stored() -> None:
+    graph = growing(1_500_000, 1)  # 3 MB of UTF-8 in one update, over the 1 MiB default
+    result = await graph.invoke({}, thread_id="T")
+
+    assert result.status == "failed"
+    assert "returned an update of" in (result.error or "")
+    assert "Guards.max_state_bytes" in (result.error or "")
+    stored = sum(len(m.content or "") for m in await graph.store.get_messages("T"))
+    assert stored < 10_000  # the refused update is in no message
+    assert await snapshot_bytes(graph, "T") < 1_000
+
+
+async def test_an_input_or_a_fork_over_the_cap_is_refused_before_anything_runs() -> None:
+    graph = growing(10, 1, guards=Guards(max_state_bytes=5_000))
+    with pytest.raises(ValueError, match=r"invalid graph input: .*Guards.max_state_bytes"):
+        await graph.invoke({"text": "长" * 2_000}, thread_id="T")
+    assert await graph.get_state("T") is None
+    assert (await graph.invoke({"text": "short"}, thread_id="T")).status == "completed"
+    [*_, first] = await graph.history("T")
+    with pytest.raises(ValueError, match=r"invalid update: .*Guards.max_state_bytes"):
+        await graph.resume("T", from_checkpoint=first.id, update={"text": "长" * 2_000})
+
+
+def nested(levels: int) -> Any:
+    value: Any = "底"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+async def test_input_or_updates_nested_thousands_deep_are_refused_not_a_recursion_error() -> None:
+    def deep_node(state: State) -> dict[str, Any]:
+        return {"notes": {"tree": nested(5_000)}}
+
+    g = Graph(State).add_node("deep", deep_node).add_edge(START, "deep").add_edge("deep", END)
+    graph = g.compile()
+    result = await graph.invoke({}, thread_id="T")
+    assert result.status == "failed"
+    assert "more than 64 levels deep" in (result.error or "")
+    for attempt in (
+        graph.invoke({"notes": {"tree": nested(5_000)}}, thread_id="U"),
+        graph.run('{"notes": ' + "[" * 100_000 + "]" * 100_000 + "}", session_id="U"),
+    ):
+        with pytest.raises(ValueError, match=r"invalid graph input: .*more than 64 levels"):
+            await attempt
+    assert await graph.get_state("U") is None
+    ok = Graph(State).add_node("a", writes()).add_edge(START, "a").compile()
+    await ok.invoke({}, thread_id="T")
+    [first] = await ok.history("T", limit=1)
+    with pytest.raises(ValueError, match=r"invalid update: .*more than 64 levels"):
+        await ok.resume("T", from_checkpoint=first.id, update={"notes": nested(5_000)})
+
+
+async def test_max_state_bytes_zero_turns_the_cap_off() -> None:
+    graph = growing(1_500_000, 1, guards=Guards(max_state_bytes=0))
+    result = await graph.invoke({}, thread_id="T")
+    assert result.status == "completed" and len(result.final.items[0]) == 1_500_000
 
 
 async def test_a_thread_keeps_its_state_between_runs() -> None:

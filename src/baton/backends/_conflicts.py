@@ -7,6 +7,7 @@ from typing import Any
 
 from baton.backends.base import Checkpoint, HumanTicket
 from baton.core.errors import ConflictError, StoreError
+from baton.core.nesting import MAX_JSON_DEPTH, too_deep
 from baton.core.tasks import Task
 
 TICKET_STATUSES = ("open", "claimed", "answered", "closed")
@@ -106,10 +107,14 @@ def task_conflict(run_id: str, task_id: str, expected: int, stored: int) -> Conf
 
 def board_json(board: str, key: str, value: Any) -> str:
     """`value` as the JSON text a store keeps for a blackboard entry; `StoreError` if it is
-    not JSON (so every backend refuses the same values and returns the same ones)."""
+    not JSON or nests deeper than `MAX_JSON_DEPTH` (so every backend refuses the same values
+    and returns the same ones, and every value it returns can be read without a
+    `RecursionError`)."""
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
         text.encode("utf-8")  # a lone surrogate: no store could keep it
+    except RecursionError:  # thousands of levels: past the encoder's stack
+        text = None
     except (TypeError, ValueError) as exc:  # (UnicodeEncodeError is a ValueError)
         raise StoreError(
             f"entry {key!r} of board {board!r} cannot be saved as JSON ({exc}); nothing was "
@@ -117,6 +122,13 @@ def board_json(board: str, key: str, value: Any) -> str:
             "baton.core.text.clean_value), finite numbers, booleans, None, lists and dicts "
             "with string keys"
         ) from exc
+    if text is None or too_deep(text):
+        raise StoreError(
+            f"entry {key!r} of board {board!r} nests lists or dicts more than "
+            f"{MAX_JSON_DEPTH} levels deep (MAX_JSON_DEPTH, the limit for board values); "
+            "nothing was written. Flatten the value (e.g. a list of records instead of records "
+            "inside records) or split it into several entries"
+        )
     return text
 
 

@@ -12,8 +12,13 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from baton.backends._conflicts import board_json
 from baton.backends.base import Blackboard, BoardEntry
 from baton.core.errors import ConfigError, ConflictError
+
+entry_json = board_json
+"""`entry_json(board, key, value)`: the JSON text every store keeps for a board entry, or the
+`StoreError` every store raises for it (not JSON, or nested deeper than `MAX_JSON_DEPTH`)."""
 
 MAX_BACKOFF_S = 0.25
 """Longest pause between two tries of `write_with_retry`, however many conflicts it met."""

@@ -294,7 +294,7 @@ class OpenAICompatible:
             if args is None:
                 args = "{}"
             elif not isinstance(args, str):  # some servers send an object instead of text
-                args = json.dumps(args, ensure_ascii=False)
+                args = self._args_text(fn.name, args)
             if tc.id:
                 calls.append(ToolCall(id=tc.id, name=fn.name, arguments=args))
             else:
@@ -318,6 +318,17 @@ class OpenAICompatible:
             text_tool_calls=self.tool_mode == "text",
             raw=completion,
         )
+
+    def _args_text(self, name: str, args: Any) -> str:
+        """Arguments a server sent as a JSON object, as the text the kernel's parser reads
+        (and refuses when they nest too deeply); `ModelError` when they nest so deeply that
+        they cannot even be written back as text."""
+        try:
+            return json.dumps(args, ensure_ascii=False)
+        except RecursionError:
+            raise ModelError(
+                _too_deep(f"{self.name} at {self.endpoint}", f"call of {name}")
+            ) from None
 
     # ------------------------------------------------------------------ errors
     def _translate(self, exc: Exception) -> ModelError | None:
@@ -362,6 +373,8 @@ class OpenAICompatible:
             return ModelError(f"{where} answered HTTP {status}: {detail}; {hint}")
         if isinstance(exc, openai.OpenAIError):
             return ModelError(f"{where} failed: {type(exc).__name__}: {exc}")
+        if isinstance(exc, RecursionError):  # the client's JSON decoder, on a runaway reply
+            return ModelError(_too_deep(where, "reply"))
         return None
 
 
@@ -428,10 +441,13 @@ class _StreamedReply:
         if name:
             call["name"] += name
         args = getattr(fn, "arguments", None)
+        if args is not None and not isinstance(args, str):  # an object instead of text
+            try:
+                args = json.dumps(args, ensure_ascii=False)
+            except RecursionError:
+                raise ModelError(_too_deep("the server", "tool-call fragment")) from None
         if args is not None:
-            call["arguments"].append(
-                args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-            )
+            call["arguments"].append(args)
 
     def completion(self) -> Any:
         """The assembled `ChatCompletion` (no choices when the server sent none)."""
@@ -465,6 +481,15 @@ class _StreamedReply:
             choices=choices,
             usage=self.usage,
         )
+
+
+def _too_deep(where: str, what: str) -> str:
+    return (
+        f"{where} sent a {what} whose JSON nests objects or lists too deeply to read "
+        "(thousands of levels; Python's JSON decoder stops at about 1,000); the reply is lost. "
+        "Retry; if it happens again, the model is producing runaway output: lower max_tokens "
+        "or change the prompt"
+    )
 
 
 def _import_openai() -> Any:

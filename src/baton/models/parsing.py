@@ -8,6 +8,10 @@ A repair may fix syntax, never invent a value: text that was cut off (it ends in
 with brackets still open, or after a `:` or `,`) and a repair that fills in or drops content
 (`{"order_id": }` -> `order_id=""`, a word or string that vanished) are `ParseError`s too, so the
 model is asked again instead of a tool running with a guessed argument.
+
+JSON nested deeper than `MAX_JSON_DEPTH` levels is a `ParseError` too, found by a cheap scan
+before any recursive parser sees the text (`baton.core.nesting`): thousands of `[[[` would
+overflow the stack of `json.loads`, `json-repair` and pydantic alike.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 from baton.core.errors import ParseError
 from baton.core.messages import ToolCall
+from baton.core.nesting import MAX_JSON_DEPTH, too_deep
 
 _FENCE_RE = re.compile(r"```(?:json|JSON)?\s*([\s\S]*?)```")
 
@@ -36,6 +41,12 @@ def parse_json_object(raw: str | None) -> dict[str, Any]:
     when nothing is cut off and the repair keeps every key, word and string of the text."""
     if raw is None or not raw.strip():
         return {}
+    if too_deep(raw):
+        raise ParseError(
+            f"arguments nest objects or lists more than {MAX_JSON_DEPTH} levels deep, the "
+            f"limit for tool-call arguments; send them with at most {MAX_JSON_DEPTH} levels: "
+            f"{_quote(raw)}"
+        )
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -58,6 +69,12 @@ def parse_json_answer(raw: str | None) -> Any:
     tool-call arguments: a value is never guessed."""
     if raw is None or not raw.strip():
         raise ParseError("the answer is empty; reply with the JSON only")
+    if too_deep(raw):
+        raise ParseError(
+            f"the answer nests objects or lists more than {MAX_JSON_DEPTH} levels deep, the "
+            f"limit for JSON from a model; reply with at most {MAX_JSON_DEPTH} levels: "
+            f"{_quote(raw)}"
+        )
     try:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -305,6 +322,11 @@ def parse_text_mode(
     start = min((i for i in (body.find("{"), body.find("[")) if i != -1), default=-1)
     if start == -1:
         return TextModeResult(text=text, calls=[])
+    if too_deep(body[start:]):  # never parsed here; a call's arguments parser refuses it
+        name = _named(body, tool_names)
+        if name is None:
+            return TextModeResult(text=text, calls=[])
+        return TextModeResult(text=None, calls=[ToolCall(name=name, arguments=body[start:])])
     cut: str | None = None
     repaired = False
     try:
@@ -354,3 +376,12 @@ def parse_text_mode(
     ):
         return TextModeResult(text=text, calls=[])
     return TextModeResult(text=answer, calls=calls)
+
+
+_NAMED_RE = re.compile(r'"(?:tool|name|function|tool_name)"\s*:\s*"([^"\\]{1,64})"')
+
+
+def _named(text: str, tool_names: set[str]) -> str | None:
+    """The tool that text too deep to parse calls: the first `"tool": "<name>"` (or `name`,
+    ...) naming one of `tool_names`; None when there is none (the text is then an answer)."""
+    return next((n for n in _NAMED_RE.findall(text) if n in tool_names), None)

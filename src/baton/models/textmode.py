@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from baton.core.messages import Message, ToolCall, ToolSpec
+from baton.core.nesting import too_deep
 
 
 def tool_catalogue(tools: Sequence[ToolSpec], output_schema: dict[str, Any] | None = None) -> str:
@@ -39,12 +40,15 @@ def tool_catalogue(tools: Sequence[ToolSpec], output_schema: dict[str, Any] | No
 
 def _call_json(call: ToolCall) -> str:
     """A tool call as the JSON object a text-mode model would have written."""
+    if not too_deep(call.arguments):  # text the parser refused as too deep is never read
+        try:
+            args = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError:
+            pass
+        else:
+            return json.dumps({"tool": call.name, "arguments": args}, ensure_ascii=False)
     name = json.dumps(call.name, ensure_ascii=False)
-    try:
-        args = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError:
-        return f'{{"tool": {name}, "arguments": {call.arguments}}}'  # as the model wrote it
-    return json.dumps({"tool": call.name, "arguments": args}, ensure_ascii=False)
+    return f'{{"tool": {name}, "arguments": {call.arguments}}}'  # as the model wrote it
 
 
 def render_text_mode(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from baton.observe.base import EventSink
 from baton.observe.console import ConsoleSink
+from baton.observe.declared import OTHER, BindsNames, DeclaredNames
 from baton.observe.jsonl import JSONLSink
 
 if TYPE_CHECKING:
@@ -15,7 +16,10 @@ if TYPE_CHECKING:
     from baton.observe.otel import OTelSink
 
 __all__ = [
+    "OTHER",
+    "BindsNames",
     "ConsoleSink",
+    "DeclaredNames",
     "EventSink",
     "JSONLSink",
     "MetricsSink",

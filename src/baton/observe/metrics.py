@@ -23,6 +23,14 @@ Metrics (on the sink's own `CollectorRegistry` unless one is given):
 
 `metrics_from_events` builds the same metrics from stored events by feeding them through a
 fresh sink, so live and after-the-fact numbers come from one code path.
+
+Label values are only names the team declared (`Team.declared_names`: its agents and `human`,
+what they may call, the board keys it names); the team hands them to the sink when the sink
+is attached (`Team(sinks=...)`, `team.add_sink`, `baton serve`). A name a model invented (an
+unknown tool, a hand-off to an agent that does not exist, a board key of its own) is counted
+under `other`, so no reply can add series. Statuses, kinds, tiers and guard names come from the
+kernel's code. A sink no team is attached to (`metrics_from_events` without `names`) labels
+every name as it comes.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ from baton.core.events import (
     RunFinished,
     ToolCalled,
 )
+from baton.observe.declared import OTHER, DeclaredNames, NamesSource
 
 try:
     from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -82,7 +91,11 @@ class _OpenRun:
 class MetricsSink:
     """An `EventSink` that keeps Prometheus metrics; `render()` gives the text format."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self, registry: CollectorRegistry | None = None, *, names: DeclaredNames | None = None
+    ) -> None:
+        """`names`: the only label values besides `other`, for a sink no team is attached to
+        (a team attaching the sink adds its own)."""
         self.registry = registry if registry is not None else CollectorRegistry()
         """Where the metrics live (the sink's own registry unless one was given)."""
         r = self.registry
@@ -145,6 +158,36 @@ class MetricsSink:
         self._runs: OrderedDict[str, _OpenRun] = OrderedDict()
         self._lock = threading.Lock()
         self._warned = False
+        self._sources: list[NamesSource] = [] if names is None else [lambda: names]
+        """Where the declared names of the teams the sink serves come from; none: no team,
+        every name is a label."""
+        self._names: DeclaredNames | None = None
+        """Those names as last read (None: to be read on the next event)."""
+
+    def bind_names(self, source: NamesSource) -> None:
+        """Count the names of one more team (a `Team` calls this when the sink is attached;
+        they are read on the next event, once the topology is fully built)."""
+        with self._lock:
+            self._sources.append(source)
+            self._names = None
+
+    def unbind_names(self, source: NamesSource) -> None:
+        """Forget a team's names (`Team.remove_sink`)."""
+        with self._lock:
+            if source in self._sources:
+                self._sources.remove(source)
+            self._names = None
+
+    def _declared(self, name: str, kind: str) -> str:
+        """`name` if the teams declared it as an agent, tool or board key (`kind`), else
+        `other`. A miss reads the names again first: a topology may have added some since."""
+        if not self._sources:
+            return name
+        names = self._names
+        if names is not None and name in getattr(names, kind):
+            return name
+        self._names = names = DeclaredNames.union(s() for s in self._sources)
+        return name if name in getattr(names, kind) else OTHER
 
     @property
     def efficiency(self) -> float | None:
@@ -191,32 +234,37 @@ class MetricsSink:
             run.agent = event.agent
         elif isinstance(event, ModelCalled):
             self._turn(run, event.agent).turn_s += event.latency_ms / 1000
-            agent = event.agent or "unknown"
+            agent = self._agent(event.agent)
             self.tokens.labels(agent, "input").inc(event.usage.input_tokens)
             self.tokens.labels(agent, "output").inc(event.usage.output_tokens)
         elif isinstance(event, ToolCalled):
             self._turn(run, event.agent).turn_s += event.latency_ms / 1000
-            self.tool_calls.labels(event.tool, "true" if event.ok else "false").inc()
+            tool = self._declared(event.tool, "tools")
+            self.tool_calls.labels(tool, "true" if event.ok else "false").inc()
         elif isinstance(event, Handoff):
-            pair = (event.payload.source, event.payload.target)
+            pair = (self._agent(event.payload.source), self._agent(event.payload.target))
             run.handoffs.append(pair)
             self.handoffs.labels(*pair).inc()
         elif isinstance(event, HandoffRefused):
-            self.handoffs_refused.labels(event.agent or "unknown", event.target).inc()
+            self.handoffs_refused.labels(self._agent(event.agent), self._agent(event.target)).inc()
         elif isinstance(event, GuardTripped):
             self.guard_trips.labels(event.guard).inc()
         elif isinstance(event, RouteDecided):
             self.route_decisions.labels(event.tier).inc()
         elif isinstance(event, BoardWritten):
-            self.board_writes.labels(event.agent or "unknown").inc()
-            self.board_conflicts.labels(event.key).inc(event.conflicts)
+            self.board_writes.labels(self._agent(event.agent)).inc()
+            key = self._declared(event.key, "board_keys")
+            self.board_conflicts.labels(key).inc(event.conflicts)
         elif isinstance(event, Escalated):
             run.escalated = True
-            self.escalations.labels(event.to).inc()
+            self.escalations.labels(self._agent(event.to)).inc()
         elif isinstance(event, RunFinished):
             self._end_turn(run)
             del self._runs[event.run_id]
             self._finish(run, event)
+
+    def _agent(self, agent: str | None) -> str:
+        return "unknown" if agent is None else self._declared(agent, "agents")
 
     def _turn(self, run: _OpenRun, agent: str | None) -> _OpenRun:
         """The run, with its open turn switched to `agent` if the sink missed agent_started."""
@@ -227,7 +275,7 @@ class MetricsSink:
 
     def _end_turn(self, run: _OpenRun) -> None:
         if run.agent is not None:
-            self.agent_latency.labels(run.agent).observe(run.turn_s)
+            self.agent_latency.labels(self._agent(run.agent)).observe(run.turn_s)
         run.agent, run.turn_s = None, 0.0
 
     def _finish(self, run: _OpenRun, event: RunFinished) -> None:
@@ -237,17 +285,21 @@ class MetricsSink:
             return
         self._settled += len(run.handoffs)
         source, target = run.handoffs[-1]
-        if event.status == "completed" and not run.escalated and target == event.agent:
+        if event.status == "completed" and not run.escalated and target == self._agent(event.agent):
             self._resolved += 1
             self.handoffs_resolved.labels(source, target).inc()
         self.handoff_efficiency.set(self._resolved / self._settled)
 
 
 def metrics_from_events(
-    events: Iterable[Event], registry: CollectorRegistry | None = None
+    events: Iterable[Event],
+    registry: CollectorRegistry | None = None,
+    *,
+    names: DeclaredNames | None = None,
 ) -> MetricsSink:
-    """A `MetricsSink` fed with `events` (e.g. from `store.get_events()`), in order."""
-    sink = MetricsSink(registry)
+    """A `MetricsSink` fed with `events` (e.g. from `store.get_events()`), in order; with
+    `names` (e.g. `team.declared_names()`), other names count as `other`."""
+    sink = MetricsSink(registry, names=names)
     for event in events:
         sink.emit(event)
     return sink

@@ -18,6 +18,7 @@ import json
 
 from baton.backends.base import SessionRecord
 from baton.core.messages import Message, ToolCall
+from baton.core.nesting import too_deep
 from baton.runtime.redact import Redactor
 
 
@@ -46,6 +47,8 @@ def _masked_call(red: Redactor, call: ToolCall) -> ToolCall:
     masked = red.redact_text(text)  # finds `"password": ...` too; clean text is returned as is
     if masked is text:
         return call
+    if too_deep(text):  # the parser refused it; it is never read back recursively
+        return dataclasses.replace(call, arguments=masked)
     try:
         args = json.loads(text)
     except ValueError:  # cut-off JSON from the model: keep it masked as text

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from baton.backends.base import Blackboard
-from baton.backends.board import write_with_retry
-from baton.core.errors import ConflictError
+from baton.backends.board import entry_json, write_with_retry
+from baton.core.errors import ConflictError, StoreError
 from baton.core.events import BoardWritten
 from baton.core.messages import ToolSpec
+from baton.core.nesting import too_deep
 from baton.runtime.calls import called
 from baton.runtime.outcomes import Failed
 from baton.runtime.state import PendingCall, RunState, TurnState
@@ -118,6 +119,21 @@ def apply(mode: Mode, current: Any, value: Any) -> Any:
     return {**current, **value}
 
 
+def _check_size(board: str, key: str, value: Any, cap: int) -> None:
+    """Raise `_Refused` when the entry's new value is not JSON a store keeps, or is larger
+    than `cap` bytes (`Guards.max_board_value_bytes`; 0: no cap)."""
+    try:
+        text = entry_json(board, key, value)
+    except StoreError as exc:
+        raise _Refused(str(exc)) from None
+    if cap and len(text) > cap // 4 and len(text.encode("utf-8")) > cap:
+        raise _Refused(
+            f"the entry would hold {len(text.encode('utf-8')):,} bytes of JSON, over the "
+            f"limit of {cap:,} (Guards.max_board_value_bytes); nothing was written. Post a "
+            "shorter value (a summary, or only what changed), or split it over several keys"
+        )
+
+
 def _posted_before(t: TurnState, pc: PendingCall) -> bool:
     """The turn already made this very post (same key, value and mode), successfully."""
     same = {
@@ -134,6 +150,8 @@ def _posted_before(t: TurnState, pc: PendingCall) -> bool:
 
 
 def _args(text: str) -> Any:
+    if too_deep(text):  # the parser refused it: never read back recursively
+        return None
     try:
         return json.loads(text)
     except ValueError:
@@ -208,6 +226,7 @@ class Post:
                 raise _Refused(str(exc)) from None
             if skip and current is not None and new == current:
                 raise _Unchanged
+            _check_size(board, post.key, new, k.cfg.guards.max_board_value_bytes)
             return new
 
         try:

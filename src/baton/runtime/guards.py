@@ -59,6 +59,20 @@ class Guards(BaseModel):
         description="Largest hand-off payload (the model's arguments, UTF-8 bytes) the kernel "
         "accepts; a larger one is refused with the reason; 0 turns the cap off.",
     )
+    max_state_bytes: int = Field(
+        default=1_048_576,
+        ge=0,
+        description="Largest graph state (UTF-8 bytes of its JSON) a run keeps at a super-step "
+        "boundary; a node's update or an input that makes it larger fails the run (or the "
+        "call) with the reason, and the last snapshot stays; 0 turns the cap off.",
+    )
+    max_board_value_bytes: int = Field(
+        default=65_536,
+        ge=0,
+        description="Largest blackboard entry (UTF-8 bytes of its value's JSON) a "
+        "post_to_board may leave; a larger post is refused with the reason, which the model "
+        "reads, and nothing is written; 0 turns the cap off.",
+    )
     max_model_calls_per_run: int | None = Field(
         default=None, ge=1, description="Model calls (re-asks included) allowed in one run."
     )

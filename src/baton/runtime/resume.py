@@ -14,7 +14,8 @@ import contextvars
 import threading
 import time
 import weakref
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from baton.backends.base import Checkpoint, SessionRecord, Store
 from baton.core.errors import (
@@ -27,12 +28,16 @@ from baton.core.errors import (
 )
 from baton.core.events import RunFinished
 from baton.core.ids import new_id
+from baton.handoff import handoff_target
 from baton.runtime.approval import decide, expire
 from baton.runtime.interrupts import give_answer
 from baton.runtime.redact import Redactor, end_run_log_redaction, run_log_redaction
 from baton.runtime.result import RunResult
 from baton.runtime.runner import Runner
 from baton.runtime.state import RunState
+
+if TYPE_CHECKING:
+    from baton.runtime.plan import AgentPlan
 
 _POLL_S = 0.05
 
@@ -256,11 +261,14 @@ class Resumer:
         return cp, r
 
     def _check_team(self, cp: Checkpoint, r: RunState) -> None:
-        """The agents and tools the run needs still exist in this team."""
+        """The agents and tools the run needs still exist in this team: its holder, the
+        call its approval is about, and every call not yet answered (it may have run, so
+        answering it "unknown tool" would tell the model that it did not)."""
         missing: list[str] = []
         plans = self.runner.plans
         if r.turn is not None and r.turn.agent not in plans:
             missing.append(f"agent {r.turn.agent!r}")
+        missing += _gone_calls(plans, r)
         card = r.approval
         if card is not None and card.kind == "tool":
             plan = plans.get(card.agent)  # the holder's, or a worker's of a supervisor
@@ -274,7 +282,8 @@ class Resumer:
             raise BatonError(
                 f"session {cp.session_id!r}: run {cp.run_id!r} needs {', '.join(missing)}, which "
                 "this team no longer has; resume it with the team that started it, or discard "
-                "it with team.discard(session_id) (`baton resume --discard`)"
+                f"it with team.discard({cp.session_id!r}) (`baton resume {cp.session_id} "
+                "--discard`)"
             )
 
     async def discard(self, session_id: str) -> Checkpoint:
@@ -425,6 +434,31 @@ class Resumer:
         # the decision is durable before its call runs: a crash in the call resumes with it
         await self.runner.commit_so_far(r, paused=False)
         return await self.runner.resume(r, why=f"approval {approval_id} {decision} by {by}")
+
+
+def _gone_calls(plans: Mapping[str, AgentPlan], r: RunState) -> list[str]:
+    """The unanswered calls of `r`'s turn (and of the sub-runs its calls started) whose name
+    the agent no longer has, described. Such a call may have been running when the run
+    stopped (a checkpoint is saved after each call, not before it), so it can neither run
+    again nor be answered "unknown tool" as if it never ran."""
+    t = r.turn
+    plan = plans.get(t.agent) if t is not None else None
+    if t is None or plan is None:
+        return []  # no turn, or its agent is gone (reported as such)
+    gone: list[str] = []
+    for pc in t.calls:
+        if pc.sub is not None:
+            gone += _gone_calls(plans, pc.sub)
+        if pc.content is not None or pc.error is not None or t.accepted or t.halt:
+            continue  # answered, unparsed, or to be skipped: no tool is needed for it
+        name = pc.call.name
+        known = name in plan.table or name in (plan.received_table or {})
+        if not known and handoff_target(name) is None:
+            gone.append(
+                f"tool {name!r} of agent {t.agent!r} (its call {pc.call.id} was not answered "
+                "when the run stopped, and may have run)"
+            )
+    return gone
 
 
 async def recorded_result(store: Store, session: SessionRecord, run_id: str) -> RunResult:

@@ -30,6 +30,7 @@ from baton.backends.base import BoardEntry, Store
 from baton.core.errors import ConfigError
 from baton.core.events import BoardWritten
 from baton.core.messages import ToolCall
+from baton.observe.declared import DeclaredNames
 from baton.runtime.board import BOARD, POST_TO_BOARD, Post, post_spec
 from baton.runtime.conduct import Done, NoModel, answered
 from baton.runtime.delegation import Ask, ask_tool_name
@@ -71,11 +72,14 @@ class Blackboard(Team):
 
     `Blackboard(agents, subscriptions={"frontend": ["schema"], "qa": predicate},
     done=lambda values: ..., answer=None, board=None, max_rounds=8, max_parallel=4,
-    write_attempts=5, name="blackboard", model=..., store=..., **team)`. A subscription is a
-    key, a list of keys, or `predicate(values, changed) -> bool`. `board` names the board
-    (default: one per session, `<name>:<session_id>`; a follow-up message continues on it).
-    Without `done` the run answers once nothing reacts any more. The store needs the
-    `Blackboard` capability (`MemoryStore`, `SQLiteStore`).
+    write_attempts=5, keys=(), name="blackboard", model=..., store=..., **team)`. A
+    subscription is a key, a list of keys, or `predicate(values, changed) -> bool`. `board`
+    names the board (default: one per session, `<name>:<session_id>`; a follow-up message
+    continues on it). Without `done` the run answers once nothing reacts any more. `keys`: the
+    keys the agents are told to write that no subscription names; with those subscribed and
+    `request` they are the board's declared keys, the only ones a metric is labelled with (a
+    key a model makes up counts as `other`). The store needs the `Blackboard` capability
+    (`MemoryStore`, `SQLiteStore`).
     """
 
     def __init__(
@@ -89,6 +93,7 @@ class Blackboard(Team):
         max_rounds: int = 8,
         max_parallel: int = 4,
         write_attempts: int = 5,
+        keys: Sequence[str] = (),
         name: str = "blackboard",
         **team: Any,
     ) -> None:
@@ -109,6 +114,8 @@ class Blackboard(Team):
                     f"{a.name!r} has a tool named {POST_TO_BOARD!r}, which clashes with the "
                     "built-in tool for writing the board; rename the tool"
                 )
+        if isinstance(keys, str) or not all(isinstance(k, str) and k for k in keys):
+            raise ConfigError(f"keys must be a list of non-empty key names, got {keys!r}")
         unknown = sorted(set(subscriptions) - set(names))
         if unknown:
             raise ConfigError(f"subscriptions name unknown agents {unknown}; agents: {names}")
@@ -131,6 +138,8 @@ class Blackboard(Team):
         self.subscriptions = subs
         self.max_rounds = max_rounds
         self.max_parallel = max_parallel
+        self.keys: frozenset[str] = frozenset([REQUEST, *keys])
+        """The board keys the team names besides its subscriptions' (`request` among them)."""
         self.board_of = _naming(board, name)
         """Session id -> the run's board."""
         delegate(self, name, agents, max_parallel, Ask(max_delegations=max_rounds * len(agents)))
@@ -148,6 +157,13 @@ class Blackboard(Team):
         opened = open_store(store)
         _require_board(opened)
         super().use_store(opened)
+
+    def declared_names(self) -> DeclaredNames:
+        """The team's names, with the board keys it names: `request`, `keys` and every key
+        an agent subscribes to (a key only a model chose counts as `other` in the metrics)."""
+        names = super().declared_names()
+        keys = {k for sub in self.subscriptions.values() if isinstance(sub, Keys) for k in sub.keys}
+        return replace(names, board_keys=self.keys | keys)
 
     async def read(self, session_id: str) -> dict[str, BoardEntry]:
         """The session's board as it is now: every entry by key."""

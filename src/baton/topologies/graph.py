@@ -28,7 +28,9 @@ from pydantic import BaseModel
 from baton.agents import Agent
 from baton.backends.base import SessionRecord, Snapshot, Snapshots
 from baton.core.errors import ConfigError, InterruptError, NoRunToResume
+from baton.core.nesting import too_deep, value_too_deep
 from baton.core.text import clean_text, clean_value
+from baton.observe.declared import DeclaredNames
 from baton.runtime.conduct import NoModel
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.plan import CallEntry
@@ -37,12 +39,14 @@ from baton.topologies.graph_steps import (
     END,
     NODE,
     START,
+    TOO_DEEP,
     Branch,
     GraphConductor,
     GraphSpec,
     NodeContext,
     NodeDef,
     RunNode,
+    oversized,
 )
 from baton.topologies.mermaid import Flowchart
 from baton.topologies.reducers import reducers_of
@@ -401,17 +405,22 @@ class CompiledGraph(Team):
         state. `RunResult.final` is the final state (the schema's model)."""
         if isinstance(input, BaseModel):
             input = input.model_dump(mode="json", exclude_unset=True)
+        if value_too_deep(input):
+            raise ValueError(f"invalid graph input: it is a value {TOO_DEEP}")
         return await self.run(json.dumps(input or {}, ensure_ascii=False), thread_id, user_id)
 
     async def _start(self, message: str, session_id: str) -> Any:
         """Where a new run of the thread starts: its latest snapshot's state, the input
         (the message: a JSON object of state keys, or text for `input_key`) merged in, from
         START."""
+        deep = too_deep(message)  # never parsed: as text it may still be the input_key's
         try:
-            update = json.loads(message)
+            update = None if deep else json.loads(message)
         except ValueError:
             update = None
         if not isinstance(update, dict):
+            if deep and self.spec.input_key is None:
+                raise ValueError(f"invalid graph input: it is JSON {TOO_DEEP}")
             if self.spec.input_key is None:
                 raise ValueError(
                     "a graph's input is a JSON object of state keys (graph.invoke({...})), or "
@@ -422,9 +431,12 @@ class CompiledGraph(Team):
         latest = await self._snapshots().list_snapshots(session_id, limit=1)
         base = latest[0] if latest else None
         state = base.data["state"] if base is not None else self._initial()
-        problem = self.spec.apply(state, [("input", update)])
-        if isinstance(problem, str):
-            raise ValueError(f"invalid graph input: {problem}")
+        merged = self.spec.apply(state, [("input", update)])
+        if isinstance(merged, str):
+            raise ValueError(f"invalid graph input: {merged}")
+        too_large = oversized(merged, self.guards.max_state_bytes, "with this input")
+        if too_large is not None:
+            raise ValueError(f"invalid graph input: {too_large}")
         return {
             "state": state,
             "input": update,
@@ -466,6 +478,8 @@ class CompiledGraph(Team):
         return await super().resume(session_id)
 
     async def _fork(self, session_id: str, snapshot_id: str, update: dict[str, Any]) -> RunResult:
+        if value_too_deep(update):
+            raise ValueError(f"invalid update: it is a value {TOO_DEEP}")
         update = clean_value(update)
         store = self._snapshots()
         snap = await store.get_snapshot(session_id, snapshot_id)
@@ -474,9 +488,12 @@ class CompiledGraph(Team):
                 f"thread {session_id!r} has no snapshot {snapshot_id!r} (graph.history lists "
                 "them; older ones may have been dropped by keep_last)"
             )
-        problem = self.spec.apply(snap.data["state"], [("update", update)])
-        if isinstance(problem, str):
-            raise ValueError(f"invalid update: {problem}")
+        merged = self.spec.apply(snap.data["state"], [("update", update)])
+        if isinstance(merged, str):
+            raise ValueError(f"invalid update: {merged}")
+        too_large = oversized(merged, self.guards.max_state_bytes, "with this update")
+        if too_large is not None:
+            raise ValueError(f"invalid update: {too_large}")
         start = {
             "state": snap.data["state"],
             "input": update,
@@ -522,6 +539,13 @@ class CompiledGraph(Team):
         if not isinstance(store, Snapshots):
             raise ConfigError(f"the store {store.url} cannot keep a graph's snapshots")
         return store
+
+    def declared_names(self) -> DeclaredNames:
+        """The team's names, with the tools its function nodes have called through
+        `ctx.call` (declared by the graph's code, learnt as they run)."""
+        names = super().declared_names()
+        called = [t.name for t in list(self.spec.tools.values())]
+        return replace(names, tools=names.tools | frozenset(called))
 
     # ------------------------------------------------------------------ pictures
     def to_mermaid(self) -> str:

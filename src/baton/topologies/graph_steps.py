@@ -13,19 +13,22 @@ answered.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from baton.backends.base import Snapshot, Snapshots
+from baton.cancellation import CancelledItself, awaited, cancelled_from_outside, sync_call
 from baton.core.errors import ToolError
 from baton.core.events import ToolCalled
 from baton.core.interrupt import GraphInterrupt, resuming
+from baton.core.nesting import MAX_JSON_DEPTH, too_deep
 from baton.core.text import clean_value
 from baton.runtime.calls import called
 from baton.runtime.conduct import call
@@ -304,6 +307,34 @@ def _path(pos: Position) -> str:
     return " → ".join("+".join(step) for step in pos.ran) or "(none)"
 
 
+def _after(pos: Position) -> str:
+    return f"after {', '.join(pos.ran[-1])} wrote" if pos.ran else "with the run's input"
+
+
+def json_bytes(value: Any) -> int:
+    """The UTF-8 size of `value` as JSON (what a snapshot of it stores)."""
+    return len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+
+
+def oversized(state: dict[str, Any], cap: int, when: str) -> str | None:
+    """Why the graph state is too large to keep (`Guards.max_state_bytes`), or None.
+
+    Every snapshot (up to `keep_last` per thread) holds the whole state, and the run's
+    transcript holds each node's update and the final state: a thread stores the state many
+    times over, so it is capped where it is made, not where it is stored."""
+    if not cap:
+        return None
+    n = json_bytes(state)
+    if n <= cap:
+        return None
+    return (
+        f"the graph state would be {n:,} bytes of JSON {when}, over the limit of {cap:,} "
+        "(Guards.max_state_bytes); that state was not kept (the last snapshot stays). Every "
+        "snapshot keeps a whole copy of the state: keep large data outside it (a file, a "
+        "table) with a reference in the state, or raise the limit"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class GraphConductor:
     """The graph's next super-step, from the run's state."""
@@ -315,6 +346,8 @@ class GraphConductor:
     ) -> Reply | Failed | ToHuman | Tripped:
         spec = self.spec
         pos = spec.replay(r, t)
+        if pos.error is None:
+            pos.error = oversized(pos.state, k.cfg.guards.max_state_bytes, _after(pos))
         if pos.error is not None:
             return Failed(pos.error)
         nxt = await spec.next_nodes(pos)
@@ -403,9 +436,9 @@ class NodeContext:
         self._n += 1
         if n < len(pc.memo):
             return pc.memo[n]  # done before this node ran again: never twice
-        tool = fn if isinstance(fn, Tool) else self._spec.tools.get(fn)
-        if tool is None:
-            tool = self._spec.tools[fn] = Tool(fn)
+        tool = self._spec.tools.get(fn)
+        if tool is None:  # kept: its name is one the graph declares (`declared_names`)
+            tool = self._spec.tools[fn] = fn if isinstance(fn, Tool) else Tool(fn)
         context = ToolContext(
             idempotency_key=f"{pc.key}:{n}",
             run_id=r.run_id,
@@ -481,15 +514,29 @@ class RunNode:
         except TimeoutError:
             error = f"node {node.name!r} did not finish within {node.timeout_s:g}s"
             k.trip(r, t.agent, "node_timeout", error)
+        except CancelledItself as exc:
+            error = _cancelled_itself(node.name, exc)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
+        except asyncio.CancelledError as exc:
+            if cancelled_from_outside():
+                raise  # the run is cancelled (task.cancel(), team.cancel, a timeout)
+            error = _cancelled_itself(node.name, exc)
         except SystemExit as exc:  # a node must not take the process down
             error = f"node {node.name!r} tried to exit the process (SystemExit({exc.code!r}))"
             fatal = True
+        if error is None:
+            content = json.dumps({"node": node.name, "update": update}, ensure_ascii=False)
+            cap = k.cfg.guards.max_state_bytes
+            if cap and len(content) > cap // 4 and len(content.encode("utf-8")) > cap:
+                error = (
+                    f"node {node.name!r} returned an update of {json_bytes(update):,} bytes of "
+                    f"JSON, over the graph state's limit of {cap:,} (Guards.max_state_bytes); "
+                    "it was not kept. Keep large data outside the state (a file, a table) "
+                    "with a reference in it, or raise the limit"
+                )
         if error is not None:
             content = error_content(error)
-        else:
-            content = json.dumps({"node": node.name, "update": update}, ensure_ascii=False)
         called(
             k,
             r,
@@ -508,11 +555,21 @@ async def _invoke(node: NodeDef, state: Any, ctx: NodeContext) -> Any:
     assert node.fn is not None
     args = (state, ctx) if node.takes_ctx else (state,)
     if inspect.iscoroutinefunction(node.fn):
-        return await node.fn(*args)
-    out = await asyncio.to_thread(node.fn, *args)
+        return await awaited(node.fn(*args))
+    out = await asyncio.to_thread(sync_call, functools.partial(node.fn, *args), {})
     if inspect.isawaitable(out):
-        out = await out
+        out = await awaited(_await(out))
     return out
+
+
+async def _await(value: Awaitable[Any]) -> Any:
+    return await value
+
+
+def _cancelled_itself(node: str, exc: BaseException) -> str:
+    """Why a node that raised `CancelledError` though nobody cancelled it failed."""
+    detail = f" ({exc})" if str(exc) else ""
+    return f"node {node!r} raised CancelledError{detail} although it was not cancelled"
 
 
 def _update(node: str, out: Any) -> dict[str, Any] | str:
@@ -527,12 +584,23 @@ def _update(node: str, out: Any) -> dict[str, Any] | str:
             "keys it writes (or None)"
         )
     try:
-        data = json.loads(json.dumps(out, ensure_ascii=False, allow_nan=False, default=_dump))
+        text: str | None = json.dumps(out, ensure_ascii=False, allow_nan=False, default=_dump)
+    except RecursionError:  # thousands of levels: past the encoder's stack
+        text = None
     except (TypeError, ValueError) as exc:
         return f"node {node!r} returned an update that is not JSON: {exc}"
+    if text is None or too_deep(text):
+        return f"node {node!r} returned an update {TOO_DEEP}"
+    data = json.loads(text)
     assert isinstance(data, dict)
     cleaned: dict[str, Any] = clean_value(data)  # a lone surrogate could never be stored
     return cleaned
+
+
+TOO_DEEP = (
+    f"that nests lists or dicts more than {MAX_JSON_DEPTH} levels deep (MAX_JSON_DEPTH, the "
+    "limit for graph state); flatten it"
+)
 
 
 def _dump(value: Any) -> Any:

@@ -27,6 +27,7 @@ from baton.core.text import clean_text
 from baton.models.base import Model
 from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
+from baton.observe.declared import BindsNames, DeclaredNames
 from baton.routing.router import Router, routes_from_agents
 from baton.runtime.cancel import RELEASED
 from baton.runtime.entities import Extractor
@@ -138,6 +139,9 @@ class Team:
         self._resumer = Resumer(self._runner, lease_s)
         self.tickets = Tickets(self.store, self._settings.at_rest)
         """The human queue: list, claim, answer and close escalation tickets."""
+        for sink in self.sinks:
+            if isinstance(sink, BindsNames):
+                sink.bind_names(self.declared_names)
 
     def _router(self, entry: str | Router) -> Router | None:
         if isinstance(entry, Router):
@@ -197,13 +201,25 @@ class Team:
         await self.aclose()
 
     def add_sink(self, sink: EventSink) -> None:
-        """Send every future event to `sink` too."""
+        """Send every future event to `sink` too (a sink that labels by name, such as
+        `MetricsSink`, learns the team's declared names)."""
         self.sinks.append(sink)
+        if isinstance(sink, BindsNames):
+            sink.bind_names(self.declared_names)
 
     def remove_sink(self, sink: EventSink) -> None:
         """Stop sending events to `sink` (no error if it was not attached)."""
         if sink in self.sinks:
             self.sinks.remove(sink)
+            if isinstance(sink, BindsNames):
+                sink.unbind_names(self.declared_names)
+
+    def declared_names(self) -> DeclaredNames:
+        """The agents (with `human`) and the names they may call, as the team is now: the
+        only values a metric label takes (anything else a model invents counts as `other`)."""
+        plans = self._runner.plans.values()
+        tools = {n for p in plans for n in (*p.table, *(p.received_table or ()))}
+        return DeclaredNames(frozenset([*self._runner.plans, HUMAN]), frozenset(tools))
 
     # ------------------------------------------------------------------ runs
     async def run(
