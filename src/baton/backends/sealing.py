@@ -5,7 +5,7 @@ to the tool that resets it, possibly for days while the run waits for approval. 
 checkpoint keys (`SQLiteStore(url, checkpoint_keys=...)`, `PostgresStore`, `RedisStore`; else
 `$BATON_CHECKPOINT_KEY`) keeps the state of every checkpoint it saves as
 
-    baton-sealed:v1:<key id>:<base64url(nonce | ciphertext | tag)>
+    baton-sealed:v1:<key id>:<base64(nonce | ciphertext | tag)>
 
 in the data field it always used (no schema change): a fresh random 96-bit nonce per save,
 and the format version, key id, session id and run id as associated data, so a blob changed
@@ -255,7 +255,7 @@ def seal(keys: CheckpointKeyProvider, session_id: str, run_id: str, plain: str) 
         ) from None
     nonce = os.urandom(_NONCE_BYTES)
     blob = nonce + _cipher(key).encrypt(nonce, body, _associated(key_id, session_id, run_id))
-    return f"{PREFIX}{VERSION}:{key_id}:{base64.urlsafe_b64encode(blob).decode('ascii')}"
+    return f"{PREFIX}{VERSION}:{key_id}:{base64.b64encode(blob).decode('ascii')}"
 
 
 def unseal(keys: CheckpointKeyProvider | None, session_id: str, run_id: str, data: str) -> str:
@@ -293,7 +293,7 @@ def unseal(keys: CheckpointKeyProvider | None, session_id: str, run_id: str, dat
             f"resume or decide it, {_DISCARD}"
         )
     try:
-        blob = base64.urlsafe_b64decode(encoded.encode("ascii"))
+        blob = base64.b64decode(encoded.encode("ascii"), validate=True)  # strict: no junk
         if len(blob) < _NONCE_BYTES + _TAG_BYTES:
             raise ValueError("too short")
         nonce, body = blob[:_NONCE_BYTES], blob[_NONCE_BYTES:]
