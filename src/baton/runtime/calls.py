@@ -19,6 +19,7 @@ from baton.core.interrupt import GraphInterrupt, resuming
 from baton.core.messages import Message
 from baton.handoff import handoff_target
 from baton.runtime.approval import request_approval
+from baton.runtime.at_rest import not_kept
 from baton.runtime.grounding import context_text, id_like, ungrounded
 from baton.runtime.handoffs import hand_back, hand_off
 from baton.runtime.history import fetch_history, parse_args
@@ -127,6 +128,8 @@ async def run_calls(
         elif pc.error is not None:
             content = error_content(f"could not parse the arguments: {pc.error}")
             called(k, r, t, pc, ok=False, error=pc.error)
+        elif pc.masked and pc.rejection is None:  # loaded without its secrets: never run
+            content = _not_kept(k, r, t, pc)
         else:
             entry = table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
             if entry is None:
@@ -191,7 +194,7 @@ async def _run_parallel(
     whatever order they finish; the first pause is returned once all have stopped."""
     batch: list[tuple[PendingCall, CallEntry]] = []
     for pc in t.calls:
-        if pc.content is None and pc.error is None:
+        if pc.content is None and pc.error is None and not pc.masked:
             entry = table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
             if entry is not None and entry.kind in k.parallel:
                 batch.append((pc, entry))
@@ -243,6 +246,21 @@ def _skipped(k: Runner, r: RunState, t: TurnState, pc: PendingCall) -> str:
             )
         return error_content(f"not executed: the baton already passed to {t.accepted.target}")
     return error_content("not executed: the run was stopped by a guard")
+
+
+def _not_kept(k: Runner, r: RunState, t: TurnState, pc: PendingCall) -> str:
+    msg = not_kept(pc)
+    k.cfg.log.warning(
+        "call %s (%s) of run %s was not run: the checkpoint it was loaded from masked its "
+        "arguments %s, because the store has no checkpoint keys; set BATON_CHECKPOINT_KEY to "
+        "keep checkpoints encrypted instead",
+        pc.call.id,
+        pc.call.name,
+        r.run_id,
+        pc.masked,
+    )
+    called(k, r, t, pc, arguments=pc.args or {}, ok=False, error=msg)
+    return error_content(msg)
 
 
 def _unknown(k: Runner, r: RunState, plan: AgentPlan, t: TurnState, pc: PendingCall) -> str:

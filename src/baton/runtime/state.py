@@ -74,6 +74,10 @@ class PendingCall:
     memo: list[Any] = field(default_factory=list)
     """The results of a graph node's completed steps (`ctx.call`), in order: when the node
     runs again (after an interrupt or a crash) they are returned, not run again."""
+    masked: list[str] = field(default_factory=list)
+    """Arguments whose secret values a checkpoint in a store without checkpoint keys did not
+    keep (`baton.runtime.at_rest`): a call loaded with any is never run with the masked text;
+    the model is told to ask the user again."""
 
 
 @dataclass(slots=True)

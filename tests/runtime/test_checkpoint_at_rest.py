@@ -1,0 +1,266 @@
+"""A paused or crashed run's checkpoint at rest, end to end on SQLite, PostgreSQL and Redis:
+with checkpoint keys it is sealed and the resumed run has the real values; without, its
+secrets are masked and a call that lost one is never run with the mask (the model is told to
+ask the user again). A fresh `Team` on a fresh store object is another process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.backends.sealing_kit import K1, K2, PLACES, Place, holds, keys
+
+from baton import Agent, ScriptedModel, StoreError, Team, tool
+from baton.backends.base import Store
+from baton.backends.sealing import KEY_ENV, PREFIX, sealed_key_id
+from baton.models import ModelRequest, Step
+
+S = ScriptedModel
+SECRET = "Zq7Hunter长城42"
+ASKED = f"请把账号 li 的密码重置一下，我的新密码是{SECRET}，谢谢"
+
+
+@pytest.fixture(autouse=True)
+def _no_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+
+
+@pytest.fixture(params=PLACES)
+async def place(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Place]:
+    made = Place(request.param, tmp_path)
+    try:
+        yield made
+    finally:
+        await made.close()
+
+
+class Desk:
+    """An IT desk whose `reset_password` tool needs a person's approval (unless `approval`
+    is False) and records every password it really got."""
+
+    def __init__(self, password: str = SECRET, approval: bool = True) -> None:
+        self.password = password
+        self.got: list[str] = []
+        self.during: list[Any] = []
+        """What `while_running` returned each time the tool ran."""
+        self.while_running: Any = None
+        self.gate: asyncio.Event | None = None
+        """Set: the first run of the tool waits on it (a process killed mid-call)."""
+
+        @tool(requires_approval=approval)
+        async def reset_password(user: str, password: str) -> dict[str, Any]:
+            """Reset a user's password.
+
+            Args:
+                user: The account.
+                password: The new password.
+            """
+            self.got.append(password)
+            if self.while_running is not None:
+                self.during.append(await self.while_running())
+            if self.gate is not None and len(self.got) == 1:
+                await self.gate.wait()
+            return {"reset": user}
+
+        self.tool = reset_password
+
+    def script(self, request: ModelRequest) -> Step:
+        last = request.messages[-1]
+        if last.role == "tool":
+            return S.say(f"result: {last.content}")
+        return S.call("reset_password", user="li", password=self.password)
+
+    def team(self, store: Store, **options: Any) -> Team:
+        agent = Agent(name="it", instructions="You reset passwords.", tools=[self.tool])
+        return Team([agent], entry="it", model=S(self.script), store=store, **options)
+
+
+async def paused(desk: Desk, store: Store, sid: str = "S1", message: str = ASKED) -> str:
+    """Run until the tool waits for approval; its approval id."""
+    team = desk.team(store)
+    result = await team.run(message, session_id=sid, user_id="li")
+    assert result.status == "awaiting_approval" and result.approval is not None
+    await team.aclose()
+    return result.approval.id
+
+
+def tool_results(result: Any) -> list[Any]:
+    return [e for e in result.events if e.type == "tool_called"]
+
+
+# ---------------------------------------------------------------- without a key
+
+
+async def test_without_a_key_the_paused_secret_is_masked_and_never_run_masked(
+    place: Place,
+) -> None:
+    desk = Desk()
+    approval = await paused(desk, place.open())
+    dump = await place.dump()
+    assert not holds(dump, SECRET), "a secret is stored in clear"
+    raw = json.loads(await place.raw_data("S1"))  # in clear, but masked
+    [call] = raw["turn"]["calls"]
+    assert call["args"]["password"] == "[REDACTED:password]"
+    assert call["masked"] == ["password"]
+
+    other = desk.team(place.open())  # another process decides
+    result = await other.approve("S1", approval, by="boss")
+
+    assert result.status == "completed"
+    assert desk.got == []  # never run with "[REDACTED:password]"
+    [refused] = tool_results(result)
+    assert not refused.ok and "not kept while the run waited" in (refused.error or "")
+    assert "ask the user for it again" in (result.output or "")
+    assert not holds(await place.dump(), SECRET)
+
+
+@pytest.mark.usefixtures("dies_when_cancelled")
+async def test_without_a_key_a_crashed_call_is_not_run_again_with_the_mask(
+    place: Place,
+) -> None:
+    desk = Desk(approval=False)
+    desk.gate = asyncio.Event()  # the first attempt hangs: the process is killed there
+    team = desk.team(place.open(), lease_s=0.5)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(team.run(ASKED, session_id="S1", user_id="li"), 0.5)
+    assert desk.got == [SECRET]  # the live run had the real value
+    assert not holds(await place.raw_data("S1"), SECRET)
+
+    result = await desk.team(place.open(), lease_s=0.5).resume("S1")
+
+    assert desk.got == [SECRET]  # not run again with the masked text
+    assert result.status == "completed" and "not kept" in (result.output or "")
+
+
+# ---------------------------------------------------------------- with a key
+
+
+async def test_with_a_key_the_checkpoint_is_sealed_and_the_resumed_call_gets_the_secret(
+    place: Place,
+) -> None:
+    desk = Desk()
+    approval = await paused(desk, place.open(keys(K1)))
+    raw = await place.raw_data("S1")
+    assert raw.startswith(f"{PREFIX}v1:k1:")
+    assert not holds(await place.dump(), SECRET)
+
+    result = await desk.team(place.open(keys(K1))).approve("S1", approval, by="boss")
+
+    assert result.status == "completed" and desk.got == [SECRET]
+    assert '"reset": "li"' in (result.output or "")
+
+
+@pytest.mark.usefixtures("dies_when_cancelled")
+async def test_with_a_key_a_crashed_call_runs_again_with_the_real_value(place: Place) -> None:
+    desk = Desk(approval=False)
+    desk.gate = asyncio.Event()
+    team = desk.team(place.open(keys(K1)), lease_s=0.5)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(team.run(ASKED, session_id="S1", user_id="li"), 0.5)
+    assert sealed_key_id(await place.raw_data("S1")) == "k1"
+
+    result = await desk.team(place.open(keys(K1)), lease_s=0.5).resume("S1")
+
+    assert result.status == "completed" and desk.got == [SECRET, SECRET]
+
+
+async def test_a_key_rotated_while_the_run_waits_keeps_it_resumable(place: Place) -> None:
+    desk = Desk()
+    approval = await paused(desk, place.open(keys(K1)))
+    rotating = place.open(keys(K2, K1))  # every process now seals with k2, still opens k1
+    report = await rotating.rekey_checkpoints()  # type: ignore[attr-defined]
+    assert report.resealed == ["S1"] and report.complete
+    assert sealed_key_id(await place.raw_data("S1")) == "k2"
+
+    result = await desk.team(place.open(keys(K2))).approve("S1", approval, by="boss")
+
+    assert result.status == "completed" and desk.got == [SECRET]
+
+
+async def test_a_removed_key_is_a_clear_error_that_loses_nothing(place: Place) -> None:
+    desk = Desk()
+    approval = await paused(desk, place.open(keys(K1)))
+    keyless = desk.team(place.open())
+    [listed] = await keyless.unfinished()  # listed without the key
+    assert listed.sealed_with == "k1" and listed.unreadable is not None
+    assert [c.id for c in await keyless.approvals()] == [approval]
+    with pytest.raises(StoreError, match="encrypted with checkpoint key 'k1'") as caught:
+        await keyless.approve("S1", approval, by="boss")
+    assert KEY_ENV in str(caught.value) and "discard" in str(caught.value)
+    assert desk.got == []
+    wrong = desk.team(place.open(keys(K2)))
+    with pytest.raises(StoreError, match="keyring does not hold"):
+        await wrong.approve("S1", approval, by="boss")
+
+    result = await desk.team(place.open(keys(K1))).approve("S1", approval, by="boss")
+
+    assert result.status == "completed" and desk.got == [SECRET]
+
+
+async def test_a_blob_moved_or_changed_is_refused_and_nothing_runs(place: Place) -> None:
+    desk = Desk()
+    first = await paused(desk, place.open(keys(K1)), "S1")
+    second = await paused(desk, place.open(keys(K1)), "S2")
+    own = await place.raw_data("S2")
+    await place.set_raw_data("S2", await place.raw_data("S1"))
+    team = desk.team(place.open(keys(K1)))
+    with pytest.raises(StoreError, match="copied from another session or run"):
+        await team.approve("S2", second, by="boss")
+    flipped = own[:30] + ("x" if own[30] != "x" else "y") + own[31:]
+    await place.set_raw_data("S2", flipped)
+    with pytest.raises(StoreError, match="changed or cut short"):
+        await team.approve("S2", second, by="boss")
+    assert desk.got == []
+    await place.set_raw_data("S2", own)
+    assert (await team.approve("S2", second, by="boss")).status == "completed"
+    assert (await team.approve("S1", first, by="boss")).status == "completed"
+    assert desk.got == [SECRET, SECRET]
+
+
+async def test_a_checkpoint_saved_in_clear_resumes_with_a_key_and_is_sealed_anew(
+    place: Place,
+) -> None:
+    desk = Desk()
+    legacy = desk.team(place.open(), mask_at_rest=False)  # as stores kept checkpoints before
+    result = await legacy.run(ASKED, session_id="S1", user_id="li")
+    assert result.approval is not None
+    assert holds(await place.raw_data("S1"), SECRET)
+    desk.while_running = lambda: place.raw_data("S1")  # the row as the tool runs
+
+    done = await desk.team(place.open(keys(K1))).approve("S1", result.approval.id, by="boss")
+
+    assert done.status == "completed" and desk.got == [SECRET]
+    [row] = desk.during  # the decision was saved, sealed, before the call ran
+    assert row.startswith(f"{PREFIX}v1:k1:") and not holds(row, SECRET)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("Zq7\ud800Hunter长城42", "Zq7\ufffdHunter长城42"),  # a lone surrogate is cleaned
+        ("Zq7\u200bHunter\u202e长城42", "Zq7\u200bHunter\u202e长城42"),  # kept exactly
+        ("x" * 200_000 + "长城", "x" * 200_000 + "长城"),  # huge
+    ],
+)
+async def test_odd_and_huge_secrets_seal_and_come_back_exactly(
+    place: Place, given: str, expected: str
+) -> None:
+    desk = Desk(password=given)
+    approval = await paused(desk, place.open(keys(K1)), message="reset li's password please")
+    raw = await place.raw_data("S1")
+    assert raw.startswith(PREFIX) and "Hunter" not in raw and "xxxxxxxx" not in raw
+
+    result = await desk.team(place.open(keys(K1))).approve("S1", approval, by="boss")
+
+    assert result.status == "completed" and desk.got == [expected]
+
+
+async def test_odd_secrets_without_a_key_are_masked_whole(place: Place) -> None:
+    desk = Desk(password="Zq7\u200bHunter\u202e长城42")
+    await paused(desk, place.open(), message="reset li's password please")
+    raw = await place.raw_data("S1")
+    assert "Hunter" not in raw and "长城42" not in raw
