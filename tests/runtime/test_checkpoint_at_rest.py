@@ -12,9 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 from tests.backends.sealing_kit import K1, K2, PLACES, Place, holds, keys
 
-from baton import Agent, ScriptedModel, StoreError, Team, tool
+from baton import (
+    END,
+    START,
+    Agent,
+    Graph,
+    MemoryStore,
+    NodeContext,
+    ScriptedModel,
+    StoreError,
+    Team,
+    interrupt,
+    tool,
+)
 from baton.backends.base import Store
 from baton.backends.sealing import KEY_ENV, PREFIX, sealed_key_id
 from baton.models import ModelRequest, Step
@@ -113,7 +126,7 @@ async def test_without_a_key_the_paused_secret_is_masked_and_never_run_masked(
     assert result.status == "completed"
     assert desk.got == []  # never run with "[REDACTED:password]"
     [refused] = tool_results(result)
-    assert not refused.ok and "not kept while the run waited" in (refused.error or "")
+    assert not refused.ok and "is a mask, not the secret itself" in (refused.error or "")
     assert "ask the user for it again" in (result.output or "")
     assert not holds(await place.dump(), SECRET)
 
@@ -133,7 +146,7 @@ async def test_without_a_key_a_crashed_call_is_not_run_again_with_the_mask(
     result = await desk.team(place.open(), lease_s=0.5).resume("S1")
 
     assert desk.got == [SECRET]  # not run again with the masked text
-    assert result.status == "completed" and "not kept" in (result.output or "")
+    assert result.status == "completed" and "ask the user for it again" in (result.output or "")
 
 
 # ---------------------------------------------------------------- with a key
@@ -264,3 +277,50 @@ async def test_odd_secrets_without_a_key_are_masked_whole(place: Place) -> None:
     await paused(desk, place.open(), message="reset li's password please")
     raw = await place.raw_data("S1")
     assert "Hunter" not in raw and "长城42" not in raw
+
+
+async def test_a_mask_the_model_copies_from_the_masked_transcript_is_never_run() -> None:
+    desk = Desk(approval=False)
+    team = desk.team(MemoryStore())
+    first = await team.run(ASKED, session_id="S1", user_id="li")
+    assert first.status == "completed" and desk.got == [SECRET]
+    earlier = [m.content for m in await team.store.get_messages("S1") if m.role == "user"]
+    assert "[REDACTED:密码]" in earlier[0]  # what the next run reads
+    desk.password = "[REDACTED:password]"  # the model copies the mask it was shown
+
+    second = await team.run("用同一个密码再重置一次", session_id="S1", user_id="li")
+
+    assert desk.got == [SECRET]  # not run with the mask
+    assert "ask the user for it again" in (second.output or "")
+    desk.password = "my note quotes [REDACTED:password] but is not one"
+    third = await team.run("once more", session_id="S1", user_id="li")
+    assert third.status == "completed" and len(desk.got) == 2  # a text quoting a mask runs
+
+
+class Login(BaseModel):
+    token: str = ""
+    used: str = ""
+
+
+async def test_a_conductor_replays_exact_results_from_a_keyless_checkpoint(
+    place: Place,
+) -> None:
+    def build() -> Any:
+        async def fetch(state: Login) -> dict[str, Any]:
+            return {"token": "sk-live-Zq7Hunter0123456789abcdef"}
+
+        async def confirm(state: Login, ctx: NodeContext) -> dict[str, Any]:
+            interrupt("use this token?")
+            return {"used": state.token}
+
+        g = Graph(Login).add_node("fetch", fetch).add_node("confirm", confirm)
+        g.add_edge(START, "fetch").add_edge("fetch", "confirm").add_edge("confirm", END)
+        return g.compile(store=place.open())
+
+    paused_graph = await build().invoke({}, thread_id="T1")
+    assert paused_graph.status == "interrupted"
+
+    done = await build().resume("T1", "yes")  # another process answers
+
+    assert done.status == "completed", done.error
+    assert done.final.used == "sk-live-Zq7Hunter0123456789abcdef"  # not the mask

@@ -19,7 +19,7 @@ from baton.core.interrupt import GraphInterrupt, resuming
 from baton.core.messages import Message
 from baton.handoff import handoff_target
 from baton.runtime.approval import request_approval
-from baton.runtime.at_rest import not_kept
+from baton.runtime.at_rest import lost_arguments, not_kept
 from baton.runtime.grounding import context_text, id_like, ungrounded
 from baton.runtime.handoffs import hand_back, hand_off
 from baton.runtime.history import fetch_history, parse_args
@@ -32,6 +32,7 @@ from baton.tools import ToolContext, error_content
 
 if TYPE_CHECKING:
     from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.redact import Redactor
     from baton.runtime.runner import Runner
 
 Effect = HandedOff | Tripped | ToHuman | Failed | None
@@ -128,8 +129,8 @@ async def run_calls(
         elif pc.error is not None:
             content = error_content(f"could not parse the arguments: {pc.error}")
             called(k, r, t, pc, ok=False, error=pc.error)
-        elif pc.masked and pc.rejection is None:  # loaded without its secrets: never run
-            content = _not_kept(k, r, t, pc)
+        elif pc.rejection is None and (lost := lost_arguments(_masker(k), pc)):
+            content = _not_kept(k, r, t, pc, lost)  # never run with a mask for a secret
         else:
             entry = table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
             if entry is None:
@@ -194,7 +195,7 @@ async def _run_parallel(
     whatever order they finish; the first pause is returned once all have stopped."""
     batch: list[tuple[PendingCall, CallEntry]] = []
     for pc in t.calls:
-        if pc.content is None and pc.error is None and not pc.masked:
+        if pc.content is None and pc.error is None and not lost_arguments(_masker(k), pc):
             entry = table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
             if entry is not None and entry.kind in k.parallel:
                 batch.append((pc, entry))
@@ -248,16 +249,26 @@ def _skipped(k: Runner, r: RunState, t: TurnState, pc: PendingCall) -> str:
     return error_content("not executed: the run was stopped by a guard")
 
 
-def _not_kept(k: Runner, r: RunState, t: TurnState, pc: PendingCall) -> str:
-    msg = not_kept(pc)
+def _masker(k: Runner) -> Redactor | None:
+    """The redactor whose masks a call's arguments may hold (the at-rest one first)."""
+    return k.cfg.at_rest or k.cfg.redactor
+
+
+def _not_kept(k: Runner, r: RunState, t: TurnState, pc: PendingCall, lost: list[str]) -> str:
+    msg = not_kept(pc, lost)
+    why = (
+        "the checkpoint it was loaded from masked them, because the store has no checkpoint "
+        "keys (set BATON_CHECKPOINT_KEY to keep them, encrypted)"
+        if pc.masked
+        else "the model gave masks it read in the masked conversation"
+    )
     k.cfg.log.warning(
-        "call %s (%s) of run %s was not run: the checkpoint it was loaded from masked its "
-        "arguments %s, because the store has no checkpoint keys; set BATON_CHECKPOINT_KEY to "
-        "keep checkpoints encrypted instead",
+        "call %s (%s) of run %s was not run: its arguments %s hold masks, not values: %s",
         pc.call.id,
         pc.call.name,
         r.run_id,
-        pc.masked,
+        lost,
+        why,
     )
     called(k, r, t, pc, arguments=pc.args or {}, ok=False, error=msg)
     return error_content(msg)

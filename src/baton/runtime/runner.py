@@ -652,7 +652,7 @@ class Runner:
             run_id=r.run_id,
             seq=r.seq,
             status=status,
-            state=checkpoint_state(self.cfg.at_rest, self.cfg.store, state),
+            state=checkpoint_state(self.cfg.at_rest, self.cfg.store, state, self.plans),
             meta=meta,
         )
 
