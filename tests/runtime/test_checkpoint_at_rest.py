@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 from tests.backends.sealing_kit import K1, K2, PLACES, Place, holds, keys
 
@@ -28,9 +30,13 @@ from baton import (
     interrupt,
     tool,
 )
-from baton.backends.base import Store
+from baton.backends.base import SessionRecord, Store
 from baton.backends.sealing import KEY_ENV, PREFIX, sealed_key_id
+from baton.core.messages import Message, ToolCall
 from baton.models import ModelRequest, Step
+from baton.runtime.at_rest import masked_state
+from baton.runtime.redact import Redactor
+from baton.runtime.state import PendingCall, RunState, TurnState
 
 S = ScriptedModel
 SECRET = "Zq7Hunter长城42"
@@ -324,3 +330,92 @@ async def test_a_conductor_replays_exact_results_from_a_keyless_checkpoint(
 
     assert done.status == "completed", done.error
     assert done.final.used == "sk-live-Zq7Hunter0123456789abcdef"  # not the mask
+
+
+@pytest.mark.usefixtures("dies_when_cancelled")
+async def test_an_unopenable_crashed_run_stops_the_next_message_clearly_and_can_be_discarded(
+    place: Place,
+) -> None:
+    desk = Desk(approval=False)
+    desk.gate = asyncio.Event()
+    team = desk.team(place.open(keys(K1)), lease_s=0.5)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(team.run(ASKED, session_id="S1", user_id="li"), 0.5)
+    keyless = desk.team(place.open(), lease_s=0.5)
+    with pytest.raises(StoreError, match="encrypted with checkpoint key 'k1'"):
+        await keyless.run("hello again", session_id="S1", user_id="li")
+    assert [cp.sealed_with for cp in await keyless.unfinished()] == ["k1"]  # still there
+    dropped = await keyless.discard("S1")  # no key needed to give it up
+    assert dropped.unreadable is not None
+    assert (await keyless.run("hello again", session_id="S1", user_id="li")).status == ("completed")
+
+
+async def test_rekey_while_runs_checkpoint_never_breaks_them(place: Place) -> None:
+    steps: list[int] = []
+
+    @tool
+    async def step(n: int) -> dict[str, int]:
+        """One step.
+
+        Args:
+            n: Which.
+        """
+        steps.append(n)
+        return {"n": n}
+
+    def script(request: ModelRequest) -> Step:
+        done = sum(1 for m in request.messages if m.role == "tool")
+        return S.say("done") if done >= 8 else S.call("step", n=done)
+
+    def worker(ring: Any) -> Team:
+        model = S(script, latency_s=0.005)
+        agent = Agent(name="w", tools=[step], max_iterations=20)
+        return Team([agent], entry="w", model=model, store=place.open(ring))
+
+    old, new = worker(keys(K1)), worker(keys(K2, K1))  # a process not yet given the new key
+    rekeyer = place.open(keys(K2, K1))
+    runs = [
+        asyncio.create_task(old.run("go", session_id="S-old")),
+        asyncio.create_task(new.run("go", session_id="S-new")),
+    ]
+    seen: dict[str, int] = {}
+    while not all(r.done() for r in runs):
+        await rekeyer.rekey_checkpoints()  # type: ignore[attr-defined]
+        for cp in await rekeyer.list_checkpoints():
+            cp.state_json()  # always opens: never a half-swapped or stale row
+            assert cp.seq >= seen.get(cp.session_id, 0)
+            seen[cp.session_id] = cp.seq
+    results = [await r for r in runs]
+    assert [r.status for r in results] == ["completed", "completed"]
+    assert sorted(steps) == sorted(list(range(8)) * 2)  # every step once per run
+    assert await rekeyer.list_checkpoints() == []
+
+
+PASSWORDS = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters=" \n\t\r"),
+    min_size=8,
+    max_size=24,
+).filter(lambda p: "[" not in p and p.strip() == p)
+
+
+@settings(max_examples=60, deadline=None)
+@given(secret=PASSWORDS)
+def test_a_masked_checkpoint_holds_no_planted_secret_and_leaves_the_run_as_it_was(
+    secret: str,
+) -> None:
+    red = Redactor()
+    session = SessionRecord("S1", state={"api_key": secret, "order_id": "ORD-1"})
+    r = RunState(session, f"password: {secret}", "li")
+    call = ToolCall(id="c1", name="login", arguments=json.dumps({"password": secret}))
+    r.messages.append(Message(role="assistant", tool_calls=[call], agent="it"))
+    r.turn = TurnState(0, "it", None, None, "routed", scratch=list(r.messages))
+    r.turn.calls = [PendingCall(call, {"user": "li", "password": secret}, None, key="k")]
+    before = r.to_json()
+
+    masked = masked_state(red, r).to_json()
+
+    assert secret not in masked and json.dumps(secret)[1:-1] not in masked
+    assert r.to_json() == before  # the live run keeps its real values
+    loaded = RunState.from_json(masked)
+    assert loaded.turn is not None and loaded.turn.calls[0].masked == ["password"]
+    assert loaded.session.state["order_id"] == "ORD-1"
