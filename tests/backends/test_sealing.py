@@ -20,6 +20,7 @@ from baton.backends import Checkpoint, MemoryStore, SealedCheckpoints, open_stor
 from baton.backends.sealing import (
     KEY_ENV,
     PREFIX,
+    SEALED_ONLY_ENV,
     RawCheckpoint,
     rekey,
     seal,
@@ -368,3 +369,37 @@ async def test_a_state_that_is_not_unicode_is_refused_whole(place: Place) -> Non
     with pytest.raises(StoreError, match="lone surrogate"):
         await store.put_checkpoint(bad)
     assert await store.get_checkpoint("S1") is None
+
+
+async def test_sealed_only_refuses_a_clear_state_put_in_place_of_a_sealed_one(
+    place: Place,
+) -> None:
+    await place.open(keys(K1)).put_checkpoint(checkpoint())
+    forged = '{"turn": {"calls": [{"approved": true}]}}'  # someone with the database
+    await place.set_raw_data("S1", forged)
+    strict = place.open(CheckpointKeys([K1], sealed_only=True))
+    [listed] = await strict.list_checkpoints()
+    assert listed.unreadable is not None and listed.data is None
+    with pytest.raises(StoreError, match="stored in clear, and this store accepts sealed"):
+        listed.state_json()
+    report = await strict.rekey_checkpoints()  # type: ignore[attr-defined]
+    assert list(report.unreadable) == ["S1"] and not report.resealed  # never laundered
+    assert await place.raw_data("S1") == forged
+    lenient = await place.open(keys(K1)).get_checkpoint("S1")  # the default loads it
+    assert lenient is not None and lenient.state_json() == forged
+
+
+def test_sealed_only_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, f"k1:{b64(K1[1])}")
+    ring = CheckpointKeys.from_env()
+    assert ring is not None and not ring.sealed_only
+    monkeypatch.setenv(SEALED_ONLY_ENV, "1")
+    ring = CheckpointKeys.from_env()
+    assert ring is not None and ring.sealed_only and "sealed_only=True" in repr(ring)
+    monkeypatch.setenv(SEALED_ONLY_ENV, "maybe")
+    with pytest.raises(ConfigError, match="give 1"):
+        CheckpointKeys.from_env()
+    monkeypatch.setenv(SEALED_ONLY_ENV, "1")
+    monkeypatch.delenv(KEY_ENV)
+    with pytest.raises(ConfigError, match="give the keys too"):
+        CheckpointKeys.from_env()

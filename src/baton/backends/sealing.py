@@ -19,6 +19,11 @@ rotation adds the new key first, re-seals what is stored (`rekey_checkpoints`, `
 checkpoints rekey`) and then drops the old one. `$BATON_CHECKPOINT_KEY` holds the keyring as
 `id:base64,id:base64` (each key 32 random bytes, e.g. `openssl rand -base64 32`), or one bare
 base64 key (id `default`). A key service plugs in through `CheckpointKeyProvider`.
+
+A state in clear carries no proof that the kernel wrote it: someone with write access to the
+database could put one in place of a sealed one (an approved call, a card without roles).
+Once every stored checkpoint is sealed, `sealed_only` (`$BATON_CHECKPOINT_SEALED_ONLY=1`)
+makes the store refuse clear ones, and `rekey` no longer seals them.
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ if TYPE_CHECKING:
 KEY_ENV = "BATON_CHECKPOINT_KEY"
 """The environment variable a store reads its checkpoint keys from when given none."""
 
+SEALED_ONLY_ENV = "BATON_CHECKPOINT_SEALED_ONLY"
+"""Set to 1 with `$BATON_CHECKPOINT_KEY`: refuse checkpoints stored in clear
+(`CheckpointKeys.sealed_only`)."""
+
 PREFIX = "baton-sealed:"
 """How a sealed state begins (then the format version, the key id and the blob)."""
 
@@ -62,7 +71,8 @@ _DISCARD = "or discard the run (team.discard(session_id), `baton resume --discar
 
 @runtime_checkable
 class CheckpointKeyProvider(Protocol):
-    """Where a store gets its checkpoint keys: `CheckpointKeys`, or a key service's client."""
+    """Where a store gets its checkpoint keys: `CheckpointKeys`, or a key service's client
+    (which may also have a `sealed_only` attribute, as `CheckpointKeys` does)."""
 
     def current(self) -> tuple[str, bytes]:
         """(key id, 32-byte key) that seals every new save."""
@@ -77,13 +87,14 @@ class CheckpointKeys:
     """An ordered keyring of AES-256 keys by id: the first seals, every one opens.
 
     `CheckpointKeys([("2026-07", key), ("2026-01", old_key)])`, `CheckpointKeys.parse(text)`
-    (the `$BATON_CHECKPOINT_KEY` format) or `CheckpointKeys.from_env()`. Its repr names the
-    ids, never the keys.
+    (the `$BATON_CHECKPOINT_KEY` format) or `CheckpointKeys.from_env()`. `sealed_only=True`
+    refuses checkpoints stored in clear (for a store whose checkpoints are all sealed). Its
+    repr names the ids, never the keys.
     """
 
-    __slots__ = ("_keys",)
+    __slots__ = ("_keys", "sealed_only")
 
-    def __init__(self, keys: Iterable[tuple[str, bytes]]) -> None:
+    def __init__(self, keys: Iterable[tuple[str, bytes]], *, sealed_only: bool = False) -> None:
         found: dict[str, bytes] = {}
         for key_id, key in keys:
             check_key(key_id, key)
@@ -98,9 +109,12 @@ class CheckpointKeys:
                 "first being the key that seals new checkpoints"
             )
         self._keys = found
+        self.sealed_only = sealed_only
+        """A checkpoint stored in clear is refused (unreadable), never loaded nor re-sealed:
+        only a sealed state proves the kernel wrote it."""
 
     @classmethod
-    def parse(cls, text: str) -> CheckpointKeys:
+    def parse(cls, text: str, *, sealed_only: bool = False) -> CheckpointKeys:
         """Keys from `id:base64,id:base64,...` (first seals) or one bare base64 key (id
         `default`); spaces and newlines around entries are ignored."""
         entries = [e.strip() for e in text.replace("\n", ",").split(",")]
@@ -118,16 +132,26 @@ class CheckpointKeys:
                     )
                 key_id = DEFAULT_KEY_ID
             pairs.append((key_id.strip(), _decode_key(key_id.strip() or f"entry {n}", encoded)))
-        return cls(pairs)
+        return cls(pairs, sealed_only=sealed_only)
 
     @classmethod
     def from_env(cls) -> CheckpointKeys | None:
-        """The keys in `$BATON_CHECKPOINT_KEY`, or None when it is unset or empty."""
+        """The keys in `$BATON_CHECKPOINT_KEY` (`sealed_only` from
+        `$BATON_CHECKPOINT_SEALED_ONLY`), or None when it is unset or empty."""
         text = os.environ.get(KEY_ENV, "")
+        flag = os.environ.get(SEALED_ONLY_ENV, "").strip().lower()
+        if flag not in ("", "0", "1", "false", "true", "no", "yes"):
+            raise ConfigError(
+                f"${SEALED_ONLY_ENV}={flag!r}: give 1 (refuse clear checkpoints) or 0"
+            )
         if not text.strip():
+            if flag in ("1", "true", "yes"):
+                raise ConfigError(
+                    f"${SEALED_ONLY_ENV} is set but ${KEY_ENV} is not: give the keys too"
+                )
             return None
         try:
-            return cls.parse(text)
+            return cls.parse(text, sealed_only=flag in ("1", "true", "yes"))
         except ConfigError as exc:
             raise ConfigError(f"${KEY_ENV}: {exc}") from None
 
@@ -146,7 +170,8 @@ class CheckpointKeys:
         return self._keys.get(key_id)
 
     def __repr__(self) -> str:
-        return f"CheckpointKeys(ids={self.ids!r})"
+        only = ", sealed_only=True" if self.sealed_only else ""
+        return f"CheckpointKeys(ids={self.ids!r}{only})"
 
 
 _FORMAT = (
@@ -259,9 +284,18 @@ def seal(keys: CheckpointKeyProvider, session_id: str, run_id: str, plain: str) 
 
 
 def unseal(keys: CheckpointKeyProvider | None, session_id: str, run_id: str, data: str) -> str:
-    """The state's JSON from a stored `data`: as it is when in clear, else opened; raises
-    `StoreError` (naming the key and what to do) when it cannot be opened."""
+    """The state's JSON from a stored `data`: as it is when in clear (unless the keys are
+    `sealed_only`), else opened; raises `StoreError` (naming the key and what to do) when it
+    cannot be opened."""
     if not is_sealed(data):
+        if keys is not None and getattr(keys, "sealed_only", False):
+            raise StoreError(
+                f"{_where(session_id, run_id)} is stored in clear, and this store accepts "
+                f"sealed checkpoints only (sealed_only, ${SEALED_ONLY_ENV}): it may predate "
+                "the keys, or have been put there by someone with access to the database. "
+                f"Nothing was run; {_DISCARD.removeprefix('or ')}, or, if you know it is "
+                "genuine, resume it with a store that accepts clear checkpoints"
+            )
         return data
     version, _, rest = data[len(PREFIX) :].partition(":")
     key_id, _, encoded = rest.partition(":")
@@ -319,7 +353,7 @@ def opened(keys: CheckpointKeyProvider | None, cp: Checkpoint) -> Checkpoint:
     when it cannot be, without data and with `unreadable` saying why: listings still show
     it, and `state_json()` raises that `StoreError`."""
     data = cp.data
-    if data is None or not is_sealed(data):
+    if data is None or (not is_sealed(data) and not getattr(keys, "sealed_only", False)):
         return cp
     key_id = sealed_key_id(data)
     try:
