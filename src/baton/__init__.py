@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 from baton.agents import Agent
 from baton.approvals import ApprovalPolicy
 from baton.backends import Checkpoint, MemoryStore, SessionRecord, Store, open_store
+from baton.backends.sealing import CheckpointKeyProvider, CheckpointKeys
 from baton.core import (
     ApprovalError,
     BatonError,
@@ -66,6 +67,8 @@ __all__ = [
     "BatonError",
     "Blackboard",
     "Checkpoint",
+    "CheckpointKeyProvider",
+    "CheckpointKeys",
     "CompiledGraph",
     "ConfigError",
     "ConflictError",

@@ -24,6 +24,7 @@ from runtime_kit import of_type, types
 from baton import (
     Agent,
     ApprovalPolicy,
+    CheckpointKeys,
     ModelRequest,
     ScriptedModel,
     Team,
@@ -262,9 +263,28 @@ async def test_calls_before_the_paused_one_ran_once_and_each_waiting_call_gets_i
     )
 
 
+@pytest.fixture(params=["memory", "sqlite"])
+async def sealing_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """A store that keeps the real arguments of a paused call: process memory, or SQLite
+    with a checkpoint key (without one, its checkpoints hold the secrets masked)."""
+    made: Store = (
+        MemoryStore()
+        if request.param == "memory"
+        else SQLiteStore(
+            f"sqlite:///{tmp_path / 'baton.db'}", checkpoint_keys=CheckpointKeys([("k1", KEY)])
+        )
+    )
+    yield made
+    await made.close()
+
+
+KEY = bytes(range(32))
+
+
 async def test_the_card_shows_redacted_arguments_and_the_tool_gets_the_real_ones(
-    store: Store,
+    sealing_store: Store,
 ) -> None:
+    store = sealing_store
     got: list[tuple[str, str]] = []
 
     @tool(requires_approval=True)

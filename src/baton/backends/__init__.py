@@ -17,6 +17,12 @@ from baton.backends.base import (
 )
 from baton.backends.board import write_with_retry
 from baton.backends.memory import MemoryStore
+from baton.backends.sealing import (
+    CheckpointKeyProvider,
+    CheckpointKeys,
+    RekeyReport,
+    SealedCheckpoints,
+)
 from baton.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -25,26 +31,38 @@ if TYPE_CHECKING:
     from baton.backends.sqlite import SQLiteStore
 
 
-def open_store(spec: Any) -> Store:
+def open_store(spec: Any, *, checkpoint_keys: CheckpointKeyProvider | str | None = None) -> Store:
     """A store from a URL (`memory://`, `sqlite:///path.db`, `postgresql://...`,
-    `redis://...`), a Store object, or None (memory)."""
+    `redis://...`), a Store object, or None (memory). `checkpoint_keys` (else
+    `$BATON_CHECKPOINT_KEY`) encrypts the checkpoints of a SQLite, PostgreSQL or Redis store
+    (`baton.backends.sealing`)."""
+    if checkpoint_keys is not None and not isinstance(spec, str):
+        raise ConfigError(
+            "open_store(checkpoint_keys=...) applies to a store URL; pass the keys to the "
+            "store object's constructor instead (e.g. SQLiteStore(url, checkpoint_keys=...))"
+        )
     if spec is None:
         return MemoryStore()
     if isinstance(spec, str):
         if spec in ("memory://", "memory", ":memory:"):
+            if checkpoint_keys is not None:
+                raise ConfigError(
+                    "the memory store keeps checkpoints in process memory, never at rest: "
+                    "checkpoint_keys apply to sqlite://, postgresql:// and redis:// stores"
+                )
             return MemoryStore()
         if spec.startswith("sqlite://"):
             from baton.backends.sqlite import SQLiteStore
 
-            return SQLiteStore(spec)
+            return SQLiteStore(spec, checkpoint_keys=checkpoint_keys)
         if spec.startswith(("postgresql://", "postgres://")):
             from baton.backends.postgres import PostgresStore
 
-            return PostgresStore(spec)
+            return PostgresStore(spec, checkpoint_keys=checkpoint_keys)
         if spec.startswith(("redis://", "rediss://", "unix://")):
             from baton.backends.redis_store import RedisStore
 
-            return RedisStore(spec)
+            return RedisStore(spec, checkpoint_keys=checkpoint_keys)
         raise ConfigError(
             f"unknown store URL {spec!r}: use 'memory://', 'sqlite:///path/to/baton.db', "
             "'postgresql://user@host:5432/db' or 'redis://host:6379/0'"
@@ -58,9 +76,13 @@ __all__ = [
     "Blackboard",
     "BoardEntry",
     "Checkpoint",
+    "CheckpointKeyProvider",
+    "CheckpointKeys",
     "HumanTicket",
     "MemoryStore",
+    "RekeyReport",
     "SQLiteStore",
+    "SealedCheckpoints",
     "SessionRecord",
     "Snapshot",
     "Snapshots",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from baton.core.errors import StoreError
 from baton.core.events import EscalationCard, Event
 from baton.core.ids import now
 from baton.core.messages import Message
@@ -84,8 +85,9 @@ class Checkpoint:
 
     The kernel gives `state`, an object with `to_json() -> str`; a store in process memory may
     keep that object as it is (the kernel never changes a state it has checkpointed), a
-    persistent store keeps `state.to_json()` and returns it as `data`. `meta` is a small JSON
-    dict (agent, approval card) that listings read without decoding the state.
+    persistent store keeps `state.to_json()` (sealed when it has checkpoint keys,
+    `baton.backends.sealing`) and returns it as `data`. `meta` is a small JSON dict (agent,
+    approval card) that listings read without decoding the state.
     """
 
     session_id: str
@@ -98,9 +100,17 @@ class Checkpoint:
     data: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     updated_at: float = field(default_factory=now)
+    sealed_with: str | None = None
+    """Id of the checkpoint key the state is encrypted with at rest; None when it is stored
+    in clear (or kept in process memory)."""
+    unreadable: str | None = None
+    """Why the stored state cannot be opened (a key this store lacks, a changed blob); the
+    checkpoint is listed all the same, and `state_json()` raises `StoreError` with it."""
 
     def state_json(self) -> str:
         """The state as JSON text, whichever form the store returned."""
+        if self.unreadable is not None:
+            raise StoreError(self.unreadable)
         if self.data is not None:
             return self.data
         if self.state is None:

@@ -98,6 +98,15 @@ from baton.backends.base import (
     Snapshot,
     TicketStatus,
 )
+from baton.backends.sealing import (
+    CheckpointKeyProvider,
+    RawCheckpoint,
+    RekeyReport,
+    opened,
+    rekey,
+    resolve_keys,
+    stored_data,
+)
 from baton.core.errors import ConfigError, StoreError
 from baton.core.events import EscalationCard, Event, event_from_json
 from baton.core.messages import Message
@@ -476,10 +485,12 @@ class PostgresStore:
     """A `Store` in PostgreSQL, with the `Tasks`, `Blackboard`, `Snapshots` and `AuditTrail`
     capabilities; several processes may share it (`shared` is True).
 
-    `PostgresStore(url, schema=None, audit_key=None, pool_min=1, pool_max=10,
-    command_timeout_s=30.0, connect_timeout_s=10.0)`: every table lives in `schema` (else the
-    URL's `?schema=`, else `baton`), created on first use; `audit_key` (else
-    `$BATON_AUDIT_KEY`) seals the audit chain with HMAC-SHA256. Each event loop that uses the
+    `PostgresStore(url, schema=None, audit_key=None, checkpoint_keys=None, pool_min=1,
+    pool_max=10, command_timeout_s=30.0, connect_timeout_s=10.0)`: every table lives in
+    `schema` (else the URL's `?schema=`, else `baton`), created on first use; `audit_key` (else
+    `$BATON_AUDIT_KEY`) seals the audit chain with HMAC-SHA256; `checkpoint_keys` (else
+    `$BATON_CHECKPOINT_KEY`) encrypts checkpoint state (`baton.backends.sealing`). Each event
+    loop that uses the
     store gets a pool of `pool_min` to `pool_max` connections; a statement that runs longer
     than `command_timeout_s` (None: no limit), or a connection not made within
     `connect_timeout_s`, fails with `StoreError`. `drop()` drops the schema with everything in
@@ -494,6 +505,7 @@ class PostgresStore:
         *,
         schema: str | None = None,
         audit_key: str | bytes | None = None,
+        checkpoint_keys: CheckpointKeyProvider | str | None = None,
         pool_min: int = 1,
         pool_max: int = 10,
         command_timeout_s: float | None = 30.0,
@@ -519,6 +531,11 @@ class PostgresStore:
             )
         self.audit_key = resolve_key(audit_key)
         """HMAC key of the audit chain (`audit_key`, else `$BATON_AUDIT_KEY`), or None."""
+        self.checkpoint_keys = resolve_keys(checkpoint_keys)
+        """Keys that seal checkpoint state (`checkpoint_keys`, else `$BATON_CHECKPOINT_KEY`),
+        or None: checkpoints are then stored in clear (the kernel masks their secrets)."""
+        self.seals_checkpoints = self.checkpoint_keys is not None
+        """Every checkpoint saved is encrypted (`baton.backends.sealing.SealedCheckpoints`)."""
         self.where = _redacted(dsn)
         """The server's URL without the password, for messages."""
         self.pool_min = pool_min
@@ -1246,7 +1263,7 @@ class PostgresStore:
         raise stale_checkpoint(cp, int(stored[0]))
 
     def _checkpoint_texts(self, cp: Checkpoint) -> tuple[str, str, float]:
-        """(data, meta, updated_at) columns of a checkpoint row."""
+        """(data, meta, updated_at) columns of a checkpoint row (data sealed with keys)."""
         where = f"checkpoint of session {cp.session_id!r} (run {cp.run_id!r}, seq {cp.seq})"
         try:
             data = cp.state_json()
@@ -1259,7 +1276,7 @@ class PostgresStore:
                 f"{where}: meta cannot be saved as JSON ({exc}); keep meta values to strings, "
                 "numbers, booleans, None, lists and dicts with string keys"
             ) from exc
-        return data, meta, float(cp.updated_at)
+        return stored_data(self.checkpoint_keys, cp, data), meta, float(cp.updated_at)
 
     async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
         """The session's checkpoint (state as JSON in `data`), or None."""
@@ -1290,7 +1307,7 @@ class PostgresStore:
                 raise ValueError(f"meta is a {type(info).__name__}, not an object")
         except ValueError as exc:
             raise self._corrupt("checkpoints", sid, exc) from exc
-        return Checkpoint(
+        cp = Checkpoint(
             session_id=sid,
             run_id=run_id,
             seq=seq,
@@ -1299,6 +1316,7 @@ class PostgresStore:
             meta=info,
             updated_at=updated,
         )
+        return opened(self.checkpoint_keys, cp)
 
     async def delete_checkpoint(self, session_id: str, run_id: str) -> None:
         """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
@@ -1311,6 +1329,43 @@ class PostgresStore:
             )
 
         await self._run("delete_checkpoint", delete, write=True)
+
+    async def rekey_checkpoints(self) -> RekeyReport:
+        """Seal every stored checkpoint with the current checkpoint key (those in clear and
+        those under an older key); a checkpoint a run saves meanwhile is never overwritten.
+        After a complete report (`report.complete`) the older keys may be dropped."""
+
+        async def reread(sid: str) -> RawCheckpoint | None:
+            found = await self._raw_checkpoints(sid)
+            return found[0] if found else None
+
+        rows = await self._raw_checkpoints()
+        return await rekey(self.checkpoint_keys, rows, reread, self._swap_checkpoint_data)
+
+    async def _raw_checkpoints(self, session_id: str | None = None) -> list[RawCheckpoint]:
+        """Checkpoint rows as stored (data not opened): every one, or the session's."""
+        sql = "SELECT session_id, run_id, seq, data FROM checkpoints"
+        if session_id is None:
+            rows = await self._fetch("rekey_checkpoints", f"{sql} ORDER BY updated_at, session_id")
+        else:
+            rows = await self._fetch(
+                "rekey_checkpoints", f"{sql} WHERE session_id = $1", session_id
+            )
+        return [RawCheckpoint(*r) for r in rows]
+
+    async def _swap_checkpoint_data(self, row: RawCheckpoint, data: str) -> bool:
+        """Write `data` as the row's data if the stored row is still `row`; one statement."""
+
+        async def write(conn: Any) -> bool:
+            done = await conn.fetchval(
+                "UPDATE checkpoints SET data = $1 WHERE session_id = $2 AND run_id = $3 "
+                "AND seq = $4 AND data = $5 RETURNING 1",
+                data,
+                *row,
+            )
+            return done is not None
+
+        return await self._run("rekey_checkpoints", write, write=True)
 
     # ------------------------------------------------------------------ human queue
     async def push_human(self, card: EscalationCard) -> int:

@@ -103,6 +103,15 @@ from baton.backends.base import (
     Snapshot,
     TicketStatus,
 )
+from baton.backends.sealing import (
+    CheckpointKeyProvider,
+    RawCheckpoint,
+    RekeyReport,
+    opened,
+    rekey,
+    resolve_keys,
+    stored_data,
+)
 from baton.core.errors import ConfigError, StoreError
 from baton.core.events import EscalationCard, Event, event_from_json
 from baton.core.messages import Message
@@ -261,6 +270,16 @@ _DELETE_CHECKPOINT = (
     "local P = ARGV[1]\n" + _CHECKPOINT_FUNCTIONS + "drop_checkpoint(ARGV[2], ARGV[3])\nreturn 1\n"
 )
 
+# ARGV: 1 prefix, 2 session id, 3 run id, 4 seq, 5 the data read, 6 the data to write: the
+# checkpoint's data is replaced only while it is still the one read (re-sealing).
+_SWAP_CHECKPOINT_DATA = """
+local key = ARGV[1] .. 'cp:' .. ARGV[2]
+local held = redis.call('HMGET', key, 'run_id', 'seq', 'data')
+if held[1] ~= ARGV[3] or held[2] ~= ARGV[4] or held[3] ~= ARGV[5] then return 0 end
+redis.call('HSET', key, 'data', ARGV[6])
+return 1
+"""
+
 # KEYS[1] the lock; ARGV: token, milliseconds. The token makes a retried claim see its own.
 _CLAIM_LOCK = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
@@ -414,6 +433,7 @@ class _Client:
         self.commit = register(_COMMIT)
         self.put_checkpoint = register(_PUT_CHECKPOINT)
         self.delete_checkpoint = register(_DELETE_CHECKPOINT)
+        self.swap_checkpoint_data = register(_SWAP_CHECKPOINT_DATA)
         self.claim_lock = register(_CLAIM_LOCK)
         self.acquire_lease = register(_ACQUIRE_LEASE)
         self.release_lease = register(_RELEASE_LEASE)
@@ -503,10 +523,11 @@ class RedisStore:
     """A `Store` in Redis, with the `Tasks`, `Blackboard`, `Snapshots` and `AuditTrail`
     capabilities; several processes may share it (`shared` is True).
 
-    `RedisStore(url, prefix="baton:", audit_key=None)`: every key starts with `prefix`;
-    `audit_key` (else `$BATON_AUDIT_KEY`) seals the audit chain with HMAC-SHA256. Nothing
-    connects until the first call. `drop()` deletes every key under the prefix; `close()`
-    closes the connections (later calls raise `StoreError`).
+    `RedisStore(url, prefix="baton:", audit_key=None, checkpoint_keys=None)`: every key starts
+    with `prefix`; `audit_key` (else `$BATON_AUDIT_KEY`) seals the audit chain with
+    HMAC-SHA256; `checkpoint_keys` (else `$BATON_CHECKPOINT_KEY`) encrypts checkpoint state
+    (`baton.backends.sealing`). Nothing connects until the first call. `drop()` deletes every
+    key under the prefix; `close()` closes the connections (later calls raise `StoreError`).
     """
 
     shared = True
@@ -517,12 +538,18 @@ class RedisStore:
         *,
         prefix: str = DEFAULT_PREFIX,
         audit_key: str | bytes | None = None,
+        checkpoint_keys: CheckpointKeyProvider | str | None = None,
     ) -> None:
         self.url = url
         connect_url, self.prefix = _split_url(url, prefix)
         """Every key of the store starts with it."""
         self.audit_key = resolve_key(audit_key)
         """HMAC key of the audit chain (`audit_key`, else `$BATON_AUDIT_KEY`), or None."""
+        self.checkpoint_keys = resolve_keys(checkpoint_keys)
+        """Keys that seal checkpoint state (`checkpoint_keys`, else `$BATON_CHECKPOINT_KEY`),
+        or None: checkpoints are then stored in clear (the kernel masks their secrets)."""
+        self.seals_checkpoints = self.checkpoint_keys is not None
+        """Every checkpoint saved is encrypted (`baton.backends.sealing.SealedCheckpoints`)."""
         self.where = _where(connect_url)
         """host:port (or socket path) of the server, for messages."""
         self._connect_url = connect_url
@@ -990,7 +1017,7 @@ class RedisStore:
             raise paused_elsewhere(cp, rest)
 
     def _checkpoint_texts(self, cp: Checkpoint) -> tuple[str, str, str]:
-        """(data, meta, updated_at) of a checkpoint as stored."""
+        """(data, meta, updated_at) of a checkpoint as stored (data sealed with keys)."""
         where = f"checkpoint of session {cp.session_id!r} (run {cp.run_id!r}, seq {cp.seq})"
         try:
             data = cp.state_json()
@@ -1003,7 +1030,7 @@ class RedisStore:
                 f"{where}: meta cannot be saved as JSON ({exc}); keep meta values to strings, "
                 "numbers, booleans, None, lists and dicts with string keys"
             ) from exc
-        return data, meta, _num(cp.updated_at)
+        return stored_data(self.checkpoint_keys, cp, data), meta, _num(cp.updated_at)
 
     async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
         """The session's checkpoint (state as JSON in `data`), or None."""
@@ -1038,7 +1065,7 @@ class RedisStore:
             meta = json.loads(fields["meta"])
             if not isinstance(meta, dict):
                 raise ValueError(f"meta is a {type(meta).__name__}, not an object")
-            return Checkpoint(
+            cp = Checkpoint(
                 session_id=sid,
                 run_id=fields["run_id"],
                 seq=int(fields["seq"]),
@@ -1049,6 +1076,7 @@ class RedisStore:
             )
         except (KeyError, ValueError) as exc:
             raise self._corrupt("checkpoint of session", sid, exc) from exc
+        return opened(self.checkpoint_keys, cp)
 
     async def delete_checkpoint(self, session_id: str, run_id: str) -> None:
         """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
@@ -1057,6 +1085,51 @@ class RedisStore:
             await c.delete_checkpoint(args=[self.prefix, session_id, run_id])
 
         await self._run("delete_checkpoint", work, write=True)
+
+    async def rekey_checkpoints(self) -> RekeyReport:
+        """Seal every stored checkpoint with the current checkpoint key (those in clear and
+        those under an older key); a checkpoint a run saves meanwhile is never overwritten.
+        After a complete report (`report.complete`) the older keys may be dropped."""
+
+        async def reread(sid: str) -> RawCheckpoint | None:
+            found = await self._raw_checkpoints(sid)
+            return found[0] if found else None
+
+        rows = await self._raw_checkpoints()
+        return await rekey(self.checkpoint_keys, rows, reread, self._swap_checkpoint_data)
+
+    async def _raw_checkpoints(self, session_id: str | None = None) -> list[RawCheckpoint]:
+        """Checkpoint hashes as stored (data not opened): every one, or the session's."""
+
+        async def work(c: _Client) -> list[tuple[str, list[str | None]]]:
+            if session_id is None:
+                sids: list[str] = await c.redis.zrange(self._key("cps"), 0, -1)
+            else:
+                sids = [session_id]
+            pipe = c.redis.pipeline(transaction=False)
+            for sid in sids:
+                pipe.hmget(self._key("cp:", sid), "run_id", "seq", "data")
+            return list(zip(sids, await pipe.execute(), strict=True))
+
+        out = []
+        for sid, (run, seq, data) in await self._run("rekey_checkpoints", work):
+            if run is None or seq is None or data is None:
+                continue  # finished meanwhile
+            try:
+                out.append(RawCheckpoint(sid, run, int(seq), data))
+            except ValueError as exc:
+                raise self._corrupt("checkpoint of session", sid, exc) from exc
+        return out
+
+    async def _swap_checkpoint_data(self, row: RawCheckpoint, data: str) -> bool:
+        """Write `data` as the checkpoint's data if the stored one is still `row`; one
+        script."""
+
+        async def work(c: _Client) -> bool:
+            args = [self.prefix, row.session_id, row.run_id, str(row.seq), row.data, data]
+            return bool(await c.swap_checkpoint_data(args=args))
+
+        return await self._run("rekey_checkpoints", work, write=True)
 
     # ------------------------------------------------------------------ human queue
     async def push_human(self, card: EscalationCard) -> int:

@@ -13,6 +13,9 @@ freezes the event loop.
 
 `SQLiteStore(url, read_only=True)` opens an existing file for reading only (to verify the
 audit chain of an evidence copy): nothing is migrated or written, not even the WAL setting.
+
+`SQLiteStore(url, checkpoint_keys=...)` (else `$BATON_CHECKPOINT_KEY`) encrypts the state of
+every checkpoint it saves (`baton.backends.sealing`).
 """
 
 from __future__ import annotations
@@ -69,6 +72,15 @@ from baton.backends.base import (
     SessionRecord,
     Snapshot,
     TicketStatus,
+)
+from baton.backends.sealing import (
+    CheckpointKeyProvider,
+    RawCheckpoint,
+    RekeyReport,
+    opened,
+    rekey,
+    resolve_keys,
+    stored_data,
 )
 from baton.core.errors import ConfigError, StoreError
 from baton.core.events import EscalationCard, Event, event_from_json
@@ -478,6 +490,7 @@ class SQLiteStore:
         busy_timeout_s: float = 5.0,
         read_only: bool = False,
         audit_key: str | bytes | None = None,
+        checkpoint_keys: CheckpointKeyProvider | str | None = None,
     ) -> None:
         self.url = url
         self.path = parse_sqlite_url(url)
@@ -490,6 +503,11 @@ class SQLiteStore:
         """Opened for reading only: no migration, no write (an evidence copy may be 0444)."""
         self.audit_key = resolve_key(audit_key)
         """HMAC key of the audit chain (`audit_key`, else `$BATON_AUDIT_KEY`), or None."""
+        self.checkpoint_keys = resolve_keys(checkpoint_keys)
+        """Keys that seal checkpoint state (`checkpoint_keys`, else `$BATON_CHECKPOINT_KEY`),
+        or None: checkpoints are then stored in clear (the kernel masks their secrets)."""
+        self.seals_checkpoints = self.checkpoint_keys is not None
+        """Every checkpoint saved is encrypted (`baton.backends.sealing.SealedCheckpoints`)."""
         self._mutex = threading.Lock()
         """Held around every use of the connection, whichever thread uses it."""
         self._pool_mutex = threading.Lock()
@@ -1119,7 +1137,7 @@ class SQLiteStore:
             raise stale_checkpoint(cp, int(stored[0]) if stored is not None else None)
 
     def _checkpoint_texts(self, cp: Checkpoint) -> tuple[str, str, float]:
-        """(data, meta, updated_at) columns of a checkpoint row."""
+        """(data, meta, updated_at) columns of a checkpoint row (data sealed with keys)."""
         where = f"checkpoint of session {cp.session_id!r} (run {cp.run_id!r}, seq {cp.seq})"
         try:
             data = cp.state_json()
@@ -1132,7 +1150,7 @@ class SQLiteStore:
                 f"{where}: meta cannot be saved as JSON ({exc}); keep meta values to strings, "
                 "numbers, booleans, None, lists and dicts with string keys"
             ) from exc
-        return data, meta, cp.updated_at
+        return stored_data(self.checkpoint_keys, cp, data), meta, cp.updated_at
 
     async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
         """The session's checkpoint (state as JSON in `data`), or None."""
@@ -1163,7 +1181,7 @@ class SQLiteStore:
                 raise ValueError(f"meta is a {type(info).__name__}, not an object")
         except ValueError as exc:
             raise self._corrupt("checkpoints", sid, exc) from exc
-        return Checkpoint(
+        cp = Checkpoint(
             session_id=sid,
             run_id=run_id,
             seq=seq,
@@ -1172,6 +1190,7 @@ class SQLiteStore:
             meta=info,
             updated_at=updated,
         )
+        return opened(self.checkpoint_keys, cp)
 
     async def delete_checkpoint(self, session_id: str, run_id: str) -> None:
         """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
@@ -1180,6 +1199,42 @@ class SQLiteStore:
             "DELETE FROM checkpoints WHERE session_id = ? AND run_id = ?",
             (session_id, run_id),
         )
+
+    async def rekey_checkpoints(self) -> RekeyReport:
+        """Seal every stored checkpoint with the current checkpoint key (those in clear and
+        those under an older key); a checkpoint a run saves meanwhile is never overwritten.
+        After a complete report (`report.complete`) the older keys may be dropped."""
+
+        async def reread(sid: str) -> RawCheckpoint | None:
+            found = await self._raw_checkpoints(sid)
+            return found[0] if found else None
+
+        rows = await self._raw_checkpoints()
+        return await rekey(self.checkpoint_keys, rows, reread, self._swap_checkpoint_data)
+
+    async def _raw_checkpoints(self, session_id: str | None = None) -> list[RawCheckpoint]:
+        """Checkpoint rows as stored (data not opened): every one, or the session's."""
+        sql = "SELECT session_id, run_id, seq, data FROM checkpoints"
+        if session_id is None:
+            rows = await self._query("rekey_checkpoints", f"{sql} ORDER BY updated_at, session_id")
+        else:
+            rows = await self._query(
+                "rekey_checkpoints", f"{sql} WHERE session_id = ?", (session_id,)
+            )
+        return [RawCheckpoint(*r) for r in rows]
+
+    async def _swap_checkpoint_data(self, row: RawCheckpoint, data: str) -> bool:
+        """Write `data` as the row's data if the stored row is still `row`; one statement."""
+
+        def write(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE checkpoints SET data = ? WHERE session_id = ? AND run_id = ? AND seq = ? "
+                "AND data = ?",
+                (data, row.session_id, row.run_id, row.seq, row.data),
+            )
+            return cur.rowcount == 1
+
+        return await self._run("rekey_checkpoints", write)
 
     # ------------------------------------------------------------------ human queue
     async def push_human(self, card: EscalationCard) -> int:

@@ -12,6 +12,7 @@ import typer
 from baton.cli.approvals import approvals_app
 from baton.cli.audit import audit_app
 from baton.cli.bench_routing import bench_routing
+from baton.cli.checkpoints import checkpoints_app
 from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team
 from baton.cli.dlq import dlq_app
 from baton.cli.driver import run_and_report
@@ -132,6 +133,7 @@ app.command("serve")(serve_command)
 app.add_typer(dlq_app, name="dlq")
 app.add_typer(approvals_app, name="approvals")
 app.add_typer(tickets_app, name="tickets")
+app.add_typer(checkpoints_app, name="checkpoints")
 
 
 # -------------------------------------------------------------------------------- trace

@@ -116,14 +116,15 @@ def _list(out: Any, url: str) -> None:
 
 
 def checkpoint_table(checkpoints: Sequence[Checkpoint]) -> Any:
-    """A rich table of unfinished runs: session, run, status, agent, approval, updated.
+    """A rich table of unfinished runs: session, run, status, agent, approval, the key its
+    state is sealed with (`cannot open` when this store cannot read it), updated.
 
     Every cell is literal text, control, bidi and invisible characters shown as escapes."""
     from rich import box
     from rich.table import Table
 
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for name in ("session", "run", "status", "agent", "approval", "updated (UTC)"):
+    for name in ("session", "run", "status", "agent", "approval", "key", "updated (UTC)"):
         table.add_column(name, no_wrap=True)
     for cp in checkpoints:
         card = cp.meta.get("approval") or {}
@@ -134,6 +135,14 @@ def checkpoint_table(checkpoints: Sequence[Checkpoint]) -> Any:
             safe(cp.status, status_style),
             safe(str(cp.meta.get("agent") or "-")),
             safe(str(card.get("id") or "-")),
+            _key_cell(cp),
             f"{utc(cp.updated_at)} ({ago(cp.updated_at)} ago)",
         )
     return table
+
+
+def _key_cell(cp: Checkpoint) -> Any:
+    """The checkpoint key its state is sealed with, `-` in clear, flagged when unreadable."""
+    if cp.unreadable is not None:
+        return safe(f"{cp.sealed_with or '?'} (cannot open)", "red")
+    return safe(cp.sealed_with or "-")

@@ -4,22 +4,44 @@ Events, payloads, cards and logs are redacted as they are made (`baton.runtime.r
 transcript and the session's state slots are different: the live run needs the real text (a
 password the user gives to the tool that resets it), so the run keeps it in memory and only
 what is committed is masked: every message's text and tool-call arguments, and the session's
-slots. The next run of the session reads the masked transcript. A run's checkpoint keeps the
-live text while the run is unfinished (a resumed run needs it) and is deleted when it finishes.
+slots. The next run of the session reads the masked transcript.
 
-`Team(mask_at_rest=False)` keeps the stored transcript and slots in clear, for a team that
-must keep the exact text (and protects the store by other means).
+A run's checkpoint keeps the live run while it is unfinished (a resumed run needs it) and is
+deleted when it finishes. A store that seals checkpoints (`seals_checkpoints`: it was given
+checkpoint keys, `baton.backends.sealing`) encrypts the live state; one that other processes
+reach (`store.shared`) but cannot encrypt gets the state with its secrets masked
+(`checkpoint_state`): messages, tool-call arguments and results, the pending calls'
+arguments, the session's slots, payloads and cards. A turn decided in code (a conductor's:
+graphs, pipelines, debates) keeps its calls and their results as they are, since it replays
+them to decide again. A pending call whose arguments lost a value is marked
+(`PendingCall.masked`); that call, and any call an argument of which is a mask as a whole (a
+model copying `[REDACTED:password]` from a masked conversation), is never run with the
+masked text (`lost_arguments`), but answered with `not_kept`, which tells the model to ask the
+user again.
+
+`Team(mask_at_rest=False)` keeps the stored transcript, slots and checkpoints in clear, for a
+team that must keep the exact text (and protects the store by other means).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from baton.backends.base import SessionRecord
+from baton.backends.base import SessionRecord, Store
 from baton.core.messages import Message, ToolCall
 from baton.core.nesting import too_deep
 from baton.runtime.redact import Redactor
+from baton.runtime.state import PendingCall, RunState, TurnState
+
+if TYPE_CHECKING:
+    from baton.runtime.plan import AgentPlan
+
+V = TypeVar("V")
 
 
 def masked_messages(red: Redactor, messages: list[Message]) -> list[Message]:
@@ -68,3 +90,140 @@ def masked_session(red: Redactor, session: SessionRecord) -> SessionRecord:
     out = dataclasses.replace(session)
     out.state = state
     return out
+
+
+def checkpoint_state(
+    mask: Redactor | None, store: Store, state: RunState, plans: Mapping[str, AgentPlan]
+) -> RunState:
+    """The state a checkpoint hands `store`: `state` itself for a store in process memory, one
+    that seals checkpoints, or with masking off; else a copy with its secrets masked (`plans`
+    say which turns a conductor replays)."""
+    if mask is None or not store.shared or getattr(store, "seals_checkpoints", False):
+        return state
+    return masked_state(mask, state, plans)
+
+
+def masked_state(
+    red: Redactor, r: RunState, plans: Mapping[str, AgentPlan] | None = None
+) -> RunState:
+    """A copy of `r` with its secrets masked (`r` is never changed; what holds none is
+    shared). The calls and results of a turn whose plan in `plans` has a conductor are kept
+    as they are: the conductor replays them."""
+    session = masked_session(red, r.session)
+    incoming = _value(red, session.incoming)
+    if incoming is not session.incoming:  # a hand-off's payload: its state may hold a secret
+        session = dataclasses.replace(session) if session is r.session else session
+        session.incoming = incoming
+    turn = r.turn
+    return dataclasses.replace(
+        r,
+        session=session,
+        message=red.redact_text(r.message),
+        messages=masked_messages(red, r.messages),
+        last_reply=_text(red, r.last_reply),
+        handoffs=[red.redact_value(p) for p in r.handoffs],
+        card=_value(red, r.card),
+        approval=_value(red, r.approval),
+        interrupt=_value(red, r.interrupt),
+        turn=None if turn is None else _masked_turn(red, turn, plans),
+    )
+
+
+def _masked_turn(red: Redactor, t: TurnState, plans: Mapping[str, AgentPlan] | None) -> TurnState:
+    plan = plans.get(t.agent) if plans is not None else None
+    if plan is not None and plan.conductor is not None and not t.fallback:
+        # the conductor decides again from these calls and results: they must stay exact
+        scratch, calls = t.scratch, [_masked_sub(red, pc, plans) for pc in t.calls]
+    else:
+        scratch = masked_messages(red, t.scratch)
+        calls = [_masked_pending(red, pc, plans) for pc in t.calls]
+    return dataclasses.replace(
+        t,
+        incoming=_value(red, t.incoming),
+        accepted=_value(red, t.accepted),
+        view=masked_messages(red, t.view),
+        scratch=scratch,
+        calls=calls,
+    )
+
+
+def _masked_sub(
+    red: Redactor, pc: PendingCall, plans: Mapping[str, AgentPlan] | None
+) -> PendingCall:
+    """`pc` as it is, but the sub-run it delegated to (an agent's own turns) masked."""
+    if pc.sub is None:
+        return pc
+    return dataclasses.replace(pc, sub=masked_state(red, pc.sub, plans))
+
+
+def _masked_pending(
+    red: Redactor, pc: PendingCall, plans: Mapping[str, AgentPlan] | None
+) -> PendingCall:
+    args = pc.args
+    masked = _value(red, args)
+    lost = list(pc.masked)
+    if args is not None and masked is not args and pc.content is None and pc.sub is None:
+        # the call may run when loaded again: it must know which values it does not have
+        assert masked is not None
+        lost += [k for k, v in args.items() if masked[k] is not v and k not in lost]
+    return dataclasses.replace(
+        pc,
+        call=_masked_call(red, pc.call),
+        args=masked,
+        content=_text(red, pc.content),
+        sub=None if pc.sub is None else masked_state(red, pc.sub, plans),
+        masked=lost,
+    )
+
+
+def _text(red: Redactor, text: str | None) -> str | None:
+    return red.redact_text(text) if text else text
+
+
+def _value(red: Redactor, value: V) -> V:
+    if value is None:
+        return value
+    masked: V = red.redact_value(value)
+    return masked
+
+
+def lost_arguments(red: Redactor | None, pc: PendingCall) -> list[str]:
+    """The arguments of `pc` that hold a mask instead of their value: those a checkpoint
+    masked (`PendingCall.masked`), and those whose whole value, or a whole string in it, is
+    one of `red`'s masks (a text that merely quotes a mask, a note about the conversation,
+    is an argument like any other). Empty for a call that may run."""
+    lost = list(pc.masked)
+    if red is not None and pc.args:
+        rx = _mask_rx(red.replacement)
+        lost += [k for k, v in pc.args.items() if k not in lost and _is_mask(rx, v)]
+    return lost
+
+
+@lru_cache(maxsize=8)
+def _mask_rx(replacement: str) -> re.Pattern[str]:
+    """What a whole mask of a redactor with this `replacement` looks like."""
+    head, named, tail = replacement.partition("{name}")
+    if not named:
+        return re.compile(re.escape(replacement))
+    return re.compile(rf"{re.escape(head)}\S{{1,64}}?{re.escape(tail)}")
+
+
+def _is_mask(rx: re.Pattern[str], value: Any) -> bool:
+    if isinstance(value, str):
+        return rx.fullmatch(value.strip()) is not None
+    if isinstance(value, dict):
+        return any(_is_mask(rx, v) for v in value.values())
+    if isinstance(value, list):
+        return any(_is_mask(rx, v) for v in value)
+    return False
+
+
+def not_kept(pc: PendingCall, lost: list[str]) -> str:
+    """What the model reads for a call whose arguments `lost` hold masks: why it did not run,
+    and to ask the user again."""
+    names = ", ".join(repr(n) for n in lost)
+    return (
+        f"not executed: the value given for {names} is a mask, not the secret itself: secrets "
+        "are not kept in the stored conversation, nor while a run waits; ask the user for it "
+        f"again, then call {pc.call.name} again with it"
+    )

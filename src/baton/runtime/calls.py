@@ -20,6 +20,7 @@ from baton.core.messages import Message
 from baton.handoff import handoff_target
 from baton.runtime.approval import request_approval
 from baton.runtime.arguments import finite_error, non_finite, validated
+from baton.runtime.at_rest import lost_arguments, not_kept
 from baton.runtime.context import visible_state
 from baton.runtime.control import provenance, verified_state
 from baton.runtime.grounding import context_text, id_like, ungrounded
@@ -36,6 +37,7 @@ from baton.tools import ToolContext, error_content
 
 if TYPE_CHECKING:
     from baton.runtime.plan import AgentPlan
+    from baton.runtime.redact import Redactor
     from baton.runtime.runner import Runner
 
 Effect = HandedOff | Tripped | ToHuman | Failed | None
@@ -132,6 +134,8 @@ async def run_calls(
         elif pc.error is not None:
             content = error_content(f"could not parse the arguments: {pc.error}")
             called(k, r, t, pc, ok=False, error=pc.error)
+        elif not pc.kernel and pc.rejection is None and (lost := lost_arguments(_masker(k), pc)):
+            content = _not_kept(k, r, t, pc, lost)  # never run with a mask for a secret
         else:
             entry = (
                 table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
@@ -209,7 +213,7 @@ async def _run_parallel(
     whatever order they finish; the first pause is returned once all have stopped."""
     batch: list[tuple[PendingCall, CallEntry]] = []
     for pc in t.calls:
-        if pc.content is None and pc.error is None:
+        if pc.content is None and pc.error is None and not lost_arguments(_masker(k), pc):
             entry = table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
             if entry is not None and entry.kind in k.parallel:
                 batch.append((pc, entry))
@@ -261,6 +265,31 @@ def _skipped(k: Runner, r: RunState, t: TurnState, pc: PendingCall) -> str:
             )
         return error_content(f"not executed: the baton already passed to {t.accepted.target}")
     return error_content("not executed: the run was stopped by a guard")
+
+
+def _masker(k: Runner) -> Redactor | None:
+    """The redactor whose masks a call's arguments may hold (the at-rest one first)."""
+    return k.cfg.at_rest or k.cfg.redactor
+
+
+def _not_kept(k: Runner, r: RunState, t: TurnState, pc: PendingCall, lost: list[str]) -> str:
+    msg = not_kept(pc, lost)
+    why = (
+        "the checkpoint it was loaded from masked them, because the store has no checkpoint "
+        "keys (set BATON_CHECKPOINT_KEY to keep them, encrypted)"
+        if pc.masked
+        else "the model gave masks it read in the masked conversation"
+    )
+    k.cfg.log.warning(
+        "call %s (%s) of run %s was not run: its arguments %s hold masks, not values: %s",
+        pc.call.id,
+        pc.call.name,
+        r.run_id,
+        lost,
+        why,
+    )
+    called(k, r, t, pc, arguments=pc.args or {}, ok=False, error=msg)
+    return error_content(msg)
 
 
 def _unknown(k: Runner, r: RunState, plan: AgentPlan, t: TurnState, pc: PendingCall) -> str:

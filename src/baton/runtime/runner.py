@@ -35,7 +35,7 @@ from baton.core.payload import HandoffPayload
 from baton.core.policies import STRUCTURED, ContextPolicy
 from baton.models.base import estimate_tokens
 from baton.routing.intents import Intent, split_intents
-from baton.runtime.at_rest import masked_messages, masked_session
+from baton.runtime.at_rest import checkpoint_state, masked_messages, masked_session
 from baton.runtime.calls import HANDLERS, Handler, answer, classify, run_calls
 from baton.runtime.cancel import CALLER, LiveRun, answer_open_calls, consume_cancellation
 from baton.runtime.context import build_view, system_prompt
@@ -659,7 +659,8 @@ class Runner:
         return self._checkpoint(r, status, state)
 
     def _checkpoint(self, r: RunState, status: CheckpointStatus, state: RunState) -> Checkpoint:
-        """The checkpoint of `r` (its agent, and the approval it waits for, in `meta`)."""
+        """The checkpoint of `r` (its agent, and the approval it waits for, in `meta`), its
+        state masked for a persistent store that cannot encrypt it (`at_rest`)."""
         meta: dict[str, Any] = {"agent": r.turn.agent if r.turn is not None else None}
         if r.request_id is not None:
             meta["request_id"] = r.request_id
@@ -672,7 +673,7 @@ class Runner:
             run_id=r.run_id,
             seq=r.seq,
             status=status,
-            state=state,
+            state=checkpoint_state(self.cfg.at_rest, self.cfg.store, state, self.plans),
             meta=meta,
         )
 

@@ -79,6 +79,10 @@ class PendingCall:
     """The kernel made this call, not a model (the hand-on to the user's next need,
     `baton.runtime.pending`): it is dispatched by kind, never by name, so no model can make
     one by writing its name."""
+    masked: list[str] = field(default_factory=list)
+    """Arguments whose secret values a checkpoint in a store without checkpoint keys did not
+    keep (`baton.runtime.at_rest`): a call loaded with any is never run with the masked text;
+    the model is told to ask the user again."""
 
 
 @dataclass(slots=True)
