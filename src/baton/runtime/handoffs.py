@@ -26,6 +26,7 @@ from baton.runtime.approval import request_approval
 from baton.runtime.context import PENDING
 from baton.runtime.entities import missing_entities
 from baton.runtime.grounding import Provenance, ungrounded
+from baton.runtime.guardrails import crossed
 from baton.runtime.guards import check_handoff
 from baton.runtime.outcomes import HandedOff, Paused, ToHuman, Tripped
 from baton.runtime.plan import HUMAN
@@ -384,6 +385,7 @@ def recorded(
     """Redact, then record: the run's hand-offs and path, the event, the state slots. The
     receiver gets the redacted payload (the session's real slots reach it as known facts)."""
     raw_state = payload.state
+    crossed(k, r, source, payload.target)  # the edge's guardrails join the set in force
     if k.cfg.redactor is not None:
         payload = k.cfg.redactor.redact_value(payload)
     r.handoffs.append(payload)

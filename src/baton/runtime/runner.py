@@ -7,7 +7,8 @@ else finishes the run); `turn` is the turn loop (ask the model, run its calls, u
 answers or the turn ends). Everything the loops know lives in `RunState`/`TurnState`, saved as
 a checkpoint after every model call, tool call and hand-off, so `resume` can continue a run
 in any process. Policies live in their own modules: `model_call`, `calls`, `handoffs`,
-`approval`, `escalation`, `pending` (the user's other needs, handed on after an answer).
+`approval`, `escalation`, `pending` (the user's other needs, handed on after an answer),
+`guardrails` (input and output rules that travel with the baton).
 """
 
 from __future__ import annotations
@@ -41,10 +42,13 @@ from baton.runtime.cancel import CALLER, LiveRun, answer_open_calls, consume_can
 from baton.runtime.context import build_view, pending_needs, system_prompt
 from baton.runtime.entities import EntityMemo
 from baton.runtime.escalation import escalate, to_queue
+from baton.runtime.guardrails import arrive, held_stream, screen_reply
 from baton.runtime.model_call import ask
 from baton.runtime.outcomes import (
     Answered,
+    Blocked,
     Cancelled,
+    Cleared,
     Failed,
     HandedOff,
     Paused,
@@ -105,7 +109,7 @@ class Runner:
             session,
             message,
             user_id or session.user_id,
-            listener=listener,
+            listener=held_stream(self.cfg, listener),
             start=start,
             request_id=request_id,
         )
@@ -139,7 +143,7 @@ class Runner:
         self, r: RunState, listener: Listener | None = None, why: str = ""
     ) -> RunResult:
         """Continue a run from its checkpoint (after a crash, or once its approval is decided)."""
-        r.listener = listener
+        r.listener = held_stream(self.cfg, listener, r)
         agent = r.turn.agent if r.turn is not None else None
         self.emit(r, RunResumed(**r.base(agent), checkpoint=r.seq, reason=why))
         return await self.settle(r, self.drive(r))
@@ -258,6 +262,8 @@ class Runner:
                     # the fallback agent could not finish
                     await to_queue(self, r, outcome.reason)
                     return await self.finish(r, Tripped(outcome.reason))
+                case Answered():  # the output guardrails read the reply before the user does
+                    return await self.finish(r, await screen_reply(self, r, outcome))
                 case _:
                     return await self.finish(r, outcome)
             outcome = None
@@ -273,6 +279,9 @@ class Runner:
         if t.fallback:
             plan = plan.fallback
         if not t.started:
+            blocked = await arrive(self, r, t)  # input guardrails new to the run check first
+            if blocked is not None:
+                return self.turn_done(r, t, blocked)
             self.start_turn(r, t, plan)
         while True:
             if t.calls:  # the latest response's calls (a resumed turn may hold some answered)
@@ -452,10 +461,14 @@ class Runner:
         incoming = t.incoming if t is not None else None
         since = t.since if t is not None else r.user_msg_id
         match outcome:
-            case Answered(text) if r.card is not None:  # the fallback agent answered
+            case Answered(text) | Cleared(text) if r.card is not None:  # the fallback answered
                 status, output, since = "escalated", text, r.user_msg_id
             case Answered(text):
                 output = self.answers(r, text)
+            case Cleared(text):  # the whole reply, as the output guardrails let it through
+                output = text
+            case Blocked(message=message):
+                status, output, error = "blocked", message, outcome.detail
             case Failed(reason):
                 status, error = "failed", reason
             case Cancelled(reason):

@@ -24,12 +24,15 @@ from baton.core.events import Event
 from baton.core.ids import new_id
 from baton.core.interrupt import InterruptCard
 from baton.core.text import clean_text
+from baton.guardrails import Guardrail
 from baton.models.base import Model
 from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
 from baton.routing.router import Router, routes_from_agents
 from baton.runtime.cancel import RELEASED
 from baton.runtime.entities import Extractor
+from baton.runtime.guardrails import DEFAULT_MESSAGE as DEFAULT_GUARDRAIL_MESSAGE
+from baton.runtime.guardrails import compile_guardrails
 from baton.runtime.guards import Guards
 from baton.runtime.plan import (
     DEFAULT_ESCALATION_MESSAGE,
@@ -84,6 +87,8 @@ class Team:
         mask_at_rest: bool = True,
         bus: Bus | str | None = None,
         multi_intent: bool = False,
+        guardrails: Sequence[Guardrail] = (),
+        guardrail_message: str = DEFAULT_GUARDRAIL_MESSAGE,
     ) -> None:
         self.agents: dict[str, Agent] = {}
         for a in agents:
@@ -126,6 +131,7 @@ class Team:
             redactor=redactor,
             at_rest=redactor if mask_at_rest else None,
             extractors=list(extractors) if extractors is not None else None,
+            guardrails=compile_guardrails(guardrails, self.agents, model, guardrail_message),
         )
         self.policy = SwarmPolicy(
             entry=None if router is not None else str(entry),
