@@ -32,6 +32,7 @@ from baton.core import (
 from baton.core.approval import Approval, ApprovalCard
 from baton.core.interrupt import GraphInterrupt, InterruptCard, interrupt
 from baton.core.policies import ContextPolicy, recent
+from baton.guardrails import Guardrail, GuardrailContext, Verdict
 from baton.models import Model, ModelRequest, ModelResponse, ScriptedModel
 from baton.observe import ConsoleSink, EventSink, JSONLSink
 from baton.runtime import Guards, RunResult
@@ -75,6 +76,8 @@ __all__ = [
     "EventSink",
     "Graph",
     "GraphInterrupt",
+    "Guardrail",
+    "GuardrailContext",
     "Guards",
     "HandoffPayload",
     "InterruptCard",
@@ -115,6 +118,7 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "Usage",
+    "Verdict",
     "__version__",
     "interrupt",
     "open_store",
