@@ -231,7 +231,7 @@ async def test_rules_in_force_apply_in_the_order_they_joined_each_reading_the_la
 
         return Guardrail(name, "output", rewrite)
 
-    model = S({"triage": [handoff("billing")], "billing": [S.say("done")]})
+    model = S({"triage": [handoff("billing")], "billing": [S.say("done"), S.say("again")]})
     team = desk(
         model,
         guardrails=[tag("team")],
@@ -244,6 +244,10 @@ async def test_rules_in_force_apply_in_the_order_they_joined_each_reading_the_la
     assert result.output == "done <team> <triage> <edge> <billing>"
     assert [name for name, _ in seen] == ["team", "triage", "edge", "billing"]
     assert seen[-1][1] == "done <team> <triage> <edge>"
+    # the next run continues with billing: the baton carried the same rules, in that order
+    later = await team.run("and now?", session_id="S")
+    assert later.path == ["billing"]
+    assert later.output == "again <team> <triage> <edge> <billing>"
 
 
 async def test_a_typed_answer_that_is_rewritten_keeps_no_value_from_before() -> None:

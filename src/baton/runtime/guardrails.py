@@ -91,10 +91,10 @@ class Rulebook:
         hand-off's path and of every edge between them."""
         path = [*incoming.path, holder]
         names: list[str] = []
-        for i, agent in enumerate(path):
-            names += self.own.get(agent, ())
+        for i, agent in enumerate(path):  # in the order they joined along the path
             if i:
                 names += self.edges.get((path[i - 1], agent), ())
+            names += self.own.get(agent, ())
         names += self.edges.get((incoming.source, holder), ())
         return names
 
