@@ -270,3 +270,56 @@ async def test_a_typed_answer_that_is_rewritten_keeps_no_value_from_before() -> 
     assert result.status == "completed"
     assert result.final == Contact(name="王芳", phone=masked_phone())
     assert PHONE_NO not in (result.output or "")
+
+
+# ------------------------------------------------------------------ escalations and pauses
+async def test_the_fallback_agents_answer_is_checked_and_its_rules_join() -> None:
+    from baton import Guards
+
+    model = S(
+        {
+            "triage": [handoff("billing")],
+            "billing": [handoff("triage")],  # a loop the hop guard stops
+            "tech": [S.say(f"A person calls you back on {PHONE_NO}.")],
+        }
+    )
+    team = desk(
+        model,
+        fallback="tech",
+        guards=Guards(max_hops=1),
+        billing={"guardrails": [PII_RULE]},
+    )
+
+    result = await team.run("invoice", session_id="S")
+
+    assert result.status == "escalated" and result.path[-1] == "tech"
+    assert result.output == f"A person calls you back on {masked_phone()}."
+
+
+async def test_rules_in_force_survive_an_approval_pause() -> None:
+    from baton import tool
+
+    @tool(requires_approval=True)
+    async def refund(order_id: str) -> str:
+        """Refund an order.
+
+        Args:
+            order_id: Order number.
+        """
+        return f"refunded {order_id}; receipt sent to {PHONE_NO}"
+
+    model = S(
+        {
+            "triage": [handoff("billing", state={"order_id": "ORD-1"})],
+            "billing": [S.call("refund", order_id="ORD-1"), S.say(f"Done: receipt to {PHONE_NO}.")],
+        }
+    )
+    team = desk(model, triage={"guardrails": [PII_RULE]}, billing={"tools": [refund]})
+
+    paused = await team.run("refund ORD-1", session_id="S")
+    assert paused.status == "awaiting_approval" and paused.approval is not None
+
+    result = await team.approve("S", paused.approval.id, by="alice")
+
+    assert result.status == "completed"
+    assert result.output == f"Done: receipt to {masked_phone()}."
