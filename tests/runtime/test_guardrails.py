@@ -4,6 +4,8 @@ a rule behind (`baton.runtime.guardrails`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from guardrails_kit import (
     BLOCKED,
@@ -323,3 +325,41 @@ async def test_rules_in_force_survive_an_approval_pause() -> None:
 
     assert result.status == "completed"
     assert result.output == f"Done: receipt to {masked_phone()}."
+
+
+# ------------------------------------------------------------------ delegating topologies
+async def test_a_supervisors_answer_is_checked_and_its_workers_are_not_held_to_it() -> None:
+    from baton import Supervisor
+
+    def script(request: Any) -> Any:
+        last = request.messages[-1]
+        if request.agent == "lead":
+            if last.role == "tool":
+                return S.say(f"The courier's phone is {PHONE_NO}.")
+            return S.call("ask_orders", question="the courier's phone?")
+        return S.say(f"Courier: {PHONE_NO}")  # the worker answers the lead, unchecked
+
+    desk = Supervisor(
+        Agent(name="lead", guardrails=[PII_RULE]),
+        workers=[Agent(name="orders", description="orders")],
+        model=S(script),
+        guardrails=[JAILBREAK_RULE],
+    )
+
+    result = await desk.run("who delivers my parcel?", session_id="S")
+
+    assert result.status == "completed"
+    assert result.output == f"The courier's phone is {masked_phone()}."
+    assert "orders" in result.usage  # the worker ran, as a sub-run
+    assert len(of_type(result.events, "guardrail_rewrote")) == 1
+
+
+def test_a_workers_own_rules_are_refused_since_they_would_never_run() -> None:
+    from baton import ConfigError, Supervisor
+
+    with pytest.raises(ConfigError, match=r"workers \['orders'\] have guardrails of their own"):
+        Supervisor(
+            Agent(name="lead"),
+            workers=[Agent(name="orders", guardrails=[PII_RULE])],
+            model=S([]),
+        )
