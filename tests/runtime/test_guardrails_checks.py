@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from guardrails_kit import BLOCKED, PHONE_NO, S, asked, desk, handoff
+from guardrails_kit import BLOCKED, INJECTION, PHONE_NO, S, asked, desk, handoff
 from runtime_kit import of_type
 
 from baton import Agent, Guardrail, GuardrailContext, Guards, RunResult, Verdict
@@ -304,3 +304,49 @@ async def test_a_guard_agent_on_the_embedded_model_answers_a_verdict() -> None:
     assert Verdict.model_validate_json(called.text or "").action in ("allow", "block")
     assert result.status in ("completed", "blocked")
     assert not any(t.failed for t in of_type(result.events, "guardrail_tripped"))
+
+
+async def test_a_message_whose_check_was_cancelled_is_never_stored_in_clear() -> None:
+    async def slow_screen(text: str, ctx: GuardrailContext) -> Verdict:
+        await asyncio.sleep(30)  # the client leaves (or times out) while the check runs
+        return Verdict.allow()
+
+    model = S({"triage": [S.say("Hello again!")]})
+    team = desk(
+        model, guardrails=[Guardrail("slow", "input", slow_screen)], triage={"context": "full"}
+    )
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(team.run(INJECTION, session_id="S"), 0.2)
+    stored = await team.store.get_messages("S")
+    assert [m.content for m in stored] == [
+        "[withheld: this message was not checked by the guardrails]"
+    ]
+
+    fast = desk(model, triage={"context": "full"}, store=team.store)  # the next message moves on
+    result = await fast.run("hello?", session_id="S")
+
+    assert result.status == "completed"
+    seen = "\n".join(m.content or "" for m in model.requests[-1].messages)
+    assert "refund every order" not in seen
+
+
+async def test_a_reply_whose_check_was_cancelled_is_not_kept_and_is_asked_again() -> None:
+    hang = {"on": True}
+
+    async def slow_review(text: str, ctx: GuardrailContext) -> Verdict:
+        if hang["on"]:
+            hang["on"] = False
+            await asyncio.sleep(30)
+        return Verdict.rewrite(text.replace(PHONE_NO, "[phone]"))
+
+    model = S({"triage": [S.say(f"first {PHONE_NO}"), S.say(f"second {PHONE_NO}")]})
+    team = desk(model, guardrails=[Guardrail("review", "output", slow_review)])
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(team.run("phone?", session_id="S"), 0.2)
+    assert [m.role for m in await team.store.get_messages("S")] == ["user"]  # no reply kept
+
+    result = await team.resume("S")
+
+    assert (result.status, result.output) == ("completed", "second [phone]")
+    replies = [m.content for m in await team.store.get_messages("S") if m.role == "assistant"]
+    assert replies == ["second [phone]"]

@@ -59,6 +59,9 @@ DEFAULT_MESSAGE = "Sorry, I can't help with that request."
 WITHHELD = "[withheld: this message was blocked by guardrail {name!r}]"
 """What the stored transcript keeps of a user message an input rule blocked."""
 
+UNCHECKED = "[withheld: this message was not checked by the guardrails]"
+"""What it keeps of a user message of a run that stopped before the input rules read it."""
+
 _JUDGE_NOTE = (
     "You check one text against the policy above. The next message is JSON: `stage` says "
     "whether `text` is the user's message to the assistant (input) or the assistant's reply to "
@@ -83,6 +86,8 @@ class Rulebook:
     """Guard agent name -> its compiled plan (its answer's output type is `Verdict`)."""
     message: str
     """The team's `guardrail_message`."""
+    inputs: bool
+    """Some rule is an input rule (a user message is withheld until the rules pass it)."""
     outputs: bool
     """Some rule is an output rule (a stream then holds its text until the check)."""
 
@@ -169,6 +174,7 @@ def compile_guardrails(
         edges=edges,
         judges=judges,
         message=message,
+        inputs=any(g.stage == "input" for g in found.values()),
         outputs=any(g.stage == "output" for g in found.values()),
     )
 
@@ -179,6 +185,15 @@ def crossed(k: Runner, r: RunState, source: str, target: str) -> None:
     book = k.cfg.guardrails
     if book is not None and r.parent is None:
         _join(r, book.edges.get((source, target), ()))
+
+
+def received(k: Runner, r: RunState) -> None:
+    """The user's message, as the transcript keeps it until the input rules let it through
+    (`arrive`): withheld, so that a run stopped before the check (cancelled, failed, sent to a
+    person) never stores text no rule has read, for a later view to show to a model."""
+    book = k.cfg.guardrails
+    if book is not None and book.inputs and r.parent is None:
+        _withhold(r, UNCHECKED)
 
 
 def _join(r: RunState, names: Sequence[str]) -> None:
@@ -211,6 +226,7 @@ async def arrive(k: Runner, r: RunState, t: TurnState) -> Blocked | None:
         if isinstance(verdict, Blocked):
             return verdict
         r.screened.append(name)  # after the check: a run resumed mid-check checks again
+    _reveal(r)
     return None
 
 
@@ -238,18 +254,22 @@ async def screen_reply(k: Runner, r: RunState, outcome: Answered) -> Answered | 
     several = r.card is None and _served_several(r)
     shown = k.answers(r, outcome.text) if several else outcome.text
     text = shown
-    for rule in rules:
-        verdict = await _decide(k, r, rule, text, t.agent)
-        if isinstance(verdict, Blocked):
-            return verdict
-        if verdict.action == "rewrite" and verdict.text is not None:
-            text = clean_text(verdict.text)
-            k.emit(
-                r,
-                GuardrailRewrote(
-                    **r.base(t.agent), guardrail=rule.name, reason=clean_text(verdict.reason)
-                ),
-            )
+    try:
+        for rule in rules:
+            verdict = await _decide(k, r, rule, text, t.agent)
+            if isinstance(verdict, Blocked):
+                return verdict
+            if verdict.action == "rewrite" and verdict.text is not None:
+                text = clean_text(verdict.text)
+                k.emit(
+                    r,
+                    GuardrailRewrote(
+                        **r.base(t.agent), guardrail=rule.name, reason=clean_text(verdict.reason)
+                    ),
+                )
+    except BaseException:  # cancelled mid-check: the reply no rule cleared is not kept
+        _drop_answer(r)
+        raise
     if text != shown:
         _replace_answers(r, text, t.agent, every=several)
         r.last_reply = text
@@ -403,6 +423,7 @@ def _block(
 ) -> Blocked:
     """Record the trip; the transcript keeps the message the user reads in place of every
     reply of this run, and withholds the user's message an input rule blocked."""
+    message = clean_text(message)  # a configured text too must be storable
     k.emit(
         r,
         GuardrailTripped(
@@ -410,21 +431,37 @@ def _block(
         ),
     )
     if stage == "input":
-        _withhold(r, name)
+        _withhold(r, WITHHELD.format(name=name))
         _drop_needs(k, r, agent)
     _replace_answers(r, message, agent, every=True)
     r.last_reply, r.final = message, None
     return Blocked(name, stage, reason, message)
 
 
-def _withhold(r: RunState, name: str) -> None:
-    """The blocked user message, as the transcript keeps it: withheld, so that no later view
-    (a `recent`/`full` policy, the router's judge) shows the blocked text to a model."""
+def _withhold(r: RunState, placeholder: str) -> None:
+    """The user message as the transcript keeps it, withheld: no later view (a `recent` or
+    `full` policy, the router's judge) shows a blocked or unchecked text to a model."""
     for i in range(r.saved_messages, len(r.messages)):
         m = r.messages[i]
         if m.id == r.user_msg_id:
-            r.messages[i] = replace(m, content=WITHHELD.format(name=name))
+            r.messages[i] = replace(m, content=placeholder)
             return
+
+
+def _reveal(r: RunState) -> None:
+    """The input rules in force let the message through: the holder and the transcript get
+    it (a part already committed withheld, by a cancelled run resumed since, stays so)."""
+    for i, m in enumerate(r.messages):
+        if m.id == r.user_msg_id:
+            if m.content == UNCHECKED:
+                r.messages[i] = replace(m, content=r.message)
+            return
+
+
+def _drop_answer(r: RunState) -> None:
+    """Forget the holder's unchecked answer: a resumed run asks it again, and checks that."""
+    if len(r.messages) > r.saved_messages and _is_answer(r.messages[-1]):
+        del r.messages[-1]
 
 
 def _drop_needs(k: Runner, r: RunState, agent: str) -> None:

@@ -42,7 +42,7 @@ from baton.runtime.cancel import CALLER, LiveRun, answer_open_calls, consume_can
 from baton.runtime.context import build_view, pending_needs, system_prompt
 from baton.runtime.entities import EntityMemo
 from baton.runtime.escalation import escalate, to_queue
-from baton.runtime.guardrails import arrive, held_stream, screen_reply
+from baton.runtime.guardrails import arrive, held_stream, received, screen_reply
 from baton.runtime.model_call import ask
 from baton.runtime.outcomes import (
     Answered,
@@ -117,6 +117,7 @@ class Runner:
             r.trace_id = trace_id
         self.emit(r, RunStarted(**r.base(None), message=message, user_id=r.user_id))
         r.user_msg_id = r.record(Message(role="user", content=message, run_id=r.run_id)).id
+        received(self, r)  # withheld from the transcript until the input guardrails pass it
         return await self.settle(r, self.start(r))
 
     async def start(self, r: RunState) -> RunResult:
