@@ -363,3 +363,21 @@ def test_a_workers_own_rules_are_refused_since_they_would_never_run() -> None:
             workers=[Agent(name="orders", guardrails=[PII_RULE])],
             model=S([]),
         )
+
+
+async def test_a_blocked_request_delivered_again_is_answered_from_the_record() -> None:
+    checks: list[str] = []
+
+    def screen(text: str, ctx: GuardrailContext) -> Verdict:
+        checks.append(text)
+        return Verdict.block("not allowed")
+
+    team = desk(S({}), guardrails=[Guardrail("screen", "input", screen, message=BLOCKED)])
+
+    first = await team.run("hello", session_id="S", request_id="req-1")
+    again = await team.run("hello", session_id="S", request_id="req-1")
+
+    assert (first.status, again.status) == ("blocked", "blocked")
+    assert again.output == BLOCKED and again.run_id == first.run_id
+    assert again.error == first.error
+    assert len(checks) == 1  # not run, nor checked, a second time

@@ -357,13 +357,18 @@ class OTelSink:
                 to_ns(event.ts),
             )
         elif isinstance(event, (GuardrailTripped, GuardrailRewrote)):
-            stage = event.stage if isinstance(event, GuardrailTripped) else "output"
+            # the reason may quote the text a rule read (a guard agent's words): not recorded
+            stage, failed = (
+                (event.stage, event.failed)
+                if isinstance(event, GuardrailTripped)
+                else ("output", False)
+            )
             self._holder_span(run, event).add_event(
                 f"baton.{event.type}",
                 {
                     "baton.guardrail.name": event.guardrail,
                     "baton.guardrail.stage": stage,
-                    "baton.guardrail.reason": event.reason,
+                    "baton.guardrail.failed": failed,
                     "baton.hop": event.hop,
                     **({AGENT: event.agent} if event.agent else {}),
                 },
