@@ -39,8 +39,8 @@ from baton.tools import Tool
 if TYPE_CHECKING:
     from baton.runtime.conduct import Conductor
     from baton.runtime.entities import Extractor
-    from baton.runtime.guardrails import Rulebook
     from baton.runtime.redact import Redactor
+    from baton.runtime.rulebook import Rulebook
 
 HUMAN = "human"
 """The `fallback` value (and hand-off target) that sends escalations to the human queue."""

@@ -42,7 +42,8 @@ from baton.runtime.cancel import CALLER, LiveRun, answer_open_calls, consume_can
 from baton.runtime.context import build_view, pending_needs, system_prompt
 from baton.runtime.entities import EntityMemo
 from baton.runtime.escalation import escalate, to_queue
-from baton.runtime.guardrails import arrive, held_stream, received, screen_reply
+from baton.runtime.guardrails import arrive, received, screen_reply
+from baton.runtime.held_stream import held_stream
 from baton.runtime.model_call import ask
 from baton.runtime.outcomes import (
     Answered,

@@ -31,8 +31,6 @@ from baton.observe.base import EventSink
 from baton.routing.router import Router, routes_from_agents
 from baton.runtime.cancel import RELEASED
 from baton.runtime.entities import Extractor
-from baton.runtime.guardrails import DEFAULT_MESSAGE as DEFAULT_GUARDRAIL_MESSAGE
-from baton.runtime.guardrails import compile_guardrails
 from baton.runtime.guards import Guards
 from baton.runtime.plan import (
     DEFAULT_ESCALATION_MESSAGE,
@@ -44,6 +42,8 @@ from baton.runtime.plan import (
 from baton.runtime.redact import Redactor
 from baton.runtime.result import RunResult
 from baton.runtime.resume import Hold, Resumer
+from baton.runtime.rulebook import DEFAULT_MESSAGE as DEFAULT_GUARDRAIL_MESSAGE
+from baton.runtime.rulebook import compile_guardrails
 from baton.runtime.runner import Listener, Runner
 from baton.runtime.sync import run_sync_guard
 from baton.runtime.tickets import Tickets
