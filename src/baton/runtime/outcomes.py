@@ -66,10 +66,13 @@ class Blocked:
     that was blocked (`baton.runtime.guardrails`)."""
 
     guardrail: str
+    """The rule's name."""
     stage: str
     """input (the user's message) or output (the reply)."""
     reason: str
+    """Why: the verdict's reason, or why the check could not give one."""
     message: str
+    """What the user reads instead."""
 
     @property
     def detail(self) -> str:

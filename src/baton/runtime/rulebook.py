@@ -26,6 +26,7 @@ class Rulebook:
     rules: Mapping[str, Guardrail]
     """Name -> rule, for every rule of the team, its agents and their edges."""
     team: tuple[str, ...]
+    """The names of the team's own rules (`Team(guardrails=...)`)."""
     own: Mapping[str, tuple[str, ...]]
     """Agent -> the names of its own rules."""
     edges: Mapping[tuple[str, str], tuple[str, ...]]
