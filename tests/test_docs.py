@@ -18,6 +18,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/api.md",
         "docs/bus.md",
         "docs/context.md",
+        "docs/guardrails.md",
         "docs/observability.md",
         "docs/supervisor.md",
         "docs/pipeline.md",

@@ -34,6 +34,7 @@ from baton.core.approval import Approval, ApprovalCard
 from baton.core.interrupt import GraphInterrupt, InterruptCard, interrupt
 from baton.core.nesting import MAX_JSON_DEPTH
 from baton.core.policies import ContextPolicy, recent
+from baton.guardrails import Guardrail, GuardrailContext, Verdict
 from baton.models import Model, ModelRequest, ModelResponse, ScriptedModel
 from baton.observe import ConsoleSink, EventSink, JSONLSink
 from baton.runtime import Guards, RunResult
@@ -80,6 +81,8 @@ __all__ = [
     "EventSink",
     "Graph",
     "GraphInterrupt",
+    "Guardrail",
+    "GuardrailContext",
     "Guards",
     "HandoffPayload",
     "InterruptCard",
@@ -120,6 +123,7 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "Usage",
+    "Verdict",
     "__version__",
     "interrupt",
     "open_store",

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from baton.approvals import ApprovalPolicy, approval_policy
 from baton.core.policies import ContextPolicy, parse_policy
+from baton.guardrails import Guardrail
 from baton.tools import Tool
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,47}$")
@@ -71,6 +72,16 @@ class Agent(BaseModel):
         "validate into: the answer is JSON, `RunResult.final` holds the typed value. None: "
         "free text.",
     )
+    guardrails: Sequence[Any] = Field(
+        default=(),
+        description="Its own `Guardrail`s: they join the rules in force when it takes the "
+        "baton, and stay in force for the rest of the run wherever the baton goes.",
+    )
+    handoff_guardrails: dict[str, Sequence[Any]] = Field(
+        default_factory=dict,
+        description="`Guardrail`s per hand-off target: they join the rules in force when the "
+        "baton crosses that edge (this agent -> the target).",
+    )
 
     @field_validator("name")
     @classmethod
@@ -115,6 +126,18 @@ class Agent(BaseModel):
         raise ValueError(
             f"output_type takes a type, such as a pydantic BaseModel subclass, not {v!r}"
         )
+
+    @field_validator("guardrails", mode="before")
+    @classmethod
+    def _guardrails(cls, v: Any) -> Any:
+        return _rules(v, "guardrails")
+
+    @field_validator("handoff_guardrails", mode="before")
+    @classmethod
+    def _handoff_guardrails(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            raise ValueError("handoff_guardrails takes a dict: target agent -> [Guardrail, ...]")
+        return {str(t): _rules(rules, f"handoff_guardrails[{t!r}]") for t, rules in v.items()}
 
     @field_validator("approve_handoffs", mode="before")
     @classmethod
@@ -165,6 +188,17 @@ class Agent(BaseModel):
             if t.name == name:
                 return t
         return None
+
+
+def _rules(v: Any, where: str) -> tuple[Guardrail, ...]:
+    """A list of `Guardrail`s as a tuple; anything else is a clear error."""
+    if isinstance(v, Guardrail):
+        raise ValueError(f"{where} takes a list of Guardrail objects: wrap {v.name!r} in [...]")
+    items = tuple(v or ())
+    for g in items:
+        if not isinstance(g, Guardrail):
+            raise ValueError(f"{where}: {g!r} is not a Guardrail; build one with Guardrail(...)")
+    return items
 
 
 def _grants(held: Sequence[str], needed: str) -> bool:

@@ -204,7 +204,7 @@ def summary_table(turns: list[DemoTurn]) -> Table:
     for i, turn in enumerate(turns, 1):
         r = turn.result
         usage = r.total_usage
-        style = {"completed": "green", "failed": "red"}.get(r.status, "yellow")
+        style = {"completed": "green", "failed": "red", "blocked": "red"}.get(r.status, "yellow")
         verdict = {True: Text("✓", "green"), False: Text("✗", "red"), None: Text("")}
         table.add_row(
             str(i),

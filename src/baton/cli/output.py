@@ -97,7 +97,7 @@ def print_result(out: Console, result: RunResult, url: str, events_file: str) ->
     """The summary after a run: reply, path, status, escalation, error, tokens, session."""
     from rich.text import Text
 
-    status_style = {"completed": "bold green", "failed": "bold red"}.get(
+    status_style = {"completed": "bold green", "failed": "bold red", "blocked": "bold red"}.get(
         result.status, "bold yellow"
     )
     total = result.total_usage

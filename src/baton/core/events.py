@@ -176,6 +176,32 @@ class GuardTripped(EventBase):
     detail: str
 
 
+@dataclass(slots=True, kw_only=True)
+class GuardrailTripped(EventBase):
+    """A guardrail blocked the run: the user's message (stage `input`) or the reply (`output`).
+    `agent` is the holder whose message or reply it was."""
+
+    type: Literal["guardrail_tripped"] = "guardrail_tripped"
+    guardrail: str
+    """The rule's name."""
+    stage: str
+    """input or output."""
+    reason: str
+    """The verdict's reason, or why the check could not give one."""
+    failed: bool = False
+    """The check itself failed (raised, timed out, gave no verdict) and the rule fails closed."""
+
+
+@dataclass(slots=True, kw_only=True)
+class GuardrailRewrote(EventBase):
+    """An output guardrail rewrote the reply: the user reads the rewritten text."""
+
+    type: Literal["guardrail_rewrote"] = "guardrail_rewrote"
+    guardrail: str
+    """The rule's name."""
+    reason: str = ""
+
+
 class EscalationCard(BaseModel):
     """What a human or fallback agent needs to take over."""
 
@@ -345,6 +371,8 @@ Event = Annotated[
     | Handoff
     | HandoffRefused
     | GuardTripped
+    | GuardrailTripped
+    | GuardrailRewrote
     | Escalated
     | RunFinished
     | ToolRefused

@@ -13,6 +13,8 @@ from baton.core.events import (
     BoardWritten,
     Escalated,
     Event,
+    GuardrailRewrote,
+    GuardrailTripped,
     GuardTripped,
     Handoff,
     HandoffRefused,
@@ -208,6 +210,20 @@ class ConsoleSink:
                 t.append(safe(event.agent, "dim"))
             t.append("  ", style="yellow")
             t.append(safe_clip(event.detail, 160, "yellow"))
+        elif isinstance(event, GuardrailTripped):
+            t.append("⛔ guardrail ", style="bold red")
+            t.append(safe(event.guardrail, "bold red"))
+            t.append(f" blocked the {'message' if event.stage == 'input' else 'reply'}")
+            if event.agent:
+                t.append("  at ", style="dim")
+                t.append(safe(event.agent, "dim"))
+            t.append("  ", style="red")
+            t.append(safe_clip(event.reason, 160, "red"))
+        elif isinstance(event, GuardrailRewrote):
+            t.append("✎ guardrail ", style="bold yellow")
+            t.append(safe(event.guardrail, "bold yellow"))
+            t.append(" rewrote the reply  ", style="yellow")
+            t.append(safe_clip(event.reason, 160, "yellow"))
         elif isinstance(event, TaskTransitioned):
             if not self.verbose and event.to_status not in _TASK_SHOWN:
                 return None
@@ -242,6 +258,7 @@ class ConsoleSink:
             style = {
                 "completed": "bold green",
                 "failed": "bold red",
+                "blocked": "bold red",
             }.get(event.status, "bold yellow")
             total = total_usage(event.usage)
             t.append("■ run ", style="bold")

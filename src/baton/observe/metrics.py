@@ -2,7 +2,8 @@
 
 Metrics (on the sink's own `CollectorRegistry` unless one is given):
 
-- `baton_runs_total{status}`: finished runs by status (completed, escalated, failed).
+- `baton_runs_total{status}`: finished runs by status (completed, escalated, failed,
+  blocked, ...).
 - `baton_handoffs_total{source,target}`: accepted hand-offs.
 - `baton_handoffs_resolved_total{source,target}`: hand-offs whose receiver resolved the
   request: the run finished `completed`, nothing escalated, and the receiver is the agent that
@@ -17,6 +18,9 @@ Metrics (on the sink's own `CollectorRegistry` unless one is given):
   latencies), so the kernel's own bookkeeping does not count.
 - `baton_guard_trips_total{guard}`, `baton_route_decisions_total{tier}`,
   `baton_tool_calls_total{tool,ok}`, `baton_escalations_total{to}`.
+- `baton_guardrail_trips_total{guardrail,stage}`: runs a guardrail blocked, by the rule's
+  name and stage (input, output); `baton_guardrail_rewrites_total{guardrail}`: replies an
+  output guardrail rewrote.
 - `baton_board_writes_total{writer}`: blackboard writes; `baton_board_conflicts_total{key}`:
   the conflicts those writes met (another writer got there between read and write, so the
   writer read again and re-applied its change), by the entry's key.
@@ -48,6 +52,8 @@ from baton.core.events import (
     BoardWritten,
     Escalated,
     Event,
+    GuardrailRewrote,
+    GuardrailTripped,
     GuardTripped,
     Handoff,
     HandoffRefused,
@@ -134,6 +140,18 @@ class MetricsSink:
         )
         self.guard_trips = Counter(
             "baton_guard_trips", "Guard trips by guard.", ["guard"], registry=r
+        )
+        self.guardrail_trips = Counter(
+            "baton_guardrail_trips",
+            "Runs a guardrail blocked, by rule and stage.",
+            ["guardrail", "stage"],
+            registry=r,
+        )
+        self.guardrail_rewrites = Counter(
+            "baton_guardrail_rewrites",
+            "Replies an output guardrail rewrote, by rule.",
+            ["guardrail"],
+            registry=r,
         )
         self.route_decisions = Counter(
             "baton_route_decisions", "Routing decisions by tier.", ["tier"], registry=r
@@ -249,6 +267,10 @@ class MetricsSink:
             self.handoffs_refused.labels(self._agent(event.agent), self._agent(event.target)).inc()
         elif isinstance(event, GuardTripped):
             self.guard_trips.labels(event.guard).inc()
+        elif isinstance(event, GuardrailTripped):
+            self.guardrail_trips.labels(event.guardrail, event.stage).inc()
+        elif isinstance(event, GuardrailRewrote):
+            self.guardrail_rewrites.labels(event.guardrail).inc()
         elif isinstance(event, RouteDecided):
             self.route_decisions.labels(event.tier).inc()
         elif isinstance(event, BoardWritten):

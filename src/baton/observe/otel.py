@@ -19,7 +19,8 @@ once the delegating agent moves on or its run ends). Sub-run spans carry `baton.
 and `baton.parent_call_id`; parallel workers get one call span each.
 
 Route decisions and escalations are span events of the run span; guard trips and state updates
-are span events of the agent span they happened in. Spans take their start and end times from
+are span events of the agent span they happened in, and so are guardrail trips and rewrites
+(`baton.guardrail_tripped`, `baton.guardrail_rewrote`). Spans take their start and end times from
 the events, so replaying stored events gives the same trace. Payload and state values never
 leave the process: only their keys are recorded.
 """
@@ -39,6 +40,8 @@ from baton.core.events import (
     AgentStarted,
     Escalated,
     Event,
+    GuardrailRewrote,
+    GuardrailTripped,
     GuardTripped,
     Handoff,
     HandoffRefused,
@@ -353,6 +356,24 @@ class OTelSink:
                 },
                 to_ns(event.ts),
             )
+        elif isinstance(event, (GuardrailTripped, GuardrailRewrote)):
+            # the reason may quote the text a rule read (a guard agent's words): not recorded
+            stage, failed = (
+                (event.stage, event.failed)
+                if isinstance(event, GuardrailTripped)
+                else ("output", False)
+            )
+            self._holder_span(run, event).add_event(
+                f"baton.{event.type}",
+                {
+                    "baton.guardrail.name": event.guardrail,
+                    "baton.guardrail.stage": stage,
+                    "baton.guardrail.failed": failed,
+                    "baton.hop": event.hop,
+                    **({AGENT: event.agent} if event.agent else {}),
+                },
+                to_ns(event.ts),
+            )
         elif isinstance(event, StateUpdated):
             attrs = {
                 "baton.state.keys": sorted(str(k) for k in event.slots),
@@ -662,8 +683,8 @@ class OTelSink:
     def _finish_run(self, run: _RunSpans, event: RunFinished) -> None:
         if event.status == "completed":
             outcome = "answer"
-        elif event.status == "failed":
-            outcome = "failed"
+        elif event.status in ("failed", "blocked"):
+            outcome = event.status
         elif run.turn is not None and run.turn.agent == event.agent:
             outcome = "answer"  # the fallback agent took over the escalation and answered
         else:

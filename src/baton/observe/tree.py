@@ -26,6 +26,8 @@ from baton.core.events import (
     AgentStarted,
     Escalated,
     Event,
+    GuardrailRewrote,
+    GuardrailTripped,
     GuardTripped,
     Handoff,
     HandoffRefused,
@@ -267,6 +269,15 @@ def _step(event: Event) -> Step | None:
     if isinstance(event, GuardTripped):
         detail = f"{event.guard}: {one_line(event.detail, 100)}"
         return Step(kind="guard", detail=detail, start=event.ts, failed=True, **base)
+    if isinstance(event, GuardrailTripped):
+        what = "message" if event.stage == "input" else "reply"
+        detail = f"guardrail {event.guardrail} blocked the {what}: {one_line(event.reason, 100)}"
+        return Step(kind="guard", detail=detail, start=event.ts, failed=True, **base)
+    if isinstance(event, GuardrailRewrote):
+        detail = f"guardrail {event.guardrail} rewrote the reply"
+        if event.reason:
+            detail += f": {one_line(event.reason, 100)}"
+        return Step(kind="guard", detail=detail, start=event.ts, **base)
     if isinstance(event, Escalated):
         detail = f"to {event.to}: {one_line('; '.join(event.card.reasons), 100)}"
         return Step(

@@ -29,6 +29,7 @@ from baton.runtime.context import visible_state
 from baton.runtime.control import SlotSource, provenance, verified_state
 from baton.runtime.entities import missing_entities
 from baton.runtime.grounding import ungrounded
+from baton.runtime.guardrails import crossed
 from baton.runtime.guards import check_handoff
 from baton.runtime.handles import Unresolved, masked_facts, resolve
 from baton.runtime.outcomes import HandedOff, Paused, ToHuman, Tripped
@@ -439,6 +440,7 @@ def recorded(
     gets the redacted payload, its secret slots as handles (the session keeps the values for
     the tools that need them, `baton.runtime.handles`)."""
     raw_state = payload.state
+    crossed(k, r, source, payload.target)  # the edge's guardrails join the set in force
     red = k.cfg.redactor
     if red is not None:
         facts = masked_facts(red, payload.state)  # (nothing else in it is sensitive)

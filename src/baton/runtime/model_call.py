@@ -99,10 +99,16 @@ async def ask(k: Runner, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | 
 
 
 async def call(
-    k: Runner, r: RunState, plan: AgentPlan, t: TurnState, request: ModelRequest
+    k: Runner,
+    r: RunState,
+    plan: AgentPlan,
+    t: TurnState,
+    request: ModelRequest,
+    quiet: bool = False,
 ) -> ModelResponse | Failed | Tripped:
     """One model call, checked and recorded, or how the turn ends (a budget spent, timeout,
-    provider failure, invalid response)."""
+    provider failure, invalid response). `quiet`: its text never streams to the run's
+    listener (a guard agent's verdict is not a reply)."""
     spent = over_budget(k, r, plan, starting=True)
     if spent is not None:
         return spent
@@ -110,7 +116,7 @@ async def call(
     started = time.perf_counter()
     answer: ModelResponse | Exception
     try:
-        if r.listener is not None and isinstance(plan.model, StreamingModel):
+        if r.listener is not None and not quiet and isinstance(plan.model, StreamingModel):
             answer = await timed(_streamed(r, plan, request), k.cfg.guards.model_timeout_s)
         else:
             answer = await timed(plan.model.generate(request), k.cfg.guards.model_timeout_s)

@@ -60,7 +60,38 @@ class Paused:
     card: ApprovalCard | InterruptCard
 
 
-TurnOutcome = Answered | HandedOff | Tripped | ToHuman | Failed | Paused | Cancelled
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """A guardrail's tripwire: the run ends `blocked`; the user reads `message`, never the text
+    that was blocked (`baton.runtime.guardrails`)."""
+
+    guardrail: str
+    """The rule's name."""
+    stage: str
+    """input (the user's message) or output (the reply)."""
+    reason: str
+    """Why: the verdict's reason, or why the check could not give one."""
+    message: str
+    """What the user reads instead."""
+
+    @property
+    def detail(self) -> str:
+        """Which rule blocked what, and why (`RunResult.error`)."""
+        what = "the user's message" if self.stage == "input" else "the reply"
+        return f"guardrail {self.guardrail!r} blocked {what}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Cleared:
+    """The run's reply as the output guardrails in force let the user read it: whole (every
+    answer of a run that served several needs), rewritten where a rule rewrote it."""
+
+    text: str
+
+
+TurnOutcome = (
+    Answered | HandedOff | Tripped | ToHuman | Failed | Paused | Cancelled | Blocked | Cleared
+)
 """Every way a turn (and so a run) can end."""
 
 TurnEnd = Tripped | ToHuman | Failed | Paused

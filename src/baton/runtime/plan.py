@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from baton.runtime.conduct import Conductor
     from baton.runtime.entities import Extractor
     from baton.runtime.redact import Redactor
+    from baton.runtime.rulebook import Rulebook
 
 HUMAN = "human"
 """The `fallback` value (and hand-off target) that sends escalations to the human queue."""
@@ -237,6 +238,8 @@ class KernelSettings:
     them in clear."""
     extractors: list[Extractor] | None = None
     """Entity extractors of the entity guard (`Guards.entity_guard`); None: the defaults."""
+    guardrails: Rulebook | None = None
+    """The team's guardrails, compiled (`baton.runtime.guardrails`); None: it has none."""
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("baton"))
     """Where the kernel logs (a topology's own logger, with its redaction filter)."""
 

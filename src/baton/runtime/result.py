@@ -13,7 +13,7 @@ from baton.core.messages import Usage
 from baton.core.payload import HandoffPayload
 
 RunStatus = Literal[
-    "completed", "escalated", "awaiting_approval", "interrupted", "failed", "cancelled"
+    "completed", "escalated", "awaiting_approval", "interrupted", "failed", "cancelled", "blocked"
 ]
 
 
@@ -24,9 +24,11 @@ class RunResult(Data):
     """The outcome of one run (one user message)."""
 
     status: RunStatus
-    """completed, escalated, awaiting_approval, interrupted, failed or cancelled."""
+    """completed, escalated, awaiting_approval, interrupted, failed, cancelled or blocked (a
+    guardrail's tripwire)."""
     output: str | None = None
-    """Final text to the user (an agent with an `output_type` answers JSON text)."""
+    """Final text to the user (an agent with an `output_type` answers JSON text; a blocked
+    run's is the guardrail's message)."""
     final: Any = None
     """The answer validated into the answering agent's `output_type` (e.g. a pydantic model
     instance); None when it has none or the run did not complete."""
@@ -59,7 +61,8 @@ class RunResult(Data):
     """Where each slot's value came from: `tool` or `kernel` (verified), `user` (the user's
     own words). Approval policies see the verified slots only."""
     error: str | None = None
-    """What went wrong, when failed; why, when cancelled."""
+    """What went wrong, when failed; why, when cancelled; which guardrail blocked what and
+    why, when blocked."""
 
     @property
     def usage_by_policy(self) -> dict[str, Usage]:

@@ -7,7 +7,8 @@ else finishes the run); `turn` is the turn loop (ask the model, run its calls, u
 answers or the turn ends). Everything the loops know lives in `RunState`/`TurnState`, saved as
 a checkpoint after every model call, tool call and hand-off, so `resume` can continue a run
 in any process. Policies live in their own modules: `model_call`, `calls`, `handoffs`,
-`approval`, `escalation`, `pending` (the user's other needs, handed on after an answer).
+`approval`, `escalation`, `pending` (the user's other needs, handed on after an answer),
+`guardrails` (input and output rules that travel with the baton).
 """
 
 from __future__ import annotations
@@ -42,10 +43,14 @@ from baton.runtime.context import build_view, system_prompt
 from baton.runtime.control import RESERVED, SlotSource, pending_needs, provenance, record_sources
 from baton.runtime.entities import EntityMemo
 from baton.runtime.escalation import escalate, to_queue
+from baton.runtime.guardrails import arrive, received, screen_reply
+from baton.runtime.held_stream import held_stream
 from baton.runtime.model_call import ask
 from baton.runtime.outcomes import (
     Answered,
+    Blocked,
     Cancelled,
+    Cleared,
     Failed,
     HandedOff,
     Paused,
@@ -107,7 +112,7 @@ class Runner:
             session,
             message,
             user_id or session.user_id,
-            listener=listener,
+            listener=held_stream(self.cfg, listener),
             start=start,
             request_id=request_id,
         )
@@ -115,6 +120,7 @@ class Runner:
             r.trace_id = trace_id
         self.emit(r, RunStarted(**r.base(None), message=message, user_id=r.user_id))
         r.user_msg_id = r.record(Message(role="user", content=message, run_id=r.run_id)).id
+        received(self, r)  # withheld from the transcript until the input guardrails pass it
         return await self.settle(r, self.start(r))
 
     async def start(self, r: RunState) -> RunResult:
@@ -141,7 +147,7 @@ class Runner:
         self, r: RunState, listener: Listener | None = None, why: str = ""
     ) -> RunResult:
         """Continue a run from its checkpoint (after a crash, or once its approval is decided)."""
-        r.listener = listener
+        r.listener = held_stream(self.cfg, listener, r)
         agent = r.turn.agent if r.turn is not None else None
         self.emit(r, RunResumed(**r.base(agent), checkpoint=r.seq, reason=why))
         return await self.settle(r, self.drive(r))
@@ -260,6 +266,8 @@ class Runner:
                     # the fallback agent could not finish
                     await to_queue(self, r, outcome.reason)
                     return await self.finish(r, Tripped(outcome.reason))
+                case Answered():  # the output guardrails read the reply before the user does
+                    return await self.finish(r, await screen_reply(self, r, outcome))
                 case _:
                     return await self.finish(r, outcome)
             outcome = None
@@ -275,6 +283,9 @@ class Runner:
         if t.fallback:
             plan = plan.fallback
         if not t.started:
+            blocked = await arrive(self, r, t)  # input guardrails new to the run check first
+            if blocked is not None:
+                return self.turn_done(r, t, blocked)
             self.start_turn(r, t, plan)
         while True:
             if t.calls:  # the latest response's calls (a resumed turn may hold some answered)
@@ -462,18 +473,21 @@ class Runner:
         incoming = t.incoming if t is not None else None
         since = t.since if t is not None else r.user_msg_id
         match outcome:
-            case Answered(text) if r.card is not None:  # the fallback agent answered
-                status, output, since = "escalated", self.answers(r, text), r.user_msg_id
+            case Answered(text) | Cleared(text) if r.card is not None:  # the fallback answered
+                status, output, since = "escalated", text, r.user_msg_id
             case Answered(text):
                 output = self.answers(r, text)
+            case Cleared(text):  # the whole reply, as the output guardrails let it through
+                output = text
+            case Blocked(message=message):
+                status, output, error = "blocked", message, outcome.detail
             case Failed(reason):
                 status, error = "failed", reason
             case Cancelled(reason):
                 status, error = "cancelled", reason
             case _:  # the human queue holds the card
                 # (after the user's first need was answered, they read that answer too)
-                status = "escalated"
-                output = self.answers(r, self.policy.escalation_message, last=False)
+                status, output = "escalated", self.policy.escalation_message
                 # a conversation a person holds stays with the person
                 stays = session.holder == HUMAN and not r.path
                 holder = HUMAN if stays else self.policy.entry
@@ -523,17 +537,15 @@ class Runner:
         return result
 
     @staticmethod
-    def answers(r: RunState, text: str, last: bool = True) -> str:
-        """The run's output: `text` (the holder's answer, the last reply of the run when
-        `last`), after the answers given before each hand-on to the user's other needs
-        (`pending`), so the user reads every one."""
+    def answers(r: RunState, text: str) -> str:
+        """The run's output: the holder's answer `text` (the run's last reply), after the
+        answers given before each hand-on to the user's other needs (`pending`), so the user
+        reads every one."""
         said = [
             m.content
-            for m in r.messages
+            for m in r.messages[:-1]
             if m.role == "assistant" and not m.tool_calls and m.content
         ]
-        if last:
-            said = said[:-1]
         return "\n\n".join([*said, text]) if said else text
 
     def result(

@@ -180,7 +180,11 @@ class RunState:
     refused: list[str] = field(default_factory=list)
     """Keys of the hand-off calls that handed the request straight back (a call retried
     after an interruption counts once)."""
-
+    guardrails: list[str] = field(default_factory=list)
+    """Names of the guardrails in force, in the order they joined: the team's, every holder's
+    own and every crossed edge's (`baton.runtime.guardrails`); the list only grows."""
+    screened: list[str] = field(default_factory=list)
+    """The input guardrails in force that already let the user's message through."""
     turn: TurnState | None = None
     """The turn in progress (None before the first and after the last)."""
     turns: int = 0
@@ -312,6 +316,8 @@ class RunState:
             path=list(self.path),
             handoffs=list(self.handoffs),
             refused=list(self.refused),
+            guardrails=list(self.guardrails),
+            screened=list(self.screened),
             usage={
                 k: Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens)
                 for k, u in self.usage.items()

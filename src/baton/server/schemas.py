@@ -91,8 +91,14 @@ class RunSummary(BaseModel):
     run_id: str
     trace_id: str
     status: Literal[
-        "completed", "escalated", "awaiting_approval", "interrupted", "failed", "cancelled"
-    ]
+        "completed",
+        "escalated",
+        "awaiting_approval",
+        "interrupted",
+        "failed",
+        "cancelled",
+        "blocked",
+    ] = Field(description="blocked: a guardrail stopped the run; `output` is its message.")
     output: str | None = None
     path: list[str] = Field(default_factory=list, description="Agents that held the baton.")
     holder: str | None = Field(default=None, description="Who holds the baton after the run.")

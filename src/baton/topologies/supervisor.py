@@ -87,6 +87,13 @@ def delegate(
 ) -> None:
     """Give `lead` an `ask_<worker>` tool per worker, handled by `handler`, up to
     `max_parallel` of them running at once (the wiring of every delegating topology)."""
+    ruled = [w.name for w in workers if w.guardrails or w.handoff_guardrails]
+    if ruled:
+        raise ConfigError(
+            f"workers {ruled} have guardrails of their own, which would never run: a worker "
+            f"answers {lead!r}, not the user. Put the rules on {lead!r} or on the team "
+            "(Team(guardrails=...))"
+        )
     runner = team._runner
     plan = runner.plans[lead]
     asks = [ask_spec(w) for w in workers]

@@ -24,6 +24,7 @@ from baton.core.events import Event
 from baton.core.ids import new_id
 from baton.core.interrupt import InterruptCard
 from baton.core.text import clean_text
+from baton.guardrails import Guardrail
 from baton.models.base import Model
 from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
@@ -42,6 +43,8 @@ from baton.runtime.plan import (
 from baton.runtime.redact import Redactor
 from baton.runtime.result import RunResult
 from baton.runtime.resume import Hold, Resumer
+from baton.runtime.rulebook import DEFAULT_MESSAGE as DEFAULT_GUARDRAIL_MESSAGE
+from baton.runtime.rulebook import compile_guardrails
 from baton.runtime.runner import Listener, Runner
 from baton.runtime.sync import run_sync_guard
 from baton.runtime.tickets import Tickets
@@ -85,6 +88,8 @@ class Team:
         mask_at_rest: bool = True,
         bus: Bus | str | None = None,
         multi_intent: bool = False,
+        guardrails: Sequence[Guardrail] = (),
+        guardrail_message: str = DEFAULT_GUARDRAIL_MESSAGE,
     ) -> None:
         self.agents: dict[str, Agent] = {}
         for a in agents:
@@ -127,6 +132,7 @@ class Team:
             redactor=redactor,
             at_rest=redactor if mask_at_rest else None,
             extractors=list(extractors) if extractors is not None else None,
+            guardrails=compile_guardrails(guardrails, self.agents, model, guardrail_message),
         )
         self.policy = SwarmPolicy(
             entry=None if router is not None else str(entry),

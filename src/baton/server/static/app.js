@@ -635,6 +635,10 @@ function sessionView(id) {
         return `${e.agent}: model call (${fmtMs(e.latency_ms)})`;
       case "guard_tripped":
         return `guard ${e.guard}: ${e.detail}`;
+      case "guardrail_tripped":
+        return `guardrail ${e.guardrail} blocked the ${e.stage === "input" ? "message" : "reply"}: ${e.reason}`;
+      case "guardrail_rewrote":
+        return `guardrail ${e.guardrail} rewrote the reply${e.reason ? `: ${e.reason}` : ""}`;
       case "run_started":
         return `run started: “${clip(e.message, 80)}”`;
       case "run_finished":
@@ -666,7 +670,7 @@ function sessionView(id) {
             if (name === "run_finished") setLive(false);
             const item = h(
               "li",
-              { testid: "live-event", class: name === "guard_tripped" ? "guard" : "", dataset: { type: name } },
+              { testid: "live-event", class: name === "guard_tripped" || name === "guardrail_tripped" ? "guard" : "", dataset: { type: name } },
               h("span", { class: "mono muted" }, fmtTime(data.ts)),
               " ",
               h("span", { class: `kind kind-${name}` }, name),
@@ -798,6 +802,8 @@ function chatBox({ sessionId = null, fixed = false, onResult = null, onSession =
             chip(`${data.tool} ${data.ok ? "✓" : "✗"}`, data.ok ? "" : "chip-bad");
           } else if (name === "guard_tripped") {
             chip(`guard ${data.guard}`, "chip-bad");
+          } else if (name === "guardrail_tripped") {
+            chip(`guardrail ${data.guardrail}`, "chip-bad");
           } else if (name === "approval_requested") {
             chip(`needs approval: ${data.card ? data.card.tool || data.card.target : ""}`, "chip-warn");
           } else if (name === "escalated") {
