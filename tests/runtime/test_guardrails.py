@@ -150,6 +150,30 @@ async def test_an_edge_rule_joins_only_when_the_baton_crosses_that_edge() -> Non
     assert other.output == f"tech: {PHONE_NO}"  # the edge to tech carries no rule
 
 
+async def test_an_edge_rule_still_holds_messages_later_after_more_hand_offs() -> None:
+    """Run 1 crosses triage -> billing (the edge brings the PII rule); run 2 goes on to tech;
+    run 3 continues with tech: the rule the edge brought is still in force."""
+    model = S(
+        {
+            "triage": [handoff("billing")],
+            "billing": [S.say("noted"), handoff("tech")],
+            "tech": [S.say("on it"), S.say(f"call me: {PHONE_NO}")],
+        }
+    )
+    team = desk(model, triage={"handoff_guardrails": {"billing": [PII_RULE]}})
+    first = await team.run("invoice", session_id="S")
+    second = await team.run("now the server", session_id="S")
+    third = await team.run("and your number?", session_id="S")
+    assert (first.path, second.path, third.path) == (
+        ["triage", "billing"],
+        ["billing", "tech"],
+        ["tech"],
+    )
+    assert third.output == f"call me: {masked_phone()}"
+    session = await team.session("S")
+    assert session is not None and session.control["guardrails"] == ["mask_pii"]
+
+
 # ------------------------------------------------------------------ output rules
 async def test_a_pii_rule_rewrites_phone_and_id_numbers_in_the_reply_and_the_transcript() -> None:
     reply = f"已为您登记：手机 {PHONE_NO}，身份证 {ID_NO}。"

@@ -6,7 +6,8 @@ the kernel's own namespace, written only here and in `baton.runtime.pending`:
 
 - `pending_intents`: the user's needs still to hand on, from the router's own split of the
   request (`[{"route", "text"}]`);
-- `provenance`: slot name -> where its value came from (`SlotSource`).
+- `provenance`: slot name -> where its value came from (`SlotSource`);
+- `guardrails`: the names of the guardrails in force, which only grow while the baton moves.
 
 No hand-off payload, tool call, extractor or user text can write either: they write `state`,
 and `state` is never read as control. Text shaped like a pending need in a tool result is
@@ -31,7 +32,10 @@ PENDING = "pending_intents"
 """The control slot of the user's needs still to hand on (`baton.runtime.pending`)."""
 PROVENANCE = "provenance"
 """The control slot of where each business slot's value came from."""
-RESERVED = frozenset({PENDING, PROVENANCE})
+GUARDRAILS = "guardrails"
+"""The control slot of the guardrails in force in the session (`baton.runtime.guardrails`):
+the baton keeps them from one message to the next while it stays with its holder."""
+RESERVED = frozenset({PENDING, PROVENANCE, GUARDRAILS})
 """Names no business slot may take (so no slot can pass for a control slot in a view)."""
 
 SlotSource = Literal["kernel", "tool", "user"]

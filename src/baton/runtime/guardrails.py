@@ -4,8 +4,10 @@ The set in force (`RunState.guardrails`, names, so a checkpoint keeps it) starts
 rules and the first holder's own; every hand-off adds the rules of the edge it crosses
 (`crossed`, from `handoffs.recorded`) and the receiver's own (`arrive`). A receiver can drop
 nothing an earlier holder or edge brought. A run that continues the session with its holder
-starts with the rules the baton carried to it: those of every holder and edge on the path of
-the hand-off that gave it the baton (`SessionRecord.incoming`).
+starts with the rules in force when the session's last run ended (the session's control slot
+`guardrails`, `baton.runtime.control`), and those the baton carried to it: every holder and
+edge on the path of the hand-off that gave it the baton (`SessionRecord.incoming`). So a rule
+an edge brought in one message still holds two messages later, after more hand-offs.
 
 When the baton arrives, every input rule in force that has not checked the user's message yet
 checks it, before the holder's first model call (`arrive`). When the run answers, every output
@@ -33,7 +35,7 @@ from baton.core.events import GuardrailRewrote, GuardrailTripped, StateUpdated
 from baton.core.messages import Message
 from baton.core.text import clean_text
 from baton.guardrails import Guardrail, Verdict
-from baton.runtime.control import PENDING
+from baton.runtime.control import GUARDRAILS, PENDING
 from baton.runtime.held_stream import HeldStream
 from baton.runtime.outcomes import Answered, Blocked, Cleared
 from baton.runtime.output import Typed
@@ -69,9 +71,13 @@ def received(k: Runner, r: RunState) -> None:
 
 
 def _join(r: RunState, names: Sequence[str]) -> None:
+    grew = False
     for name in names:
         if name not in r.guardrails:
             r.guardrails.append(name)
+            grew = True
+    if grew:  # kept with the session (committed with the run): the next message starts here
+        r.session.control[GUARDRAILS] = list(r.guardrails)
 
 
 async def arrive(k: Runner, r: RunState, t: TurnState) -> Blocked | None:
@@ -81,6 +87,9 @@ async def arrive(k: Runner, r: RunState, t: TurnState) -> Blocked | None:
     book = k.cfg.guardrails
     if r.parent is not None or (book is None and not r.guardrails):
         return None
+    kept = r.session.control.get(GUARDRAILS)
+    if t.index == 0 and t.agent == r.session.holder and isinstance(kept, list):
+        _join(r, [str(name) for name in kept])  # the baton stayed: so do its rules
     if book is not None:
         _join(r, book.team)
         if t.incoming is not None:
