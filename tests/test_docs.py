@@ -40,3 +40,19 @@ def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
             exec(compile(block, f"{doc}[{i}]", "exec", dont_inherit=True), namespace)
         except Exception as exc:  # pragma: no cover - the message is the point
             pytest.fail(f"{doc} example {i} failed: {type(exc).__name__}: {exc}\n{block}")
+
+
+def test_every_test_the_security_table_names_exists() -> None:
+    """docs/security.md names the test that proves each trust boundary: each must exist."""
+    text = (ROOT / "docs/security.md").read_text(encoding="utf-8")
+    named = re.findall(r"`(tests/[\w/]+\.py)::(test_\w+)`", text)
+    assert len(named) >= 30, named
+    missing = []
+    for path, name in named:
+        source = ROOT / path
+        found = source.is_file() and re.search(
+            rf"^(?:async )?def {name}\(", source.read_text(encoding="utf-8"), re.M
+        )
+        if not found:
+            missing.append(f"{path}::{name}")
+    assert not missing, f"docs/security.md names tests that do not exist: {missing}"
