@@ -15,6 +15,7 @@ from baton.core.errors import InterruptError
 from baton.core.events import InterruptRaised, InterruptResumed
 from baton.core.ids import new_id
 from baton.core.interrupt import GraphInterrupt, InterruptCard
+from baton.core.nesting import MAX_JSON_DEPTH, value_too_deep
 from baton.core.text import clean_value
 from baton.runtime.approval import find_call
 from baton.runtime.outcomes import Paused
@@ -72,6 +73,15 @@ def give_answer(k: Runner, r: RunState, value: Any, interrupt_id: str | None = N
         raise InterruptError(
             f"the answer to interrupt {card.id} must be JSON (text, numbers, lists, dicts): {exc}"
         ) from None
+    except RecursionError:
+        too_deep = True
+    else:
+        too_deep = value_too_deep(value)
+    if too_deep:
+        raise InterruptError(
+            f"the answer to interrupt {card.id} nests more than {MAX_JSON_DEPTH} levels deep; "
+            "send a flatter value"
+        )
     if len(pc.resumes) != card.index:  # an older answer was lost: never misalign them
         raise InterruptError(
             f"interrupt {card.id} is the call's interrupt #{card.index} but the call holds "
