@@ -148,8 +148,9 @@ AWS_PHRASES = (
 
 
 def _random_enough(key: str) -> bool:
-    """A drawn key as random as a real one (a real 40-character key has ~25 distinct ones)."""
-    return len(set(key)) >= 28
+    """A drawn key spread like a generated one (40 random base64 characters hold ~30 distinct
+    ones, none more than 3 times): "my AWS secret key is x" is found by its entropy."""
+    return len(set(key)) >= 30 and max(key.count(c) for c in set(key)) <= 3
 
 
 def _b64(data: bytes) -> str:
@@ -226,8 +227,8 @@ def planted(draw: st.DrawFn) -> tuple[str, list[str]]:
         return f"user li, password {secret} thanks", [secret]
     if kind == "pw_zh_bare":
         return f"支付密码 {secret}，谢谢", [secret]
-    if kind == "code":
-        return f'DB_PASSWORD_PROD = "{secret}"', [secret]
+    if kind == "code":  # detect-secrets' keyword rule: a value starts with a word character
+        return f'DB_PASSWORD_PROD = "Zq{secret}"', [f"Zq{secret}"]
     return json.dumps({"tool": "login", "arguments": {"user": "li", "password": secret}}), [secret]
 
 
@@ -804,7 +805,8 @@ def test_what_detect_secrets_finds_is_redacted(secret: str, before: str, after: 
     ]
     assert found, text
     for value in found:
-        assert value not in out, (value, out)
+        if value not in before and value not in after:  # the filler may spell a short one
+            assert value not in out, (value, out)
     assert R.redact_text(out) == out
 
 

@@ -85,8 +85,11 @@ _PASSPHRASE = (
     r"(?<![A-Za-z])(?ai:pass[ _-]?phrase|seed[ _-]?phrase|recovery[ _-]?phrase"
     r"|mnemonic(?:[ _-]?phrase)?)(?![A-Za-z])|助记词"
 )
-# a word of a passphrase: a sentence ends at `. `, `,`, `;`, a quote or a new line
-_PHRASE_WORD = r"""(?:[^\s"'。；;,，.!?]|[.!?](?=[^\s"'。；;,，.!?]))+"""
+# a word of a passphrase: its clause ends at `. `, `,`, `;`, a dash, a bracket, a quote or a
+# new line ("passphrase: x y — order ORD-1" keeps the order)
+_PHRASE_END = r"""\s"'。；;,，.!?—–()（）\[\]"""
+_PHRASE_WORD = rf"(?:[^{_PHRASE_END}]|[.!?](?=[^{_PHRASE_END}]))+"
+_PHRASE_NEXT = r"[ \t]+(?!-(?:\s|$))"  # a lone `-` ends it too
 # `is`, `was`, `:`, `=`, `是`, `为`, each optional where `code` says so
 _IS = r"(?:[ \t]+(?ai:is|was)(?:[ \t]*[:：])?|[ \t]*[:=：]|[ \t]*[是为][ \t]*[:：]?)"
 
@@ -321,7 +324,7 @@ def _passphrase(guard: str) -> list[tuple[str, str, str]]:
     return [
         (
             rf"(?:{_PASSPHRASE}){_IS}[ \t]*"
-            rf"(?P<phrase_v>{guard}(?![\"']){_PHRASE_WORD}(?:[ \t]+{_PHRASE_WORD}){{0,40}})",
+            rf"(?P<phrase_v>{guard}(?![\"']){_PHRASE_WORD}(?:{_PHRASE_NEXT}{_PHRASE_WORD}){{0,40}})",
             "phrase_v",
             "passphrase",
         )
