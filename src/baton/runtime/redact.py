@@ -314,7 +314,14 @@ class Redactor:
                 rank=rank("url_password"),
             )
         if "api_key" in enabled:
-            from baton.runtime.secret_shapes import API_KEY_FAMILIES, find_api_keys
+            from baton.runtime.secret_shapes import (
+                API_KEY_FAMILIES,
+                KEY_STARTS,
+                KEY_WORDS,
+                find_api_keys,
+            )
+
+            gate.update(key_starts=KEY_STARTS, key_words=KEY_WORDS)
 
             for family in API_KEY_FAMILIES:
                 gate[family] = functools.partial(

@@ -35,6 +35,7 @@ from detect_secrets.plugins.high_entropy_strings import (
 )
 
 from baton.runtime.secret_hits import Hit
+from baton.runtime.secret_phrases import words_regex
 
 __all__ = ["HIGH_ENTROPY", "find_high_entropy"]
 
@@ -46,9 +47,10 @@ _CHARS = re.escape(_BASE64.charset.replace("\\", ""))
 _HEX_DIGITS = frozenset(string.hexdigits)
 _IS = r"(?:[ \t]+(?ai:is|was)(?:[ \t]*[:：])?|[ \t]*[:=：]|[ \t]*[是为][ \t]*[:：]?)"
 _QUOTED = rf"(?P<he_q>[\"'])(?P<he_quoted>[{_CHARS}]{{20,}})\\?(?P=he_q)"
+_LABEL_WORDS = ("secret", "secrets", "token", "tokens", "credential", "credentials", "key", "keys")
 _LABELLED = (
-    rf"(?:(?<![A-Za-z])(?P<he_word>(?ai:secret|token|credential|key)s?)(?![A-Za-z])"
-    rf"|(?P<he_zh>密钥|秘钥|令牌)){_IS}[ \t]*\\?[\"']?(?P<he_labelled>[{_CHARS}]{{16,}})"
+    rf"(?P<he_word>{words_regex((*_LABEL_WORDS, '密钥', '秘钥', '令牌'))})"
+    rf"{_IS}[ \t]*\\?[\"']?(?P<he_labelled>[{_CHARS}]{{16,}})"
 )
 HIGH_ENTROPY = f"{_QUOTED}|{_LABELLED}"
 """The built-in `high_entropy` pattern: quoted strings and labelled values to score."""
@@ -63,10 +65,11 @@ _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 
 def _random(value: str, hex_counts: bool) -> bool:
     """True when `value` scores above the plugin's entropy limit and is no sequence or UUID."""
-    if is_sequential_string(value) or is_potential_uuid(value):
+    hex_only = _HEX_DIGITS.issuperset(value)
+    if (hex_only and not hex_counts) or is_sequential_string(value) or is_potential_uuid(value):
         return False
-    if _HEX_DIGITS.issuperset(value):
-        return hex_counts and _HEX.calculate_shannon_entropy(value) > _HEX.entropy_limit
+    if hex_only:
+        return _HEX.calculate_shannon_entropy(value) > _HEX.entropy_limit
     return _BASE64.calculate_shannon_entropy(value) > _BASE64.entropy_limit
 
 
@@ -91,8 +94,7 @@ def find_high_entropy(
             group, hex_counts = "he_quoted", False
         else:
             group = "he_labelled"
-            word = m.group("he_word")
-            hex_counts = word is None or word.casefold().rstrip("s") != "key"
+            hex_counts = m.group("he_word").casefold().rstrip("s") != "key"
         value = m.group(group)
         if (head and value.startswith(head)) or not _random(value, hex_counts):
             continue

@@ -46,12 +46,6 @@ _BASE64_BYTES = _byte_map(
     (0x2F, 0x2F),
     (0x3D, 0x3D),
 )
-# the literal starts of the `keys` family of API keys (19 characters or more, without `/`, `+`
-# and `=`), lower-cased; Azure's `AccountKey=` is looked for on its own
-_KEY_STARTS = ("k-", "k_", "-us", "sg.", "pypi-", "sq0csp-", "gr1348941")
-_GITHUB_STARTS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
-_GITLAB_STARTS = ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-")
-_UPPER_STARTS = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "AIza")  # AWS key ids, Google keys
 _WIDE_LABELS = ("密钥", "秘钥", "令牌")  # the high-entropy labels in Chinese
 
 
@@ -60,17 +54,6 @@ def _utf8(text: str) -> bytes:
         return text.encode()
     except UnicodeEncodeError:  # a lone surrogate
         return text.encode("utf-8", "surrogatepass")
-
-
-def _key_start(text: str, low: str) -> bool:
-    """True when `text` holds the start of a key of the `keys` family."""
-    if any(s in low for s in _KEY_STARTS):
-        return True
-    if "gh" in low and any(p in low for p in _GITHUB_STARTS):
-        return True
-    if "gl" in low and any(p in low for p in _GITLAB_STARTS):
-        return True
-    return "A" in text and any(p in text for p in _UPPER_STARTS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +71,12 @@ class Gate:
     aws_secret: Finder | None = None
     """AWS secret keys in code: `aws` and a quote."""
     keys: Finder | None = None
-    """The other API keys: a run of 19 token characters and a key prefix, or `AccountKey=`."""
+    """The other API keys: a run of 19 token characters and one of `key_starts` (their
+    prefixes), or one of `key_words`."""
+    key_starts: tuple[str, ...] = ()
+    """The lower-cased prefixes of the keys (`akia`, `ghp_`, `sk-`, ...)."""
+    key_words: tuple[str, ...] = ()
+    """Lower-cased words of the keys that need no run (`accountkey=`)."""
     private_keys: Finder | None = None
     """Private key blocks: `PRIVATE KEY` or `PuTTY-User-Key-File`."""
     urls: Finder | None = None
@@ -164,7 +152,7 @@ class Gate:
             if quote:
                 found.append(self.aws_secret)
         if self.keys is not None and (
-            (b"\0" * 19 in runs and _key_start(text, low)) or "AccountKey=" in text
+            (b"\0" * 19 in runs and _any_in(self.key_starts, low)) or _any_in(self.key_words, low)
         ):
             found.append(self.keys)
         if self.private_keys is not None and (

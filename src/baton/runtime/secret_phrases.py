@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from baton.runtime.secret_hits import Hit
 
-__all__ = ["NOT_SECRETS", "PASSWORD_WORDS", "PhraseRules", "Rules", "spelled"]
+__all__ = ["NOT_SECRETS", "PASSWORD_WORDS", "PhraseRules", "Rules", "spelled", "words_regex"]
 
 PASSWORD_WORDS = ("password", "passwd", "passcode", "pwd", "密码", "口令")
 """Key words that also redact `<word> is <value>`, `with <word> <value>`, `<word> <value>`
@@ -78,6 +78,10 @@ _CODES = (
         ("otp", "code", "验证码", "动态码", "校验码"),
     ),
 )
+# the first words of the codes' spellings (`pin`, `cvv`, `card security code`, `one-time code`,
+# `2fa code`, `安全码`, ...)
+_CODE_STARTS: tuple[str, ...] = ("pin", "cvv", "card", "security", "otp", "one", "verification")
+_CODE_STARTS += ("2fa", "sms", "安", "验", "动", "校")
 _CODE_ALIASES = {"otp": ("otp", "验证码"), "cvv": ("cvv", "安全码"), "pin": ("pin",)}
 """A digit code's rule is on when the redactor has one of these key words."""
 _PASSPHRASE_WORDS = ("passphrase", "seed_phrase", "mnemonic", "助记词")
@@ -97,6 +101,31 @@ _IS = r"(?:[ \t]+(?ai:is|was)(?:[ \t]*[:：])?|[ \t]*[:=：]|[ \t]*[是为][ \t]
 def spelled(word: str) -> str:
     """A key word as text may write it: `api_key` also matches `api-key`, `API key`, `apikey`."""
     return r"[ _-]?".join(re.escape(part) for part in word.split("_"))
+
+
+def words_regex(words: Iterable[str]) -> str:
+    """Any of `words` (normalised key words, `spelled`), an ASCII one not inside a longer word.
+
+    The regex starts with the class of the words' first characters, which `re` checks with a
+    fast scan, and only then (after the character) tells which words start with it: several
+    times faster than an alternation of words, each of which `re` would try at every position.
+    """
+    by_first: dict[str, list[str]] = {}
+    for w in sorted(set(words), key=len, reverse=True):
+        by_first.setdefault(w[0].lower() if w.isascii() else w[0], []).append(w)
+    firsts, branches = "", []
+    for first, group in sorted(by_first.items()):
+        if group[0].isascii():
+            pair = re.escape(first + first.upper()) if first.upper() != first else re.escape(first)
+            firsts += pair
+            rests = "|".join(spelled(w)[1:] for w in group)
+            # after the first character: it starts a word, and the word ends there
+            branches.append(rf"(?<=[{pair}])(?<![A-Za-z].)(?ai:{rests})(?![A-Za-z])")
+        else:
+            firsts += re.escape(first)
+            rests = "|".join(re.escape(w[1:]) for w in group)
+            branches.append(rf"(?<={re.escape(first)})(?:{rests})")
+    return f"[{firsts}](?:{'|'.join(branches)})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,10 +229,14 @@ class PhraseRules:
         if not words:
             return None
 
-        def rules(family: list[tuple[str, str, str]]) -> Rules | None:
+        def rules(family: list[tuple[str, str, str]], starts: Iterable[str]) -> Rules | None:
             if not family:
                 return None
-            rx = re.compile("|".join(f"(?:{r})" for r, _g, _label in family if r))
+            # a match starts with one of these characters: checked first, it spares `re` the
+            # alternatives at every other position (twice as fast on text with a key word)
+            first = "".join(sorted({c for w in starts for c in (w[0].lower(), w[0].upper())}))
+            alts = "|".join(f"(?:{r})" for r, _g, _label in family if r)
+            rx = re.compile(f"(?=[{re.escape(first)}])(?:{alts})" if first else alts)
             return Rules(rx, tuple((g, label) for _r, g, label in family), head, key_label)
 
         guard = (f"(?!{re.escape(head)})" if head else "") + _NO_SCHEME
@@ -219,20 +252,23 @@ class PhraseRules:
             if any(w in words for w in _CODE_ALIASES[word])
         ]  # fmt: skip
         hints = [h for i, _word in codes for h in _CODES[i][4]]
-        colon = rules(_colon(words, guard))
+        colon = rules(_colon(words, guard), ())  # `words_regex` starts with its own check
         assert colon is not None  # there is a key word
         chinese = [w for w in PASSWORD_WORDS if not w.isascii() and w in words]
         return cls(
             colon=colon,
             colon_rx=colon_rx,
             colon_wide=tuple(sorted(w for w in words if not w.isascii())),
-            passwords=rules(_passwords(words, guard)),
-            chinese=rules(_chinese(chinese, guard)),
+            passwords=rules(_passwords(words, guard), [*PASSWORD_WORDS, "with", "using", "use"]),
+            chinese=rules(_chinese(chinese, guard), chinese),
             chinese_words=tuple(chinese),
-            codes=rules(_codes(codes)),
+            codes=rules(_codes(codes), _CODE_STARTS),
             code_stems=tuple(sorted({h for h in hints if h.isascii()})),
             code_wide=tuple(sorted({h for h in hints if not h.isascii()})),
-            passphrase=rules(_passphrase(guard) if words & set(_PASSPHRASE_WORDS) else []),
+            passphrase=rules(
+                _passphrase(guard) if words & set(_PASSPHRASE_WORDS) else [],
+                ["pass", "seed", "recovery", "mnemonic", "助"],
+            ),
         )
 
 
@@ -242,12 +278,7 @@ _NO_SCHEME = r"(?!(?ai:bearer|basic|token|digest)\s)"
 
 def _colon(words: set[str], guard: str) -> list[tuple[str, str, str]]:
     """`<key>: value`, `<key>=value`, `"<key>": "value"`, `Authorization: Bearer value`."""
-    ascii_words = sorted((w for w in words if w.isascii()), key=len, reverse=True)
-    other_words = sorted((w for w in words if not w.isascii()), key=len, reverse=True)
-    keyword = "|".join(
-        [rf"(?<![A-Za-z])(?ai:{spelled(w)})(?![A-Za-z])" for w in ascii_words]
-        + [re.escape(w) for w in other_words]
-    )
+    keyword = words_regex(words)
     scheme = r"(?:(?ai:bearer|basic|token|digest)\s+)?"  # `Authorization: Bearer x` hides x
     quoted = (  # `"password": "x"`, also inside JSON held in a JSON string (`\"x\"`)
         rf'\\?"(?P<cred_vq>{guard}[^"\\\n]+)\\?"|\\?\'(?P<cred_vs>{guard}[^\'\\\n]+)\\?\''
