@@ -321,7 +321,8 @@ class Redactor:
                 find_api_keys,
             )
 
-            gate.update(key_starts=KEY_STARTS, key_words=KEY_WORDS)
+            starts = "|".join(map(re.escape, sorted(KEY_STARTS, key=len, reverse=True)))
+            gate.update(key_starts=re.compile(starts), key_words=KEY_WORDS)
 
             for family in API_KEY_FAMILIES:
                 gate[family] = functools.partial(

@@ -73,8 +73,8 @@ class Gate:
     keys: Finder | None = None
     """The other API keys: a run of 19 token characters and one of `key_starts` (their
     prefixes), or one of `key_words`."""
-    key_starts: tuple[str, ...] = ()
-    """The lower-cased prefixes of the keys (`akia`, `ghp_`, `sk-`, ...)."""
+    key_starts: re.Pattern[str] | None = None
+    """Finds a lower-cased prefix of the keys (`akia`, `ghp_`, `sk-`, ...)."""
     key_words: tuple[str, ...] = ()
     """Lower-cased words of the keys that need no run (`accountkey=`)."""
     private_keys: Finder | None = None
@@ -152,7 +152,7 @@ class Gate:
             if quote:
                 found.append(self.aws_secret)
         if self.keys is not None and (
-            (b"\0" * 19 in runs and _any_in(self.key_starts, low)) or _any_in(self.key_words, low)
+            _any_in(self.key_words, low) or (b"\0" * 19 in runs and self._key_in_runs(raw, runs))
         ):
             found.append(self.keys)
         if self.private_keys is not None and (
@@ -213,6 +213,18 @@ class Gate:
             ):
                 found.append(self.labelled_entropy)
         return tuple(found)
+
+    def _key_in_runs(self, raw: bytes, runs: bytes) -> bool:
+        """True when a run of 19 token characters holds a key prefix: each key of the family
+        is such a run, so only the runs are searched, not the whole text."""
+        search = self.key_starts.search if self.key_starts is not None else None
+        for m in _RUN.finditer(runs):
+            if search is not None and search(raw[m.start() : m.end()].decode("ascii").lower()):
+                return True
+        return False
+
+
+_RUN = re.compile(rb"\0{19,}")
 
 
 def _any_in(words: tuple[str, ...], text: str) -> bool:
