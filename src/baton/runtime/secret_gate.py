@@ -217,14 +217,17 @@ class Gate:
     def _key_in_runs(self, raw: bytes, runs: bytes) -> bool:
         """True when a run of 19 token characters holds a key prefix: each key of the family
         is such a run, so only the runs are searched, not the whole text."""
-        search = self.key_starts.search if self.key_starts is not None else None
-        for m in _RUN.finditer(runs):
-            if search is not None and search(raw[m.start() : m.end()].decode("ascii").lower()):
+        if self.key_starts is None:
+            return False
+        search, run = self.key_starts.search, b"\0" * 19
+        i = runs.find(run)
+        while i >= 0:
+            stop = runs.find(b"\1", i)
+            stop = len(runs) if stop < 0 else stop
+            if search(raw[i:stop].decode("ascii").lower()):
                 return True
+            i = runs.find(run, stop)
         return False
-
-
-_RUN = re.compile(rb"\0{19,}")
 
 
 def _any_in(words: tuple[str, ...], text: str) -> bool:
