@@ -1,11 +1,13 @@
 """Property: a secret, however it is phrased, never leaves the live run in clear.
 
 Hypothesis draws a secret (a password, a URL with credentials, a card number, an API key, a
-bearer token, a Chinese ID number) and a phrasing of it (English and Chinese: "my password is
-x", "password: x.", "密码是x", "密码：x。", "pwd=x", "with password x,", `postgresql://li:x@db`,
-...). The secret goes everywhere a user, a model or a tool can put it: the user's message, a
-tool's arguments (under a sensitive key and inside free text), a tool's exception and log line,
-and a hand-off to the human queue (its reason, objective, reply and state). It must not survive
+bearer token, a Chinese ID number, an AWS secret key, a private key block, a JWT, a Slack token)
+and a phrasing of it (English and Chinese: "my password is x", "password: x.", "user li,
+password x", "passphrase: x", "密码是x", "密码：x。", "口令 x", "支付密码 x", "pwd=x",
+"with password x,", `postgresql://li:x@db`, "my AWS secret key is x", ...). The secret goes
+everywhere a user, a model or a tool can put it: the user's message, a tool's arguments (under
+a sensitive key and inside free text), a tool's exception and log line, and a hand-off to the
+human queue (its reason, objective, reply and state). It must not survive
 in any event of the run, the JSONL file, the OTel spans, any row of any table of the store (the
 transcript and the session's slots are masked at rest; the events, the audit chain, the
 `human_queue` row and its card), the log records, nor in what the model reads back from the
@@ -16,6 +18,7 @@ run keeps the real text (the user's message reaches the model as written).
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import sqlite3
@@ -59,6 +62,12 @@ PASSWORD_PHRASES = (
     "密码：{}。",
     "密码为：{}；",
     "口令：{}",
+    "user li, password {}",
+    "pw: {}",
+    "passphrase: {}",
+    "口令 {}",
+    "支付密码 {}，谢谢",
+    "登录口令为：{}。",
     "postgresql://li:{}@db.internal:5432/app",
     "mysql://admin:{}@10.0.0.5/shop?ssl=true",
     "redis://:{}@cache:6379/0",
@@ -70,6 +79,25 @@ TOKEN_PHRASES = (
     "api key: {}",
     '{{"token": "{}"}}',
 )
+
+
+B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+AWS_PHRASES = (
+    "aws_secret_access_key = {}",
+    "my AWS secret key is {}, keep it",
+    'boto3.client("s3", aws_secret_access_key="{}")',
+    "密钥：{}",
+)
+
+
+def random_like(key: str) -> bool:
+    """A drawn key spread like a generated one (40 random base64 characters hold ~30 distinct
+    ones, none more than 3 times): "my AWS secret key is x" is found by its entropy."""
+    return len(set(key)) >= 30 and max(key.count(c) for c in set(key)) <= 3
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
 def luhn_digit(body: str) -> str:
@@ -99,7 +127,28 @@ class Planted:
 
 @st.composite
 def planted(draw: st.DrawFn) -> Planted:
-    kind = draw(st.sampled_from(["password", "token", "card", "sk", "ghp", "cn_id"]))
+    kinds = ["password", "token", "card", "sk", "ghp", "cn_id", "aws", "pem", "jwt", "slack"]
+    kind = draw(st.sampled_from(kinds))
+    if kind == "aws":
+        key = draw(st.text(B64, min_size=40, max_size=40).filter(random_like))
+        phrase = draw(st.sampled_from(AWS_PHRASES)).format(key)
+        return Planted(phrase, (key,), key)
+    if kind == "pem":
+        line = st.text(B64, min_size=64, max_size=64).filter(lambda k: len(set(k)) >= 30)
+        body = tuple(draw(st.lists(line, min_size=1, max_size=3)))
+        block = "\n".join(
+            ["-----BEGIN RSA PRIVATE KEY-----", *body, "-----END RSA PRIVATE KEY-----"]
+        )
+        return Planted(f"here is my key:\n{block}\n", body, block)
+    if kind == "jwt":
+        claims = {"sub": draw(tokens), "role": "admin"}
+        signature = _b64(draw(st.binary(min_size=32, max_size=32)))
+        header = _b64(json.dumps({"alg": "HS256"}).encode())
+        token = f"{header}.{_b64(json.dumps(claims).encode())}.{signature}"
+        return Planted(f"my session is {token}", (token, signature), token)
+    if kind == "slack":
+        token = f"xoxb-{draw(st.integers(10**9, 10**12))}-{draw(tokens).lower()}"
+        return Planted(f"the bot token {token} works", (token,), token)
     if kind == "password":
         pw = draw(passwords)
         return Planted(draw(st.sampled_from(PASSWORD_PHRASES)).format(pw), (pw,), pw)

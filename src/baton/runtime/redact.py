@@ -4,32 +4,40 @@ A `Redactor` replaces two kinds of sensitive data:
 
 - the whole value of a sensitive **key** (`password`, `access_token`, `apiKey`, `身份证号`, ...)
   wherever a dict, a pydantic model or an event carries it;
-- sensitive **values** anywhere in free text: payment card numbers (Luhn-checked, so order
-  numbers of the same length survive), Chinese resident ID numbers (check digit and birth date
-  verified), bearer tokens and API keys (`sk-...`, `ghp_...`, `AKIA...`, JWTs), the password
-  in a URL (`postgresql://user:xxx@host`: the user name stays), and `password: xxx`,
-  `my password is: xxx`, `with password xxx`, `密码：xxx`, `密码是xxx` style phrases.
+- sensitive **values** anywhere in free text, found by detectors:
+  - key and token shapes (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, SendGrid, PyPI, Square,
+    Azure, Mailchimp keys, JWTs), private key blocks, random-looking quoted or labelled
+    strings and `secret = "x"` assignments in code: detect-secrets' plugins
+    (`secret_shapes`, `secret_entropy`, `secret_code`);
+  - what people write in sentences, which detect-secrets does not know: payment card numbers
+    (Luhn) and Chinese ID numbers (`secret_numbers`), `password: x`, `my PIN is 4821`,
+    `cvv 737`, `passphrase: ...`, `密码是x`, `验证码 482913` (`secret_phrases`), bearer tokens
+    and the password in a URL (below).
 
-The value patterns are compiled once into a single regular expression. Before it runs, a few
-cheap checks (`_Gate`: 13 digits in a row, a key word before a `:` or `=`, an API key prefix,
-`bearer`, `://` and `@`) let a text with nothing sensitive in it through untouched, and an
-event with nothing to redact comes back as the same object. Replacements read
-`[REDACTED:<name>]` and match no pattern themselves, so redacting twice gives the same result
-as redacting once.
+Before any detector runs, cheap checks (`secret_gate`) let a text with nothing sensitive in it
+through untouched, and an event with nothing to redact comes back as the same object. Where
+detectors overlap, their union is replaced once (`secret_hits`). Replacements read
+`[REDACTED:<name>]` and match no detector themselves, so redacting twice gives the same result
+as redacting once. detect-secrets is imported when the first redactor is built, not with Baton.
 """
 
 from __future__ import annotations
 
 import contextvars
 import dataclasses
+import functools
 import logging
 import re
-from collections.abc import Mapping, Sequence
-from datetime import date
+from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+
+from baton.runtime.secret_gate import Finder, Gate
+from baton.runtime.secret_hits import Hit, replace_hits
+from baton.runtime.secret_numbers import NUMBER, cn_id_ok, find_numbers, luhn_ok
+from baton.runtime.secret_phrases import PhraseRules
 
 __all__ = [
     "DEFAULT_KEYS",
@@ -48,6 +56,10 @@ DEFAULT_KEYS: tuple[str, ...] = (
     "passwd",
     "passcode",
     "pwd",
+    "pw",
+    "passphrase",
+    "seed_phrase",
+    "mnemonic",
     "token",
     "secret",
     "api_key",
@@ -59,9 +71,12 @@ DEFAULT_KEYS: tuple[str, ...] = (
     "credential",
     "credentials",
     "otp",
+    "pin",
     "cvv",
     "cvv2",
     "cvc",
+    "security_code",
+    "verification_code",
     "card_number",
     "cardnumber",
     "card_no",
@@ -72,28 +87,17 @@ DEFAULT_KEYS: tuple[str, ...] = (
     "口令",
     "卡号",
     "验证码",
+    "安全码",
+    "助记词",
 )
 """Key names whose values are always replaced entirely (matched on whole words of the key)."""
 
-_A = r"(?<![A-Za-z0-9０-９])"  # ASCII edges: `\b` also counts CJK characters as word characters
-_Z = r"(?![A-Za-z0-9０-９])"
-_D = "[0-9０-９]"  # ASCII and full-width digits (Chinese input methods type both)
-_NUMBER = (
-    # 13-19 digits, single spaces or dashes allowed between them, not part of a longer run nor
-    # of an id (`ORD-4111...`); the last may be an X (Chinese ID check digit). `_number_label`
-    # decides what it is, if anything.
-    rf"{_A}(?<!{_D}[ -])(?<![A-Za-z][-_]){_D}(?:[ -]?{_D}){{11,17}}[ -]?(?:{_D}|[Xx]){_Z}"
-    rf"(?![ -]{_D})"
-)
+# Hand-written: detect-secrets has no rule for an `Authorization: Bearer` token, and its
+# basic-auth rule stops a URL's password at the first `@`, `:` or sub-delimiter (`$`, `!`,
+# `;`, ...), which passwords in DSNs often hold raw: the rest would leak.
 _BEARER = (
     r"(?<![A-Za-z])(?ai:bearer)\s+"
     r"(?P<bearer_v>(?=[\w.~+/-]{0,200}\d)[\w.~+/-]{8,}=*|[\w.~+/-]{16,}=*)"
-)
-_API_KEY = (
-    _A + r"(?:(?:sk|pk|rk)[-_](?:live[-_]|test[-_]|proj[-_]|ant[-_])?[A-Za-z0-9_-]{16,}"
-    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}"
-    r"|(?:AKIA|ASIA)[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{14,}|AIza[0-9A-Za-z_-]{35}"
-    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"
 )
 _URL_PASSWORD = (
     # `scheme://user:secret@host`: the secret runs to the authority's last `@` (a raw `@` in a
@@ -101,46 +105,50 @@ _URL_PASSWORD = (
     # (`redis://:secret@host`). Only the secret is replaced.
     r"(?<=://)[^\s:/?#@\[\]]*:(?P<url_v>[^\s/?#]+)@"
 )
-
-DEFAULT_PATTERNS: Mapping[str, str] = MappingProxyType(
-    {
-        "card": _NUMBER,
-        "id_card": _NUMBER,
-        "token": _BEARER,
-        "api_key": _API_KEY,
-        "url_password": _URL_PASSWORD,
-    }
+_BASIC_PATTERNS: Mapping[str, str] = MappingProxyType(
+    {"card": NUMBER, "id_card": NUMBER, "token": _BEARER, "url_password": _URL_PASSWORD}
 )
-"""Built-in value patterns by name (`card` and `id_card` share one scan of long digit runs).
+_LIBRARY_PATTERNS = ("api_key", "private_key", "high_entropy")  # built from detect-secrets
+_RANKS = (
+    "numbers", "token", "api_key", "private_key", "url_password", "custom", "phrases",
+    "assignments", "high_entropy",
+)  # fmt: skip
+"""Detector order: of overlapping hits whose matches start at one place, the first names."""
 
-Pass `patterns={name: None}` to turn one off, `patterns={name: regex}` to replace it.
+DEFAULT_PATTERNS: Mapping[str, str]
+"""Built-in value patterns by name: `card` and `id_card` (one scan of long digit runs),
+`token` (bearer tokens), `api_key`, `private_key`, `url_password` and `high_entropy`.
+
+Pass `patterns={name: None}` to turn one off, `patterns={name: regex}` to replace it (the
+whole match of a replacement is redacted, without the built-in checks). Built on first use:
+`api_key`, `private_key` and `high_entropy` come from detect-secrets' plugins.
 """
 
-_BUILTIN_GROUPS = {
-    "card": "number",
-    "id_card": "number",
-    "token": "bearer",
-    "api_key": "api_key",
-    "url_password": "url",
-}
-"""Group of each built-in pattern in the combined regex (card and id_card share one scan)."""
 
-_PASSWORD_WORDS = ("password", "passwd", "passcode", "pwd", "密码", "口令")
-"""Keywords that also redact `<keyword> is <value>`, `with <keyword> <value>` and
-`<keyword>是<value>` phrases."""
-# Words that follow "password is" in ordinary sentences: not secrets.
-# fmt: off
-_NOT_SECRETS = frozenset((
-    "incorrect", "wrong", "invalid", "expired", "required", "correct", "reset", "changed",
-    "updated", "set", "not", "too", "the", "a", "an", "being", "now", "still", "missing", "empty",
-    "weak", "strong", "valid", "case", "at", "of", "and", "in", "on", "for", "to", "only", "also",
-    "same", "different", "saved", "stored", "encrypted", "hashed", "needed", "sensitive",
-    "secure", "protected", "this", "that", "it", "your", "my", "our", "their", "his", "her",
-    "no", "never", "always", "please", "here", "there", "below", "above", "following",
-))
-# fmt: on
-_TRAILING = ".,;:!?)]}>"
-_VALUE_GROUPS = ("cred_v", "cred_vq", "cred_vs", "cred_is", "cred_with", "cred_zh")
+@functools.cache
+def _default_patterns() -> Mapping[str, str]:
+    from baton.runtime.secret_entropy import HIGH_ENTROPY
+    from baton.runtime.secret_shapes import API_KEY, PRIVATE_KEY
+
+    return MappingProxyType(
+        {
+            "card": NUMBER,
+            "id_card": NUMBER,
+            "token": _BEARER,
+            "api_key": API_KEY,
+            "private_key": PRIVATE_KEY,
+            "url_password": _URL_PASSWORD,
+            "high_entropy": HIGH_ENTROPY,
+        }
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """`DEFAULT_PATTERNS`, built on first use (it imports detect-secrets)."""
+    if name == "DEFAULT_PATTERNS":
+        return _default_patterns()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Fields of events and payloads that hold ids, names, numbers and enums, never free text.
 # fmt: off
@@ -157,11 +165,16 @@ _STRUCTURAL = frozenset((
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _NON_WORD = re.compile(r"[^0-9a-z\u00c0-\U0010ffff]+")
 _PLAIN_KEY = re.compile(r"[^\W_][\w\s-]*")
-_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
-_ID_PROVINCES = frozenset(
-    (11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46, 50)
-) | frozenset((51, 52, 53, 54, 61, 62, 63, 64, 65, 71, 81, 82, 83))
 _KEY_CACHE_MAX = 4096
+_CLEAN_CACHE_MAX = 512
+# Characters that show nothing: the soft hyphen, zero-width spaces and joiners, direction marks,
+# the word joiner and invisible operators, the BOM. Typed or pasted inside a secret, they would
+# hide it from every pattern.
+_INVISIBLE_CHARS = frozenset(
+    "\u00ad\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff"
+)
+_INVISIBLE = re.compile(f"[{''.join(sorted(_INVISIBLE_CHARS))}]")
+_UNSEEN = "\0"  # not a key word: marks a key not looked up yet
 
 
 def normalise_key(key: str) -> str:
@@ -169,170 +182,23 @@ def normalise_key(key: str) -> str:
     return _NON_WORD.sub("_", _CAMEL.sub("_", key).casefold()).strip("_")
 
 
-def luhn_ok(digits: Sequence[int]) -> bool:
-    """True when the digits pass the Luhn (mod 10) check of payment card numbers."""
-    total = 0
-    for i, d in enumerate(reversed(digits)):
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
+def _find_spans(
+    rx: re.Pattern[str], text: str, group: str, label: str, head: str, rank: int
+) -> Iterator[Hit]:
+    """The spans of `group` in the matches of `rx` (`Bearer x`, `://user:x@`): none starting
+    with `head` (already redacted)."""
+    for m in rx.finditer(text):
+        start, stop = m.span(group)
+        if start < stop and not (head and text.startswith(head, start)):
+            yield Hit(start, stop, label, m.start(), rank)
 
 
-def cn_id_ok(text: str) -> bool:
-    """True for a valid Chinese resident ID number: 17 digits and a check digit (0-9 or X).
-
-    The province code must exist, the birth date (digits 7-14) must be a real date between 1900
-    and today, and the last character must be the ISO 7064 MOD 11-2 check digit.
-    """
-    if len(text) != 18 or not text[:17].isdigit():
-        return False
-    d = [int(c) for c in text[:17]]
-    if d[0] * 10 + d[1] not in _ID_PROVINCES:
-        return False
-    year = d[6] * 1000 + d[7] * 100 + d[8] * 10 + d[9]
-    try:
-        born = date(year, d[10] * 10 + d[11], d[12] * 10 + d[13])
-    except ValueError:
-        return False
-    if year < 1900 or born > date.today():
-        return False
-    return (
-        text[17].upper()
-        == "10X98765432"[sum(w * x for w, x in zip(_ID_WEIGHTS, d, strict=True)) % 11]
-    )
-
-
-def _number_label(raw: str, card: bool, id_card: bool) -> str | None:
-    """`id_card`, `card` or None for a 13-19 digit candidate."""
-    compact = raw.replace(" ", "").replace("-", "")
-    if id_card and len(compact) == 18 and cn_id_ok(compact):
-        return "id_card"
-    if card and compact.isdigit():
-        digits = [int(c) for c in compact]
-        # Payment cards start with 2-6 (the major industry identifier); 1, 7, 8, 9 and 0 are
-        # airlines, petroleum, telecoms and national schemes, and epoch timestamps start with 1.
-        if 2 <= digits[0] <= 6 and luhn_ok(digits):
-            return "card"
-    return None
-
-
-def _spelled(word: str) -> str:
-    """A key word as text may write it: `api_key` also matches `api-key`, `API key`, `apikey`."""
-    return r"[ _-]?".join(re.escape(part) for part in word.split("_"))
-
-
-def _byte_map(*ranges: tuple[int, int]) -> bytes:
-    """A `bytes.translate` table: bytes in `ranges` -> 0, every other byte -> 1."""
-    return bytes(0 if any(lo <= b <= hi for lo, hi in ranges) else 1 for b in range(256))
-
-
-# UTF-8 bytes of digits -> 0: ASCII, and the last byte of full-width ones (EF BC 90-99)
-_DIGIT_BYTES = _byte_map((0x30, 0x39), (0x90, 0x99))
-# bytes of API keys and JWTs -> 0: [A-Za-z0-9_.-]
-_TOKEN_BYTES = _byte_map((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A), (0x5F, 0x5F), (0x2D, 0x2E))
-_GITHUB_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
-_CLEAN_CACHE_MAX = 512
-_UNSEEN = "\0"  # not a key word: marks a key not looked up yet
-
-
-def _api_prefix(text: str, low: str) -> bool:
-    """True when `text` holds the start of an API key pattern (`sk-`, `ghp_`, `AKIA`, ...)."""
-    if "k-" in low or "k_" in low or "xox" in low or ".eyj" in low:  # sk- pk_ rk- xoxb- JWT
-        return True
-    if "gh" in low and any(p in low for p in _GITHUB_PREFIXES):
-        return True
-    return "A" in text and ("AKIA" in text or "ASIA" in text or "AIza" in text)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Gate:
-    """Cheap necessary conditions for the combined regex to match: a text that meets none of
-    them is let through after a few scans in C, without running the regex.
-
-    `re` pays a fixed cost at every position where a pattern may start, so these checks avoid
-    it: runs of digits and of token characters are found with `bytes.translate` and one
-    substring test, keywords with `in`, and key phrases with one regex over the lower-cased
-    text *reversed* (`password: x` reads `x :drowssap`) that starts only at `:` and `=`.
-    """
-
-    digits: bool
-    """Look for 13 digits in a row (spaces and dashes between them allowed)."""
-    api_keys: bool
-    """Look for a run of 19 token characters (the shortest key) and a key prefix."""
-    bearer: bool
-    """Look for `bearer`."""
-    urls: bool
-    """Look for `://` and `@` (`scheme://user:secret@host`)."""
-    phrases_rx: re.Pattern[str] | None
-    """Searched in `text.lower()[::-1]` when `text` holds a `:` or `=`: `<key>: value`."""
-    is_phrases: bool
-    """Look for a password word and `is`, `was`, `with` or `us(e|ing)` (`my password is x`,
-    `with password x`)."""
-    wide_words: tuple[str, ...]
-    """Any of them in a non-ASCII `text`: CJK keys."""
-    custom: re.Pattern[str] | None
-    """The user's own patterns, which have no keywords to check."""
-
-    @classmethod
-    def build(cls, enabled: set[str], words: set[str], custom: list[str]) -> _Gate:
-        """The gate for built-in patterns `enabled`, phrase key `words` and `custom` regexes."""
-        ascii_words = sorted(w for w in words if w.isascii())
-        phrases = None
-        if ascii_words:
-            spelled = "|".join(
-                _spelled("_".join(p[::-1] for p in reversed(w.split("_")))) for w in ascii_words
-            )
-            phrases = re.compile(rf"[:=：][\"'\\ \t]*(?:{spelled})")
-        return cls(
-            digits=bool(enabled & {"card", "id_card"}),
-            api_keys="api_key" in enabled,
-            bearer="token" in enabled,
-            urls="url_password" in enabled,
-            phrases_rx=phrases,
-            is_phrases=any(w in ascii_words for w in _PASSWORD_WORDS),
-            wide_words=tuple(sorted(w for w in words if not w.isascii())),
-            custom=re.compile("|".join(f"(?:{c})" for c in custom)) if custom else None,
-        )
-
-    def __call__(self, text: str) -> bool:
-        """False only when no pattern can match `text`."""
-        low = text.lower()
-        if len(text) >= 13:  # the shortest card number; API keys are longer still
-            try:
-                raw = text.encode()
-            except UnicodeEncodeError:  # a lone surrogate
-                raw = text.encode("utf-8", "surrogatepass")
-            if self.digits and b"\0" * 13 in raw.translate(_DIGIT_BYTES, b" -\xef\xbc"):
-                return True
-            if (
-                self.api_keys
-                and len(text) >= 19
-                and b"\0" * 19 in raw.translate(_TOKEN_BYTES)
-                and _api_prefix(text, low)
-            ):
-                return True
-        if self.bearer and "bearer" in low:
-            return True
-        if (
-            self.phrases_rx is not None
-            and ("=" in text or ":" in text or "：" in text)
-            and self.phrases_rx.search(low[::-1])
-        ):
-            return True
-        if self.urls and "://" in text and "@" in text:
-            return True
-        if (
-            self.is_phrases
-            and ("passw" in low or "passc" in low or "pwd" in low)
-            and ("is" in low or "was" in low or "with" in low or "us" in low)
-        ):
-            return True
-        if self.wide_words and not text.isascii():
-            for word in self.wide_words:
-                if word in text:
-                    return True
-        return self.custom is not None and self.custom.search(text) is not None
+def _find_custom(rx: re.Pattern[str], labels: Mapping[str, str], text: str) -> Iterator[Hit]:
+    """The whole matches of the user's patterns, each named by its pattern."""
+    rank = _RANKS.index("custom")
+    for m in rx.finditer(text):
+        if m.start() < m.end():
+            yield Hit(m.start(), m.end(), labels[m.lastgroup or ""], m.start(), rank)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -355,16 +221,13 @@ class Redactor:
     use_defaults: bool = True
     """Start from `DEFAULT_KEYS` and `DEFAULT_PATTERNS`."""
     key_phrases: bool = True
-    """Redact the value in `<key>: value`, `<key>=value`, `password is value`, `密码是value`."""
+    """Redact the value in `<key>: value`, `<key>=value`, `password is value`, `密码是value`,
+    `PIN 4821`, and (with the defaults) quoted values assigned to secret names in code."""
     replacement: str = "[REDACTED:{name}]"
     """What a redacted value becomes; `{name}` is the pattern's or key's name."""
 
     _key_rx: re.Pattern[str] | None = dataclasses.field(init=False, repr=False)
-    _rx: re.Pattern[str] | None = dataclasses.field(init=False, repr=False)
-    _gate: _Gate = dataclasses.field(init=False, repr=False)
-    _labels: dict[str, str] = dataclasses.field(init=False, repr=False)
-    _card: bool = dataclasses.field(init=False, repr=False)
-    _id_card: bool = dataclasses.field(init=False, repr=False)
+    _gate: Gate = dataclasses.field(init=False, repr=False)
     _head: str = dataclasses.field(init=False, repr=False)
     _min_len: int = dataclasses.field(init=False, repr=False)
     _key_cache: dict[str, str | None] = dataclasses.field(init=False, repr=False)
@@ -377,7 +240,9 @@ class Redactor:
         init = object.__setattr__  # frozen: the compiled state is set once, here
         init(self, "keys", tuple(self.keys))
         init(self, "patterns", dict(self.patterns))
-        patterns: dict[str, str | None] = dict(DEFAULT_PATTERNS) if self.use_defaults else {}
+        library = self.use_defaults or any(n in _LIBRARY_PATTERNS for n in self.patterns)
+        builtins = _default_patterns() if library else _BASIC_PATTERNS
+        patterns: dict[str, str | None] = dict(builtins) if self.use_defaults else {}
         patterns.update(self.patterns)
         for name, rx in patterns.items():
             if rx is not None:
@@ -407,105 +272,149 @@ class Redactor:
             init(self, "_key_rx", re.compile("|".join(key_alts)) if key_alts else None)
         except re.error as exc:
             raise ValueError(f"a redaction key is not a valid regex: {exc}") from None
-
-        # values: one combined regex, and the cheap checks that gate it
-        alts: list[str] = []
-        custom: list[str] = []
-        labels: dict[str, str] = {}
-        for i, (name, rx) in enumerate(patterns.items()):
-            if rx is None:
-                continue
-            builtin = rx == DEFAULT_PATTERNS.get(name)
-            group = _BUILTIN_GROUPS[name] if builtin else f"p{i}"
-            if not builtin:
-                custom.append(rx)
-            elif group in labels:
-                continue  # card and id_card share the scan
-            labels[group] = name
-            alts.append(f"(?P<{group}>{rx})")
-        head = self.replacement.split("{name}", 1)[0]
-        phrase_words = words if self.key_phrases else set()
-        if phrase_words:
-            alts.append(_phrases_regex(phrase_words, head))
-        try:
-            rx_all = re.compile("|".join(alts)) if alts else None
-        except re.error as exc:  # e.g. two patterns with the same group name
-            raise ValueError(
-                f"the redaction patterns do not combine into one regex ({exc}); rename the "
-                "named groups that two patterns share, or use scoped flags such as (?i:...)"
-            ) from None
-        enabled = {name for name, rx in patterns.items() if rx == DEFAULT_PATTERNS.get(name)}
-        card, id_card = "card" in enabled, "id_card" in enabled
-        init(self, "_rx", rx_all)
-        init(self, "_gate", _Gate.build(enabled, phrase_words, custom))
-        init(self, "_labels", labels)
-        init(self, "_card", card)
-        init(self, "_id_card", id_card)
-        init(self, "_head", head)
-        init(self, "_min_len", 1 if custom else 4)  # `密码:x` is the shortest built-in match
         init(self, "_key_cache", {})
         init(self, "_clean", {})
         init(self, "_fields", {})
+        head = self.replacement.split("{name}", 1)[0]
+        init(self, "_head", head)
+
+        # values: the detectors of the enabled built-in patterns, the user's patterns as one
+        # regex, and the cheap checks that gate them
+        enabled = {n for n, rx in patterns.items() if rx is not None and rx == builtins.get(n)}
+        custom = {n: rx for n, rx in patterns.items() if rx is not None and n not in enabled}
+        phrases = PhraseRules.build(words, head, self.key_label) if self.key_phrases else None
+        init(self, "_gate", self._build_gate(enabled, custom, phrases))
+        init(self, "_min_len", 1 if custom else 4)  # `密码:x` is the shortest built-in match
+
+    def _build_gate(
+        self, enabled: set[str], custom: dict[str, str], phrases: PhraseRules | None
+    ) -> Gate:
+        """The detectors of the `enabled` built-in patterns, the `custom` ones and the
+        `phrases`, behind their cheap checks."""
+        head, rank = self._head, _RANKS.index
+        gate: dict[str, Any] = {}
+        card, id_card = "card" in enabled, "id_card" in enabled
+        if card or id_card:
+            gate["numbers"] = functools.partial(
+                find_numbers, card=card, id_card=id_card, rank=rank("numbers")
+            )
+        if "token" in enabled:
+            bearer = re.compile(_BEARER)
+            gate["bearer"] = functools.partial(
+                _find_spans, bearer, group="bearer_v", label="token", head=head, rank=rank("token")
+            )
+        if "url_password" in enabled:
+            url = re.compile(_URL_PASSWORD)
+            gate["urls"] = functools.partial(
+                _find_spans,
+                url,
+                group="url_v",
+                label="url_password",
+                head=head,
+                rank=rank("url_password"),
+            )
+        if "api_key" in enabled:
+            from baton.runtime.secret_shapes import (
+                API_KEY_FAMILIES,
+                KEY_STARTS,
+                KEY_WORDS,
+                find_api_keys,
+            )
+
+            starts = "|".join(map(re.escape, sorted(KEY_STARTS, key=len, reverse=True)))
+            gate.update(key_starts=re.compile(starts), key_words=KEY_WORDS)
+
+            for family in API_KEY_FAMILIES:
+                gate[family] = functools.partial(
+                    find_api_keys, family=family, head=head, rank=rank("api_key")
+                )
+        if "private_key" in enabled:
+            from baton.runtime.secret_shapes import find_private_keys
+
+            gate["private_keys"] = functools.partial(find_private_keys, rank=rank("private_key"))
+        if "high_entropy" in enabled:
+            from baton.runtime.secret_entropy import find_high_entropy
+
+            for kind in ("quoted", "labelled"):
+                gate[f"{kind}_entropy"] = functools.partial(
+                    find_high_entropy,
+                    kind=kind,
+                    head=head,
+                    rank=rank("high_entropy"),
+                    normalise_key=normalise_key,
+                )
+        if custom:
+            groups = {f"p{i}": name for i, name in enumerate(custom)}
+            try:
+                rx = re.compile("|".join(f"(?P<p{i}>{r})" for i, r in enumerate(custom.values())))
+            except re.error as exc:  # e.g. two patterns with the same group name
+                raise ValueError(
+                    f"the redaction patterns do not combine into one regex ({exc}); rename the "
+                    "named groups that two patterns share, or use scoped flags such as (?i:...)"
+                ) from None
+            gate["custom"] = (rx, functools.partial(_find_custom, rx, groups))
+        if phrases is not None:
+            for family in ("colon", "passwords", "chinese", "codes", "passphrase"):
+                rules = getattr(phrases, family)
+                if rules is not None:
+                    gate[family] = functools.partial(rules.find, rank=rank("phrases"))
+            gate.update(
+                colon_rx=phrases.colon_rx,
+                colon_wide=phrases.colon_wide,
+                chinese_words=phrases.chinese_words,
+                code_stems=phrases.code_stems,
+                code_wide=phrases.code_wide,
+            )
+            if self.use_defaults:
+                from baton.runtime.secret_code import find_assignments
+
+                gate["assignments"] = functools.partial(
+                    find_assignments, head=head, rank=rank("assignments"), key_label=self.key_label
+                )
+        return Gate(**gate)
 
     # -- text ----------------------------------------------------------------------------------
 
     def redact_text(self, text: str) -> str:
         """`text` with every sensitive value replaced; the same object when nothing matched."""
-        rx = self._rx
-        if rx is None or len(text) < self._min_len:
+        if len(text) < self._min_len:
             return text
         clean = self._clean
         if text in clean:  # events repeat texts: a payload's, a final reply
             return text
-        if self._gate(text):
-            out = rx.sub(self._replace, text)
-            if out != text:
-                return out
+        if not text.isascii() and _INVISIBLE.search(text) is not None:
+            out = self._redact_visible(text)
+        else:
+            finders = self._gate(text)
+            out = self._redact(text, finders) if finders else text
+        if out != text:
+            return out
         if len(clean) >= _CLEAN_CACHE_MAX:
             clean.clear()
         clean[text] = None  # only texts with nothing to redact are kept
         return text
 
+    def _redact(self, text: str, finders: Sequence[Finder]) -> str:
+        """`text` with what `finders` find replaced."""
+        hits = [hit for find in finders for hit in find(text)]
+        return replace_hits(text, hits, self._placeholder) if hits else text
+
+    def _redact_visible(self, text: str) -> str:
+        """`text` redacted as if its invisible characters were not there: `pass\u200bword:
+        x` and a card number with zero-width spaces between its digits read as they show. A
+        secret's span in the original covers the invisible characters inside it."""
+        kept = [i for i, c in enumerate(text) if c not in _INVISIBLE_CHARS]
+        visible = "".join([text[i] for i in kept])
+        hits = [hit for find in self._gate(visible) for hit in find(visible)]
+        if not hits:
+            return text
+        spans = [
+            Hit(kept[h.start], kept[h.stop - 1] + 1, h.label, kept[h.at], h.rank) for h in hits
+        ]
+        return replace_hits(text, spans, self._placeholder)
+
     def _placeholder(self, name: str) -> str:
         return self.replacement.format(name=name)
-
-    def _replace(self, m: re.Match[str]) -> str:
-        group = m.lastgroup
-        if group == "number":
-            label = _number_label(m.group(), self._card, self._id_card)
-            return m.group() if label is None else self._placeholder(label)
-        if group == "cred":
-            return self._replace_phrase(m)
-        if group == "bearer":  # keep the scheme: `Bearer [REDACTED:token]`
-            return self._splice(m, "bearer_v", self._labels[group])
-        if group == "url":  # keep the user name: `postgresql://li:[REDACTED:url_password]@db`
-            if self._head and m.group("url_v").startswith(self._head):
-                return m.group()
-            return self._splice(m, "url_v", self._labels[group])
-        return self._placeholder(self._labels.get(group or "", "secret"))
-
-    def _splice(self, m: re.Match[str], group: str, name: str, end: int | None = None) -> str:
-        start, stop = m.span(group)
-        stop = stop if end is None else end
-        s = m.string
-        return s[m.start() : start] + self._placeholder(name) + s[stop : m.end()]
-
-    def _replace_phrase(self, m: re.Match[str]) -> str:
-        group = next(g for g in _VALUE_GROUPS if m.group(g) is not None)
-        value = m.group(group)
-        end = m.end(group)
-        if group in ("cred_v", "cred_is", "cred_with", "cred_zh"):  # "pw: x," keeps the comma
-            stripped = value.rstrip(_TRAILING)
-            end -= len(value) - len(stripped)
-            value = stripped
-        if not value or (self._head and value.startswith(self._head)):
-            return m.group()
-        if group == "cred_is" and value.casefold() in _NOT_SECRETS:
-            return m.group()
-        if group == "cred_with" and (value.isalpha() or value.casefold() in _NOT_SECRETS):
-            return m.group()
-        label = self.key_label(m.string[m.start() : m.start(group)]) or "secret"
-        return self._splice(m, group, label, end)
 
     # -- keys and values -----------------------------------------------------------------------
 
@@ -639,43 +548,6 @@ class Redactor:
         if changes is None:
             return event
         return dataclasses.replace(event, **changes)  # type: ignore[type-var]
-
-
-def _phrases_regex(words: set[str], head: str) -> str:
-    """The `<key>: value` / `password is value` / `密码是value` alternative (group `cred`)."""
-    ascii_words = sorted((w for w in words if w.isascii()), key=len, reverse=True)
-    other_words = sorted((w for w in words if not w.isascii()), key=len, reverse=True)
-    keyword = "|".join(
-        [rf"(?<![A-Za-z])(?ai:{_spelled(w)})(?![A-Za-z])" for w in ascii_words]
-        + [re.escape(w) for w in other_words]
-    )
-    scheme = r"(?:(?ai:bearer|basic|token|digest)\s+)?"  # `Authorization: Bearer x` hides x
-    # a value is never a placeholder, nor a skipped scheme (so a second pass changes nothing)
-    guard = (f"(?!{re.escape(head)})" if head else "") + r"(?!(?ai:bearer|basic|token|digest)\s)"
-    quoted = (  # `"password": "x"`, also inside JSON held in a JSON string (`\"x\"`)
-        rf'\\?"(?P<cred_vq>{guard}[^"\\\n]+)\\?"|\\?\'(?P<cred_vs>{guard}[^\'\\\n]+)\\?\''
-    )
-    bare = rf"(?P<cred_v>{guard}(?!\\?[\"'])[^\s\"'&，。；、）】]+)"
-    phrases = [rf"(?:{keyword})(?:\\?[\"'])?[ \t]*[:=：][ \t]*{scheme}(?:{quoted}|{bare})"]
-    pw_ascii = "|".join(w for w in _PASSWORD_WORDS if w.isascii() and w in words)
-    pw_other = "|".join(w for w in _PASSWORD_WORDS if not w.isascii() and w in words)
-    if pw_ascii:
-        # "my password is hunter2", "the password was: hunter2" (the `_NOT_SECRETS` words are
-        # let through)
-        phrases.append(
-            rf"(?<![A-Za-z])(?ai:{pw_ascii})\s+(?ai:is|was)(?:[ \t]*[:：][ \t]*|\s+)"
-            rf"(?P<cred_is>{guard}[!-~]+)"
-        )
-        # "log in with password hunter2", "using the pwd hunter2": the value needs a digit or a
-        # symbol, so "with password reset link" and "with password managers" are left alone
-        phrases.append(
-            rf"(?<![A-Za-z])(?ai:with|using|use)\s+(?:(?ai:the|my|a|this|your)\s+)?"
-            rf"(?ai:{pw_ascii})\s+(?!(?ai:is|was)(?:[\s:：]|$))(?P<cred_with>{guard}[!-~]+)"
-        )
-    if pw_other:
-        # "密码是abc123", "密码为：abc123": passwords are ASCII, so "密码是错误的" is not one
-        phrases.append(rf"(?:{pw_other})\s*[是为][ \t]*[:：]?\s*(?P<cred_zh>{guard}[!-~]+)")
-    return "(?P<cred>" + "|".join(f"(?:{p})" for p in phrases) + ")"
 
 
 class RedactingFilter(logging.Filter):
