@@ -72,6 +72,9 @@ SECRETS: dict[str, Row] = {
         "Here you go, password Tr0ub4dor&3 thanks", ("Tr0ub4dor&3",), ("Here you go", "thanks")
     ),
     "password colon": Row("password: Zq7hunter2, please", ("Zq7hunter2",), ("please",)),
+    "password to": Row(
+        "please reset my password to Zebra-hunter2 now", ("Zebra-hunter2",), ("please reset",)
+    ),
     "password is": Row("ok, my password is Zq7hunter2 and thanks", ("Zq7hunter2",), ("thanks",)),
     "passphrase colon": Row(
         "passphrase: correct horse battery staple",
@@ -145,6 +148,7 @@ SECRETS: dict[str, Row] = {
     # -- Chinese phrasings --------------------------------------------------------------------
     "密码冒号": Row("密码：Zq12345", ("Zq12345",), ("密码",)),
     "密码是": Row("我的密码是Zq12345，谢谢", ("Zq12345",), ("我的密码是", "谢谢")),
+    "密码改成": Row("帮我把密码改成 Zq12345，谢谢", ("Zq12345",), ("帮我把密码改成", "谢谢")),
     "口令": Row("口令 Tiger2026", ("Tiger2026",), ("口令",)),
     "口令为": Row("登录口令为：Tiger2026。", ("Tiger2026",), ("登录口令为", "。")),
     "PIN码": Row("PIN码 4821", ("4821",), ("PIN码",)),
@@ -195,6 +199,8 @@ LOOK_ALIKES: dict[str, str] = {
     "token count": "sent 512 tokens: fine, input_tokens=500",
     "base64 in prose": "logo iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAC",
     "密码错误": "密码错误，请重试",
+    "密码改成功": "密码改成功了，请重新登录",
+    "password to words": "change the password to something stronger",
     "重置密码": "请重置密码后登录",
     "验证码已发送": "验证码已发送，请查收",
     "身份证格式": "身份证号码格式错误",

@@ -182,7 +182,7 @@ def _plausible(group: str, value: str) -> bool:
     folded = value.casefold()
     if group == "cred_is":
         return folded not in NOT_SECRETS
-    if group == "cred_with":
+    if group in ("cred_with", "cred_to"):
         return not value.isalpha() and folded not in NOT_SECRETS
     if group == "cred_bare":  # "..., password hunter2"; not "password managers"
         return len(value) >= 4 and _DIGIT.search(value) is not None
@@ -311,6 +311,13 @@ def _passwords(words: set[str], guard: str) -> list[tuple[str, str, str]]:
             "cred_with",
             "secret",
         ),
+        # "reset my password to hunter2!", "set the pwd as S3cret": the value needs a digit or a
+        # symbol, so "change the password to something stronger" is left alone
+        (
+            rf"(?<![A-Za-z])(?ai:{pw})\s+(?ai:to|as|into)\s+(?P<cred_to>{guard}[!-~]+)",
+            "cred_to",
+            "secret",
+        ),
         # "user li, password hunter2": the value needs a digit, so "password manager" survives
         (
             rf"(?<![A-Za-z])(?ai:{pw})(?![A-Za-z])[ \t]+(?!(?ai:is|was)(?:[\s:：]|$))"
@@ -328,7 +335,12 @@ def _chinese(words: list[str], guard: str) -> list[tuple[str, str, str]]:
     zh = "|".join(words)
     return [
         # passwords are ASCII, so "密码是错误的" is not one
-        (rf"(?:{zh})\s*[是为][ \t]*[:：]?\s*(?P<cred_zh>{guard}[!-~]+)", "cred_zh", "secret"),
+        # "密码是x", "密码为：x", "密码改成x", "密码设为x", "密码换成x"
+        (
+            rf"(?:{zh})\s*(?:[改设换重]?[成为]|是)[ \t]*[:：]?\s*(?P<cred_zh>{guard}[!-~]+)",
+            "cred_zh",
+            "secret",
+        ),
         (rf"(?:{zh})[ \t]*(?![:=])(?P<cred_zhbare>{guard}[!-~]+)", "cred_zhbare", "secret"),
     ]
 
