@@ -242,6 +242,16 @@ async def test_an_unreachable_server_gives_a_clear_store_error() -> None:
         await store.get_session("s_1")
 
 
+async def test_a_unix_socket_url_with_a_prefix_reaches_the_socket() -> None:
+    store = RedisStore("unix:///nowhere/redis.sock?prefix=p1&db=0")
+    try:
+        assert store.prefix == "p1"
+        with pytest.raises(StoreError, match=r"/nowhere/redis\.sock"):  # the socket, not a URL
+            await store.get_session("s_1")
+    finally:
+        await store.close()
+
+
 async def test_drop_removes_only_its_own_prefix(raw: Any) -> None:
     base = fresh_prefix()[:-1]
     # unescaped, the first prefix would be a glob pattern matching the second one's keys

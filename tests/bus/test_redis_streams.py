@@ -76,6 +76,15 @@ def test_tls_and_unix_socket_urls_are_accepted() -> None:
     assert RedisStreamsBus("unix:///run/redis.sock?db=0&prefix=p").where == "/run/redis.sock"
 
 
+async def test_a_unix_socket_bus_connects_to_its_socket() -> None:
+    bus = RedisStreamsBus("unix:///nowhere/redis.sock?prefix=p")
+    try:
+        with pytest.raises(BatonError, match=r"unreachable \(Error 2 connecting to /nowhere/"):
+            await bus.get_result("s", "r")  # the socket is tried: the URL and options are fine
+    finally:
+        await bus.close()
+
+
 def test_the_password_is_never_shown() -> None:
     bus = RedisStreamsBus("redis://user:s3cret@127.0.0.1:6379/0?prefix=p")
     assert "s3cret" not in bus.url and "s3cret" not in repr(bus)

@@ -117,6 +117,7 @@ from baton.core.events import EscalationCard, Event, event_from_json
 from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 from baton.core.tasks import Task, TaskStatus
+from baton.core.urls import unsplit
 
 try:
     import redis.asyncio as aioredis
@@ -489,7 +490,7 @@ def _split_url(url: str, prefix: str) -> tuple[str, str]:
             )
         prefix = given[-1]
         rest = urlencode([(k, v) for k, v in query if k != "prefix"])
-        url = urlunsplit(parts._replace(query=rest))
+        url = unsplit(parts._replace(query=rest))
     if not isinstance(prefix, str) or not prefix:
         raise ConfigError(
             f"RedisStore(prefix={prefix!r}): give a non-empty key prefix, e.g. 'baton:' (drop() "
@@ -583,7 +584,12 @@ class RedisStore:
                     decode_responses=True,
                     socket_connect_timeout=5.0,
                     socket_timeout=30.0,
-                    socket_keepalive=True,
+                    # keep-alive is a TCP option (a unix socket's connection refuses it)
+                    **(
+                        {}
+                        if self._connect_url.startswith("unix://")
+                        else {"socket_keepalive": True}
+                    ),
                     retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), _RETRIES),
                     retry_on_error=[RedisConnectionError, RedisTimeoutError],
                 )

@@ -80,6 +80,7 @@ from baton.bus.base import (
     partition_of,
 )
 from baton.core.errors import ConfigError
+from baton.core.urls import unsplit
 
 try:
     import redis.asyncio as aioredis
@@ -534,7 +535,7 @@ def _split_url(url: str) -> tuple[str, dict[str, str]]:
     query = parse_qsl(parts.query, keep_blank_values=True)
     ours = {k: v for k, v in query if k in _URL_PARAMS}
     rest = urlencode([(k, v) for k, v in query if k not in _URL_PARAMS])
-    return urlunsplit(parts._replace(query=rest)), ours
+    return unsplit(parts._replace(query=rest)), ours
 
 
 def _pick(name: str, given: Any, default: Any, in_url: dict[str, str], convert: Any) -> Any:
@@ -656,7 +657,12 @@ class RedisStreamsBus:
                     decode_responses=True,
                     socket_connect_timeout=5.0,
                     socket_timeout=30.0,
-                    socket_keepalive=True,
+                    # keep-alive is a TCP option (a unix socket's connection refuses it)
+                    **(
+                        {}
+                        if self._connect_url.startswith("unix://")
+                        else {"socket_keepalive": True}
+                    ),
                     retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), _RETRIES),
                     retry_on_error=[RedisConnectionError, RedisTimeoutError],
                 )
