@@ -287,3 +287,29 @@ def test_payloads_never_share_their_default_containers() -> None:
     first.completed_steps.append("looked up")
     second = _payload({"reason": "r", "objective": "o"}, **KERNEL)
     assert second.state == {} and second.completed_steps == []
+
+
+@pytest.mark.parametrize(
+    ("replacement", "ascii_json"),
+    [("[REDACTED:{name}]", False), ("[已隐藏:{name}]", True), ('<"{name}">', False)],
+)
+def test_a_mask_in_a_models_arguments_is_found_whatever_the_json_looks_like(
+    replacement: str, ascii_json: bool
+) -> None:
+    import json
+
+    from baton.core.messages import ToolCall
+    from baton.runtime.at_rest import lost_arguments
+    from baton.runtime.state import PendingCall
+
+    red = Redactor(replacement=replacement)
+    mask = replacement.format(name="password")
+    args = {"user": "li", "password": mask, "note": f"the old one was {mask}"}
+    text = json.dumps(args, ensure_ascii=ascii_json)  # a mask JSON may write escaped
+    pc = PendingCall(ToolCall(id="c", name="reset", arguments=text), args, None, key="k")
+    assert lost_arguments(red, pc) == ["password"]
+    clean = {"user": "li", "password": "Zq7-hunter"}
+    pc = PendingCall(
+        ToolCall(id="c", name="reset", arguments=json.dumps(clean)), clean, None, key="k"
+    )
+    assert lost_arguments(red, pc) == []

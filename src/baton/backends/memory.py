@@ -36,6 +36,7 @@ from baton.backends.base import (
 from baton.core.errors import ConfigError
 from baton.core.events import EscalationCard, Event
 from baton.core.ids import now
+from baton.core.jsontext import copy_json
 from baton.core.messages import Message
 from baton.core.tasks import Task, TaskStatus
 
@@ -54,7 +55,7 @@ def _snapshot(rec: SessionRecord) -> SessionRecord:
     out.__dict__.update(rec.__dict__)
     out.state = _copy_state(rec.state)
     out.requests = dict(rec.requests)
-    out.control = copy.deepcopy(rec.control) if rec.control else {}
+    out.control = copy_json(rec.control) if rec.control else {}
     return out
 
 

@@ -193,10 +193,30 @@ def lost_arguments(red: Redactor | None, pc: PendingCall) -> list[str]:
     one of `red`'s masks (a text that merely quotes a mask, a note about the conversation,
     is an argument like any other). Empty for a call that may run."""
     lost = list(pc.masked)
-    if red is not None and pc.args:
+    if red is not None and pc.args and _may_hold_mask(red.replacement, pc.call.arguments):
         rx = _mask_rx(red.replacement)
         lost += [k for k, v in pc.args.items() if k not in lost and _is_mask(rx, v)]
     return lost
+
+
+def _may_hold_mask(replacement: str, arguments: str) -> bool:
+    """False when the arguments' JSON text cannot hold a mask of this `replacement`: it lacks
+    the text every mask starts with (most calls: decided without walking the arguments). A
+    head that JSON may write escaped (non-ASCII, quotes, backslashes) is always checked."""
+    head = _mask_head(replacement)
+    return not head or head in arguments or not _plain(head)
+
+
+@lru_cache(maxsize=8)
+def _mask_head(replacement: str) -> str:
+    return replacement.partition("{name}")[0]
+
+
+@lru_cache(maxsize=8)
+def _plain(head: str) -> bool:
+    """`head` is written as it is in any JSON text (printable ASCII without a quote, a
+    backslash or a slash, which a JSON writer may escape)."""
+    return head.isascii() and head.isprintable() and not any(c in head for c in '"\\/')
 
 
 @lru_cache(maxsize=8)

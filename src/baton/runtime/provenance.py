@@ -140,7 +140,17 @@ class Provenance:
     """Where a hand-off's state values may come from (see the module docstring). The indexes
     are built on first use, once per check."""
 
-    __slots__ = ("_known", "_known_index", "_results", "_said", "_text", "_tool")
+    __slots__ = (
+        "_known",
+        "_known_index",
+        "_numbers",
+        "_results",
+        "_said",
+        "_spaced",
+        "_squeezed",
+        "_text",
+        "_tool",
+    )
 
     def __init__(
         self,
@@ -156,7 +166,11 @@ class Provenance:
         self._known = known
         self._tool: _Leaves | None = None
         self._known_index: _Leaves | None = None
-        self._text: dict[str, Any] | None = None
+        # the user's words, casefolded, each form made on first use (most checks need one)
+        self._text: str | None = None
+        self._spaced: str | None = None
+        self._squeezed: str | None = None
+        self._numbers: set[int | float] | None = None
 
     def sources(self, state: Mapping[str, Any]) -> tuple[dict[str, SlotSource], list[str]]:
         """(slot -> source of the slots whose values the user or a tool produced, the slots
@@ -195,7 +209,7 @@ class Provenance:
         if isinstance(value, (int, float)):
             n = abs(value)
             found = _best(known.numbers.get(n), tool.numbers.get(n))
-            return found or ("user" if n in self.user["numbers"] else None)
+            return found or ("user" if n in self.user_numbers else None)
         v = _norm(str(value))
         bare = v[1:] if v.startswith("#") and len(v) > 1 else v  # `#W2378156` for `W2378156`
         found = _best(known.strings.get(v), tool.strings.get(v), tool.strings.get(bare))
@@ -207,13 +221,12 @@ class Provenance:
         return "user" if self._said_by_user(v, bare) else None
 
     def _said_by_user(self, v: str, bare: str) -> bool:
-        user = self.user
-        text = user["spaced"] if " " in v else user["text"]
+        text = self.user_spaced if " " in v else self.user_text
         if _occurs(v, text) or (bare is not v and _occurs(bare, text)):
             return True
         if sum(c.isdigit() for c in v) >= 4:  # a phone or an id written with other separators
             squeezed = _SEPARATORS.sub("", bare)
-            return bool(squeezed) and _occurs(squeezed, user["squeezed"])
+            return bool(squeezed) and _occurs(squeezed, self.user_squeezed)
         return False
 
     @property
@@ -241,22 +254,36 @@ class Provenance:
         return self._tool
 
     @property
-    def user(self) -> dict[str, Any]:
-        """The user's words, casefolded: as written, spaces made one, digits squeezed, and the
-        numbers in them."""
+    def user_text(self) -> str:
+        """The user's words, casefolded, as written."""
         if self._text is None:
-            text = _SEP.join(self._said).casefold()
+            self._text = _SEP.join(self._said).casefold()
+        return self._text
+
+    @property
+    def user_spaced(self) -> str:
+        """The user's words with runs of whitespace made one space."""
+        if self._spaced is None:
+            self._spaced = _WHITESPACE.sub(" ", self.user_text)
+        return self._spaced
+
+    @property
+    def user_squeezed(self) -> str:
+        """The user's words without the spaces and dashes between digits."""
+        if self._squeezed is None:
+            self._squeezed = _SEPARATORS.sub("", self.user_text)
+        return self._squeezed
+
+    @property
+    def user_numbers(self) -> set[int | float]:
+        """The numbers in the user's words."""
+        if self._numbers is None:
             numbers: set[int | float] = set()
-            for token in _NUMBER.findall(text):
+            for token in _NUMBER.findall(self.user_text):
                 token = token.replace(",", "")
                 numbers.add(float(token) if "." in token else int(token))
-            self._text = {
-                "text": text,
-                "spaced": _WHITESPACE.sub(" ", text),
-                "squeezed": _SEPARATORS.sub("", text),
-                "numbers": numbers,
-            }
-        return self._text
+            self._numbers = numbers
+        return self._numbers
 
 
 def _best(*found: SlotSource | None) -> SlotSource | None:

@@ -9,7 +9,6 @@ that persists it keeps `to_json()`, and `from_json` brings it back in any proces
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -22,6 +21,7 @@ from baton.core.approval import ApprovalCard
 from baton.core.events import EscalationCard, Event, HandoffUsage
 from baton.core.ids import id_factory, new_trace_id
 from baton.core.interrupt import InterruptCard
+from baton.core.jsontext import copy_json
 from baton.core.messages import Message, ToolCall, Usage
 from baton.core.payload import HandoffPayload
 from baton.core.policies import ContextPolicy
@@ -352,7 +352,7 @@ def _session_copy(s: SessionRecord) -> SessionRecord:
     out = replace(s)
     out.state = dict(s.state)
     # small: a few needs and a source per slot; never shared, the kernel writes it in place
-    out.control = copy.deepcopy(s.control) if s.control else {}
+    out.control = copy_json(s.control) if s.control else {}
     return out
 
 
