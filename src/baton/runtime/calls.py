@@ -339,7 +339,7 @@ async def run_tool(
         return _refuse_ungrounded(k, r, t, pc, args, bad), None
     state = r.session.state
     try:  # `[secret:<slot>]` handles: the kernel gives the tool the session's value
-        real = resolve(k.cfg.redactor, args, state, visible_state(plan.agent, state))
+        real = resolve(k.cfg.redactor, args, state, lambda: visible_state(plan.agent, state))
     except Unresolved as exc:
         return _refuse(k, r, t, pc, args, f"not executed: {exc}"), None
     if tool.approval is not None and not pc.approved:

@@ -15,7 +15,7 @@ ask the user again, and the tool never receives the masked text.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from baton.runtime.redact import Redactor
@@ -57,17 +57,21 @@ class Unresolved(ValueError):
 
 
 def resolve(
-    red: Redactor | None, value: Any, state: Mapping[str, Any], visible: Mapping[str, Any]
+    red: Redactor | None,
+    value: Any,
+    state: Mapping[str, Any],
+    visible: Callable[[], Mapping[str, Any]],
 ) -> Any:
     """`value` (a tool's arguments, a hand-off's state) with every argument that is exactly a
-    handle replaced by the session's value; `value` itself when it holds none. Raises
-    `Unresolved` saying what to do when a handle cannot be resolved."""
+    handle replaced by the session's value; `value` itself when it holds none. `visible`
+    gives the slots the agent may see (asked only when a handle is met). Raises `Unresolved`
+    saying what to do when a handle cannot be resolved."""
     if isinstance(value, str):
         m = _HANDLE.fullmatch(value)
         if m is None:
             return value
         slot = m.group(1)
-        if slot not in visible or slot not in state:
+        if slot not in state or slot not in visible():
             raise Unresolved(
                 f"{value} names no secret you were given; use only the handles in your known "
                 "facts, or ask the user"

@@ -189,7 +189,8 @@ def with_secrets(
         return payload
     state = r.session.state
     try:
-        carried = resolve(k.cfg.redactor, payload.state, state, visible_state(plan.agent, state))
+        visible = lambda: visible_state(plan.agent, state)  # noqa: E731
+        carried = resolve(k.cfg.redactor, payload.state, state, visible)
     except Unresolved as exc:
         raise Refused(str(exc)) from None
     return payload if carried is payload.state else payload.model_copy(update={"state": carried})
