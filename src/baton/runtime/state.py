@@ -25,6 +25,7 @@ from baton.core.interrupt import InterruptCard
 from baton.core.messages import Message, ToolCall, Usage
 from baton.core.payload import HandoffPayload
 from baton.core.policies import ContextPolicy
+from baton.runtime import checkpoint_format
 
 _run_id = id_factory("run_")
 
@@ -336,14 +337,18 @@ class RunState:
 
     def to_json(self) -> str:
         """The state as JSON text (what a persistent store keeps), without `earlier`."""
-        return (
-            _adapter().dump_json(self, exclude={"listener", "earlier", "ended", "parent"}).decode()
-        )
+        body = _adapter().dump_json(self, exclude={"listener", "earlier", "ended", "parent"})
+        return checkpoint_format.stamp(body.decode())
 
     @classmethod
     def from_json(cls, text: str) -> RunState:
-        """A state saved by `to_json`."""
-        state = _adapter().validate_json(text)
+        """A state saved by `to_json`, by this Baton or an older one (`checkpoint_format`);
+        raises `NewerCheckpoint` for one a newer Baton wrote, `ValueError` for damaged text."""
+        found = checkpoint_format.format_of(text)
+        if found == checkpoint_format.FORMAT:  # the usual case: `format` is ignored as extra
+            state = _adapter().validate_json(text)
+        else:
+            state = _adapter().validate_python(checkpoint_format.upgraded(text, found))
         state.relink()
         return state
 
