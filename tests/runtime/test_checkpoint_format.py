@@ -9,11 +9,13 @@ import json
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from baton import NewerCheckpoint
+from baton import Agent, ModelRequest, NewerCheckpoint, ScriptedModel, Team, tool
 from baton.backends.sqlite import SQLiteStore
+from baton.models import Step
 from baton.runtime import checkpoint_format
 from baton.runtime.state import RunState
 
@@ -120,3 +122,59 @@ def test_upgrades_run_in_order_from_the_format_found(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(checkpoint_format, "UPGRADES", {1: lambda d: d})
     with pytest.raises(ValueError, match="no upgrade from checkpoint format 2 to 3"):
         checkpoint_format.upgraded("{}", 1)
+
+
+# ---------------------------------------------------------------- what a checkpoint holds
+
+TOOL_CALLS = 6
+
+
+def six_lookups_then_pay(request: ModelRequest) -> Step:
+    done = sum(1 for m in request.messages if m.role == "tool")
+    if done < TOOL_CALLS:
+        return ScriptedModel.call("lookup", order_id=f"ORD-{done}")
+    if done == TOOL_CALLS:
+        return ScriptedModel.call("pay", amount=1, to="bob")
+    return ScriptedModel.say("done")
+
+
+async def test_each_tool_result_is_saved_once_and_the_checkpoint_stays_near_the_record(
+    tmp_path: Path,
+) -> None:
+    @tool
+    async def lookup(order_id: str) -> dict[str, Any]:
+        """Look an order up.
+
+        Args:
+            order_id: The order's id.
+        """
+        return {"order_id": order_id, "marker": f"result-of-{order_id}", "items": ["a"] * 20}
+
+    @tool(requires_approval=True)
+    async def pay(amount: int, to: str) -> dict[str, Any]:
+        """Pay.
+
+        Args:
+            amount: Amount in cents.
+            to: Who gets it.
+        """
+        return {"paid": amount}
+
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'b.db'}")
+    agent = Agent(name="clerk", instructions="You look orders up.", tools=[lookup, pay])
+    team = Team([agent], entry="clerk", model=ScriptedModel(six_lookups_then_pay), store=store)
+    orders = " ".join(f"ORD-{n}" for n in range(TOOL_CALLS))
+    paused = await team.run(f"look up {orders}", session_id="s")
+    assert paused.approval is not None
+    cp = await store.get_checkpoint("s")
+    assert cp is not None
+    text = cp.state_json()
+
+    for n in range(TOOL_CALLS):
+        assert text.count(f"result-of-ORD-{n}") == 1, n
+    record = sum(len(m.model_dump_json()) for m in await store.get_messages("s"))
+    record += sum(len(e.model_dump_json()) for e in await store.get_events("s"))
+    assert len(text) <= 1.2 * record, (len(text), record)
+    resumed = await team.approve("s", paused.approval.id, by="alice")
+    assert resumed.status == "completed" and resumed.output == "done"
+    await store.close()

@@ -20,12 +20,23 @@ from typing import Any
 
 from baton.core.errors import NewerCheckpoint
 
-FORMAT = 1
-"""The format `RunState.to_json` writes."""
+FORMAT = 2
+"""The format `RunState.to_json` writes.
+
+1. Every container in full.
+2. A turn's scratch and view name the messages the run recorded by id instead of repeating
+   them (each tool result is saved once); whole messages are still read there.
+"""
 
 Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
 
-UPGRADES: dict[int, Upgrade] = {}
+
+def _scratch_by_reference(data: dict[str, Any]) -> dict[str, Any]:
+    """1 -> 2: nothing to change (format 2 reads whole scratch messages as they are)."""
+    return data
+
+
+UPGRADES: dict[int, Upgrade] = {1: _scratch_by_reference}
 """`UPGRADES[n]` turns format `n` data into format `n + 1` data."""
 
 _STAMP = f'{{"format":{FORMAT},'

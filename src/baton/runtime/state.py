@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
-from pydantic import PlainSerializer, PlainValidator, TypeAdapter
+from pydantic import PlainSerializer, PlainValidator, SerializationInfo, TypeAdapter
 
 from baton.backends.base import SessionRecord
 from baton.core.approval import ApprovalCard
@@ -34,7 +34,7 @@ def _save_sub(child: RunState | None) -> Any:
     """A sub-run as JSON data, without what it shares with its parent (`relink`)."""
     if child is None:
         return None
-    return _adapter().dump_python(child, mode="json", exclude=_SHARED)
+    return _adapter().dump_python(child, mode="json", exclude=_SHARED, context=_recorded(child))
 
 
 def _load_sub(value: Any) -> RunState | None:
@@ -42,7 +42,55 @@ def _load_sub(value: Any) -> RunState | None:
         return value
     data = dict(value)
     data["session"] = {"session_id": ""}  # replaced by `relink`
-    return _adapter().validate_python(data)
+    child = _adapter().validate_python(data)
+    _resolve_scratch(child)
+    return child
+
+
+def _recorded(r: RunState) -> dict[str, Any]:
+    """The serialisation context of one run: its recorded messages, by object identity."""
+    return {"recorded": {id(m) for m in r.messages}}
+
+
+def _save_scratch(value: list[Message], info: SerializationInfo) -> list[Any]:
+    """A turn's scratch or view as saved (format 2): a message the run recorded (every scratch
+    message, and the user's message in a view, is also in `RunState.messages`) is saved once,
+    there, and named here by its id; any other message (a system prompt, an earlier run's, a
+    conductor's exact results in a masked checkpoint) is saved whole."""
+    context = info.context
+    recorded = context.get("recorded") if isinstance(context, dict) else None
+    if not recorded:
+        return _messages().dump_python(value, mode="json")
+    return [
+        m.id if id(m) in recorded else _messages().dump_python([m], mode="json")[0] for m in value
+    ]
+
+
+def _load_scratch(value: Any) -> list[Any]:
+    """Saved scratch: whole messages are validated, ids stay until `_resolve_scratch`."""
+    if not isinstance(value, list):
+        raise ValueError("a turn's scratch must be a list")
+    return [
+        m if isinstance(m, (str, Message)) else _messages().validate_python([m])[0] for m in value
+    ]
+
+
+def _resolve_scratch(r: RunState) -> None:
+    """Replace the message ids of a loaded turn's scratch and view by the run's messages."""
+    t = r.turn
+    if t is None:
+        return
+    by_id = {m.id: m for m in r.messages}
+    t.scratch, t.view = _resolved(t.scratch, by_id), _resolved(t.view, by_id)
+
+
+def _resolved(saved: list[Any], by_id: dict[str, Message]) -> list[Message]:
+    if not any(isinstance(m, str) for m in saved):
+        return saved
+    missing = [m for m in saved if isinstance(m, str) and m not in by_id]
+    if missing:
+        raise ValueError(f"the turn names messages the run does not hold: {missing[:3]}")
+    return [by_id[m] if isinstance(m, str) else m for m in saved]
 
 
 _SHARED = {"session", "events", "earlier", "listener", "ended", "parent"}
@@ -105,11 +153,16 @@ class TurnState:
     """The fallback agent's turn after an escalation: it may answer or use tools, not hand off."""
     started: bool = False
     """`agent_started` was emitted (a resumed turn does not start again)."""
-    view: list[Message] = field(default_factory=list)
-    """The conversation part of its view (system message first), fixed for the turn."""
+    view: Annotated[
+        list[Message], PlainSerializer(_save_scratch), PlainValidator(_load_scratch)
+    ] = field(default_factory=list)
+    """The conversation part of its view (system message first), fixed for the turn; saved
+    like `scratch`."""
     context_tokens: int = 0
-    scratch: list[Message] = field(default_factory=list)
-    """Its own tool-call and tool messages of this turn."""
+    scratch: Annotated[
+        list[Message], PlainSerializer(_save_scratch), PlainValidator(_load_scratch)
+    ] = field(default_factory=list)
+    """Its own tool-call and tool messages of this turn (each also in `RunState.messages`)."""
     iteration: int = 0
     """Model calls made (re-asks not counted)."""
     usage: Usage = field(default_factory=Usage)
@@ -337,7 +390,9 @@ class RunState:
 
     def to_json(self) -> str:
         """The state as JSON text (what a persistent store keeps), without `earlier`."""
-        body = _adapter().dump_json(self, exclude={"listener", "earlier", "ended", "parent"})
+        body = _adapter().dump_json(
+            self, exclude={"listener", "earlier", "ended", "parent"}, context=_recorded(self)
+        )
         return checkpoint_format.stamp(body.decode())
 
     @classmethod
@@ -349,6 +404,7 @@ class RunState:
             state = _adapter().validate_json(text)
         else:
             state = _adapter().validate_python(checkpoint_format.upgraded(text, found))
+        _resolve_scratch(state)
         state.relink()
         return state
 
@@ -381,6 +437,13 @@ def _call_copy(c: PendingCall) -> PendingCall:
 
 
 _ADAPTER: list[TypeAdapter[RunState]] = []
+_MESSAGES: list[TypeAdapter[list[Message]]] = []
+
+
+def _messages() -> TypeAdapter[list[Message]]:
+    if not _MESSAGES:
+        _MESSAGES.append(TypeAdapter(list[Message]))
+    return _MESSAGES[0]
 
 
 def _adapter() -> TypeAdapter[RunState]:
