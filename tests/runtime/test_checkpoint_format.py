@@ -34,13 +34,13 @@ def restore(golden: str, tmp_path: Path) -> str:
     return f"sqlite:///{db}"
 
 
-def goldens() -> list[str]:
-    found = sorted(p.name for p in GOLDEN.glob("format*.sql"))
-    assert found, "no golden checkpoint in tests/runtime/golden"
+def goldens(kind: str) -> list[str]:
+    found = sorted(p.name for p in GOLDEN.glob(f"format*-{kind}.sql"))
+    assert found, f"no golden {kind} checkpoint in tests/runtime/golden"
     return found
 
 
-@pytest.mark.parametrize("golden", goldens())
+@pytest.mark.parametrize("golden", goldens("desk"))
 async def test_a_golden_checkpoint_loads_and_its_approval_resumes_the_run(
     golden: str, tmp_path: Path
 ) -> None:
@@ -68,8 +68,27 @@ async def test_a_golden_checkpoint_loads_and_its_approval_resumes_the_run(
     await store.close()
 
 
+@pytest.mark.parametrize("golden", goldens("graph"))
+async def test_a_golden_graph_checkpoint_resumes_without_running_its_steps_again(
+    golden: str, tmp_path: Path
+) -> None:
+    store = SQLiteStore(restore(golden, tmp_path))
+    effects: list[str] = []
+    graph = desk.graph(store, effects)
+    (card,) = await graph.interrupts()
+    assert card.value == "ship ORD-42?"
+
+    result = await graph.resume(desk.THREAD, "yes")
+
+    assert result.status == "completed", result.error
+    assert result.final.log == ["reserved ORD-42", "charged ORD-42", "person said yes"]
+    assert effects == []  # both steps were done before the pause
+    assert await graph.interrupts() == []
+    await store.close()
+
+
 async def test_a_checkpoint_of_a_newer_format_is_refused_and_kept(tmp_path: Path) -> None:
-    url = restore(goldens()[-1], tmp_path)
+    url = restore(goldens("desk")[-1], tmp_path)
     con = sqlite3.connect(url.removeprefix("sqlite:///"))
     (data,) = con.execute("SELECT data FROM checkpoints").fetchone()
     newer = {**json.loads(data), "format": checkpoint_format.FORMAT + 1}

@@ -53,6 +53,11 @@ class NewerCheckpoint(StoreError):
         )
 
 
+class ReplayMismatch(BatonError):
+    """A graph node, run again from its checkpoint, called a different step than the one
+    recorded at that place (its code changed, or it calls steps in a varying order)."""
+
+
 class ModelNotAvailable(BatonError):
     """A model name cannot be resolved to an installed provider."""
 

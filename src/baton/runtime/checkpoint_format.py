@@ -25,18 +25,31 @@ FORMAT = 2
 
 1. Every container in full.
 2. A turn's scratch and view name the messages the run recorded by id instead of repeating
-   them (each tool result is saved once); whole messages are still read there.
+   them (each tool result is saved once; whole messages are still read there), and a graph
+   node's completed steps (`PendingCall.memo`) are `{"step": name, "result": value}` instead
+   of bare values, so a replay checks each step's name.
 """
 
 Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def _scratch_by_reference(data: dict[str, Any]) -> dict[str, Any]:
-    """1 -> 2: nothing to change (format 2 reads whole scratch messages as they are)."""
+def _named_steps(data: dict[str, Any]) -> dict[str, Any]:
+    """1 -> 2: every recorded step result (in the run and its sub-runs) becomes an unnamed
+    `StepResult`, replayed by position as before (whole scratch and view messages are read
+    as they are)."""
+
+    def walk(run: dict[str, Any]) -> None:
+        turn = run.get("turn") or {}
+        for call in turn.get("calls") or ():
+            call["memo"] = [{"step": None, "result": v} for v in call.get("memo") or ()]
+            if call.get("sub"):
+                walk(call["sub"])
+
+    walk(data)
     return data
 
 
-UPGRADES: dict[int, Upgrade] = {1: _scratch_by_reference}
+UPGRADES: dict[int, Upgrade] = {1: _named_steps}
 """`UPGRADES[n]` turns format `n` data into format `n + 1` data."""
 
 _STAMP = f'{{"format":{FORMAT},'

@@ -97,6 +97,16 @@ _SHARED = {"session", "events", "earlier", "listener", "ended", "parent"}
 
 
 @dataclass(slots=True)
+class StepResult:
+    """One completed step of a graph node (`ctx.call`): the step's name and its result."""
+
+    step: str | None
+    """The tool's name; None for a step recorded before steps were named (checkpoint format
+    1): it is replayed by position alone."""
+    result: Any
+
+
+@dataclass(slots=True)
 class PendingCall:
     """One call of the latest model response and, once it ran, its result."""
 
@@ -121,9 +131,10 @@ class PendingCall:
     resumes: list[Any] = field(default_factory=list)
     """The answers a person gave to its `interrupt(...)` calls, in order (it runs again with
     them: `interrupt` returns them instead of stopping the run)."""
-    memo: list[Any] = field(default_factory=list)
-    """The results of a graph node's completed steps (`ctx.call`), in order: when the node
-    runs again (after an interrupt or a crash) they are returned, not run again."""
+    memo: list[StepResult] = field(default_factory=list)
+    """The results of a graph node's completed steps (`ctx.call`), in order, each with the
+    step's name: when the node runs again (after an interrupt or a crash) they are returned,
+    not run again, and a step that is not the one recorded at its place is an error."""
     kernel: bool = False
     """The kernel made this call, not a model (the hand-on to the user's next need,
     `baton.runtime.pending`): it is dispatched by kind, never by name, so no model can make

@@ -4,17 +4,21 @@ only replays against the team that wrote it. It uses only the public API every f
 
 `desk` hands the user to `cashier` with a payload; `cashier` looks the order up (a plain tool)
 and then pays (a tool that needs a person's sign-off), so the paused run holds a hand-off, a
-finished call and the call that waits.
+finished call and the call that waits. The graph's node records two steps (`ctx.call`) and
+then waits for a person's answer (`interrupt`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from baton import Agent, ScriptedModel, Team, tool
+from pydantic import BaseModel
+
+from baton import END, START, Agent, Graph, NodeContext, ScriptedModel, Team, interrupt, tool
 from baton.models import Step
 from baton.models.base import ModelRequest
+from baton.topologies.reducers import append
 
 S = ScriptedModel
 SESSION = "golden-1"
@@ -63,3 +67,37 @@ def team(store: Any, ledger: list[tuple[int, str]]) -> Team:
         Agent(name="cashier", instructions="You pay people.", tools=[lookup, pay]),
     ]
     return Team(agents, entry="desk", model=S(script), store=store)
+
+
+# ---------------------------------------------------------------- a graph node with steps
+
+THREAD = "golden-graph"
+
+
+class Order(BaseModel):
+    log: Annotated[list[str], append] = []
+    order_id: str = ""
+
+
+def graph(store: Any, effects: list[str]) -> Any:
+    """One node: it reserves and charges (two recorded steps), then asks a person."""
+
+    def reserve(order_id: str) -> str:
+        """Reserve the order's items."""
+        effects.append(f"reserve {order_id}")
+        return f"reserved {order_id}"
+
+    def charge(order_id: str) -> str:
+        """Charge the order."""
+        effects.append(f"charge {order_id}")
+        return f"charged {order_id}"
+
+    async def checkout(state: Order, ctx: NodeContext) -> dict[str, Any]:
+        held = await ctx.call(reserve, order_id=state.order_id)
+        paid = await ctx.call(charge, order_id=state.order_id)
+        said = interrupt(f"ship {state.order_id}?")
+        return {"log": [held, paid, f"person said {said}"]}
+
+    g = Graph(Order).add_node("checkout", checkout)
+    g.add_edge(START, "checkout").add_edge("checkout", END)
+    return g.compile(store=store)
