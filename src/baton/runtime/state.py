@@ -60,7 +60,8 @@ def _save_scratch(value: list[Message], info: SerializationInfo) -> list[Any]:
     context = info.context
     recorded = context.get("recorded") if isinstance(context, dict) else None
     if not recorded:
-        return _messages().dump_python(value, mode="json")
+        whole: list[Any] = _messages().dump_python(value, mode="json")
+        return whole
     return [
         m.id if id(m) in recorded else _messages().dump_python([m], mode="json")[0] for m in value
     ]

@@ -42,8 +42,8 @@ from baton.topologies.reducers import Reducer
 
 if TYPE_CHECKING:
     from baton.runtime.calls import Handled, Shown
+    from baton.runtime.kernel import Kernel
     from baton.runtime.plan import AgentPlan, CallEntry
-    from baton.runtime.runner import Runner
 
 START = "__start__"
 """Where every run of a graph begins: `add_edge(START, "first")`."""
@@ -342,7 +342,7 @@ class GraphConductor:
     spec: GraphSpec
 
     async def __call__(
-        self, k: Runner, r: RunState, t: TurnState
+        self, k: Kernel, r: RunState, t: TurnState
     ) -> Reply | Failed | ToHuman | Tripped:
         spec = self.spec
         pos = spec.replay(r, t)
@@ -375,7 +375,7 @@ class GraphConductor:
                 calls.append(call(node.call, step=pos.step))
         return None, calls
 
-    async def _save(self, k: Runner, r: RunState, pos: Position, nxt: list[str]) -> None:
+    async def _save(self, k: Kernel, r: RunState, pos: Position, nxt: list[str]) -> None:
         """The boundary's snapshot (saved again, unchanged, when a resumed run comes back)."""
         store = k.cfg.store
         assert isinstance(store, Snapshots)  # checked when the graph was compiled
@@ -409,7 +409,7 @@ class NodeContext:
     __slots__ = ("_k", "_n", "_pc", "_r", "_spec", "_t", "node")
 
     def __init__(
-        self, spec: GraphSpec, k: Runner, r: RunState, t: TurnState, pc: PendingCall, node: str
+        self, spec: GraphSpec, k: Kernel, r: RunState, t: TurnState, pc: PendingCall, node: str
     ) -> None:
         self._spec, self._k, self._r, self._t, self._pc = spec, k, r, t, pc
         self._n = 0
@@ -493,7 +493,7 @@ class RunNode:
 
     async def __call__(
         self,
-        k: Runner,
+        k: Kernel,
         r: RunState,
         plan: AgentPlan,
         t: TurnState,
