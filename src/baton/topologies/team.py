@@ -190,7 +190,7 @@ class Team:
 
     @property
     def bus(self) -> Bus:
-        """Where `submit` queues turns for workers (`baton.bus.Worker`): the `bus` given to
+        """Where `submit` queues turns for workers (`baton.worker.Worker`): the `bus` given to
         the team (`redis://...` for workers in other processes), else an in-process
         `MemoryBus`, opened on first use."""
         if self._bus is None:
