@@ -46,9 +46,9 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.distributed_team import ANSWER, build_team, open_bench_store  # noqa: E402
 
 from baton.backends import MemoryStore  # noqa: E402
-from baton.bus import Envelope, MemoryBus, Worker  # noqa: E402
+from baton.bus import Envelope, MemoryBus  # noqa: E402
 from baton.bus.redis_streams import RedisStreamsBus  # noqa: E402
-from baton.bus.worker import tune_collector  # noqa: E402
+from baton.worker import Worker, tune_collector  # noqa: E402
 
 REDIS = "redis://127.0.0.1:6379/0"
 POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"

@@ -18,10 +18,12 @@ from baton.core import (
     InvalidTransition,
     Message,
     ModelError,
+    NewerCheckpoint,
     NoRunToResume,
     ParseError,
     PayloadError,
     PlanError,
+    ReplayMismatch,
     RunReleased,
     SessionOwnerError,
     StoreError,
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from baton.topologies.pipeline import Pipeline
     from baton.topologies.plan_execute_review import PlanExecuteReview
     from baton.topologies.supervisor import Supervisor
+    from baton.worker import Worker
 
 __version__ = "0.1.0"
 
@@ -97,6 +100,7 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "ModelResponse",
+    "NewerCheckpoint",
     "NoRunToResume",
     "NodeContext",
     "OTelSink",
@@ -107,6 +111,7 @@ __all__ = [
     "PlanError",
     "PlanExecuteReview",
     "Redactor",
+    "ReplayMismatch",
     "RunReleased",
     "RunResult",
     "SQLiteStore",
@@ -124,6 +129,7 @@ __all__ = [
     "ToolError",
     "Usage",
     "Verdict",
+    "Worker",
     "__version__",
     "interrupt",
     "open_store",
@@ -149,6 +155,10 @@ def __getattr__(name: str) -> Any:
         from baton.topologies.supervisor import Supervisor
 
         return Supervisor
+    if name == "Worker":
+        from baton.worker import Worker
+
+        return Worker
     if name == "Blackboard":  # the topology; the store capability stays in baton.backends
         from baton.topologies.blackboard import Blackboard
 

@@ -18,9 +18,9 @@ from baton import Agent, MemoryStore, ScriptedModel, Team, tool
 from baton.bus import MemoryBus
 from baton.bus.base import Envelope
 from baton.bus.headers import trace_headers, trace_id_of
-from baton.bus.worker import Worker
 from baton.core.errors import StoreError
 from baton.models import ModelRequest, Step
+from baton.worker import Worker
 
 PAID: list[str] = []
 

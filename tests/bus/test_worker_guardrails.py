@@ -7,7 +7,7 @@ import asyncio
 from tests.runtime.guardrails_kit import BLOCKED, INJECTION, JAILBREAK_RULE, S, desk
 
 from baton.bus import MemoryBus
-from baton.bus.worker import Worker
+from baton.worker import Worker
 
 
 async def test_a_blocked_turn_is_reported_blocked() -> None:

@@ -29,7 +29,7 @@ from tests.services import POSTGRES, REDIS, require_service
 from baton.backends.postgres import PostgresStore
 from baton.bus import Envelope
 from baton.bus.redis_streams import RedisStreamsBus
-from baton.bus.worker import Worker
+from baton.worker import Worker
 
 pytestmark = pytest.mark.services
 

@@ -17,8 +17,12 @@ from runtime_kit import of_type
 from baton import Agent, Guards, ScriptedModel, Team, tool
 from baton.backends.sqlite import SQLiteStore
 from baton.core.errors import StoreError
+from baton.core.messages import ToolSpec
 from baton.models.base import ModelRequest
+from baton.runtime.blueprint import Blueprint
 from baton.runtime.cancel import CALLER
+from baton.runtime.kernel import Kind
+from baton.runtime.plan import CallEntry, Extra
 
 S = ScriptedModel
 SID = "S"
@@ -312,12 +316,18 @@ async def test_a_tool_timeout_is_still_a_timeout_and_a_timeout_around_run_still_
 async def test_a_bug_inside_the_kernel_fails_the_run_recorded(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    team = shipping_desk([])
-
     async def broken(*args: Any) -> Any:
         raise RuntimeError("a plug-in bug")
 
-    team._runner.handlers["tool"] = broken
+    def respond(request: ModelRequest) -> Any:
+        return S.say("done") if request.messages[-1].role == "tool" else S.call("plug_in")
+
+    spec = ToolSpec(name="plug_in", description="A topology's own call.", parameters={})
+    plugged = Blueprint(
+        entries={"clerk": (Extra("plug_in", CallEntry("plug"), spec),)},
+        kinds={"plug": Kind(broken)},
+    )
+    team = Team([Agent(name="clerk")], entry="clerk", model=S(respond), blueprint=plugged)
     result = await team.run("ship ORD-1", session_id=SID)
     assert result.status == "failed"
     assert result.error == "internal error: RuntimeError: a plug-in bug"

@@ -7,7 +7,8 @@ import asyncio
 
 from tests.server.server_kit import OPERATOR, VIEWER, bearer, desk, served
 
-from baton.bus import MemoryBus, Worker
+from baton.bus import MemoryBus
+from baton.worker import Worker
 
 
 async def test_a_queued_run_is_answered_by_a_worker() -> None:

@@ -72,6 +72,8 @@ async def test_the_dashboard_is_served_when_installed(
         assert placeholder.status_code == 200 and "/docs" in placeholder.text
     (tmp_path / "index.html").write_text("<html>dashboard</html>", encoding="utf-8")
     (tmp_path / "app.js").write_text("console.log('hi')", encoding="utf-8")
+    (tmp_path / "views").mkdir()
+    (tmp_path / "views" / "sessions.js").write_text("export const x = 1;", encoding="utf-8")
     monkeypatch.setattr(ops, "STATIC_DIR", tmp_path)
     async with client_for(create_app(desk())) as client:
         page = await client.get("/?session=S1")
@@ -79,6 +81,9 @@ async def test_the_dashboard_is_served_when_installed(
         assert page.headers["content-type"].startswith("text/html")
         script = await client.get("/static/app.js")
         assert script.status_code == 200 and script.text == "console.log('hi')"
+        view = await client.get("/static/views/sessions.js")
+        assert view.status_code == 200 and view.text == "export const x = 1;"
+        assert "javascript" in view.headers["content-type"]
         assert (await client.get("/static/nope.js")).status_code == 404
         unknown = await client.get("/nowhere")
         assert unknown.json() == {"detail": "no endpoint /nowhere; the API is listed at /docs"}

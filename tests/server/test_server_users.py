@@ -22,9 +22,10 @@ from tests.server.server_kit import (
     served,
 )
 
-from baton.bus import MemoryBus, Worker
+from baton.bus import MemoryBus
 from baton.core.errors import ConfigError
 from baton.server import AuthConfig, create_app
+from baton.worker import Worker
 
 PATHS = ("/runs", "/runs/stream")
 

@@ -77,6 +77,40 @@ async def test_an_interrupted_node_resumes_without_repeating_its_steps() -> None
     assert "interrupt_resumed" in kinds and "run_resumed" in kinds
 
 
+async def test_a_node_that_calls_another_step_where_one_was_recorded_fails_clearly() -> None:
+    effects: list[str] = []
+    changed = False
+
+    def charge(amount: int) -> str:
+        """A side effect."""
+        effects.append(f"charge {amount}")
+        return "charged"
+
+    def refund(amount: int) -> str:
+        """Another side effect."""
+        effects.append(f"refund {amount}")
+        return "refunded"
+
+    async def ask(state: State, ctx: NodeContext) -> dict[str, Any]:
+        done = await ctx.call(refund if changed else charge, amount=5)
+        said = interrupt("go on?")
+        return {"log": [done, str(said)]}
+
+    g = Graph(State).add_node("ask", ask).add_edge(START, "ask").add_edge("ask", END)
+    graph = g.compile()
+    first = await graph.invoke({}, thread_id="t")
+    assert first.status == "interrupted"
+    changed = True  # the node's code changed before the run resumed
+
+    result = await graph.resume("t", "yes")
+
+    assert result.status == "failed"
+    assert result.error is not None
+    assert "node 'ask' ran step 1 as 'charge'" in result.error
+    assert "now calls 'refund' there" in result.error
+    assert effects == ["charge 5"]  # neither step ran again, and the recorded one was not reused
+
+
 async def test_a_tool_of_an_agent_node_interrupts_and_only_that_call_runs_again() -> None:
     effects: list[str] = []
 

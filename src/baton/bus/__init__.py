@@ -21,7 +21,6 @@ from baton.bus.base import (
     partition_of,
 )
 from baton.bus.memory import MemoryBus
-from baton.bus.worker import Worker
 from baton.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -99,16 +98,20 @@ __all__ = [
     "MemoryBus",
     "RedisStreamsBus",
     "TurnResult",
-    "Worker",
     "open_bus",
     "partition_of",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """`RedisStreamsBus` (with the `redis` extra) loads on first use."""
+    """`RedisStreamsBus` (with the `redis` extra) loads on first use; `Worker` lives in
+    `baton.worker` (it runs teams; the bus only carries turns) and is found here too."""
     if name == "RedisStreamsBus":
         from baton.bus.redis_streams import RedisStreamsBus
 
         return RedisStreamsBus
+    if name == "Worker":
+        from baton.worker import Worker
+
+        return Worker
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,12 +13,12 @@ from rich.console import Console
 from baton.bus import open_bus
 from baton.bus.base import BusError, Envelope
 from baton.bus.headers import trace_headers
-from baton.bus.worker import Worker
 from baton.cli.common import CLIError, fail, load_team
 from baton.cli.options import STORE_HELP
 from baton.core.errors import BatonError
 from baton.core.ids import new_id
 from baton.core.text import clean_text
+from baton.worker import Worker
 
 BUS_HELP = "Bus URL: redis://host:6379/0 (workers in other processes) or memory://."
 """Help text of the `--bus` option."""

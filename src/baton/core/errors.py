@@ -39,6 +39,25 @@ class StoreError(BatonError):
     """A store backend failed or holds data it cannot read."""
 
 
+class NewerCheckpoint(StoreError):
+    """A checkpoint was written by a newer Baton, in a format this one does not read; it is
+    kept (resume it with that release)."""
+
+    def __init__(self, found: int, readable: int, where: str = "") -> None:
+        self.found, self.readable = found, readable
+        of = f" of {where}" if where else ""
+        super().__init__(
+            f"the checkpoint{of} has format {found}, written by a newer Baton; this Baton "
+            f"reads formats up to {readable}. Upgrade Baton to resume it (the checkpoint is "
+            "kept)"
+        )
+
+
+class ReplayMismatch(BatonError):
+    """A graph node, run again from its checkpoint, called a different step than the one
+    recorded at that place (its code changed, or it calls steps in a varying order)."""
+
+
 class ModelNotAvailable(BatonError):
     """A model name cannot be resolved to an installed provider."""
 

@@ -25,13 +25,13 @@ from baton.runtime.outcomes import Paused
 from baton.runtime.state import PendingCall, RunState, TurnState
 
 if TYPE_CHECKING:
-    from baton.runtime.runner import Runner
+    from baton.runtime.kernel import Kernel
 
 Decision = Literal["approved", "rejected", "pending", "expired"]
 
 
 def request_approval(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     t: TurnState,
     pc: PendingCall,
@@ -105,7 +105,7 @@ def find_call(t: TurnState, call_id: str) -> PendingCall | None:
     return None
 
 
-def policy_in_force(k: Runner, card: ApprovalCard) -> ApprovalPolicy | None:
+def policy_in_force(k: Kernel, card: ApprovalCard) -> ApprovalPolicy | None:
     """The policy the team's code now gives the card's call (None: the code no longer gates
     it, or no longer has it)."""
     plan = k.plans.get(card.agent)
@@ -117,7 +117,7 @@ def policy_in_force(k: Runner, card: ApprovalCard) -> ApprovalPolicy | None:
     return plan.agent.handoff_approval(card.target or "")
 
 
-def _as_in_force(k: Runner, card: ApprovalCard) -> None:
+def _as_in_force(k: Kernel, card: ApprovalCard) -> None:
     """Bring the card's requirements to what the policy in force says (a policy the code no
     longer has leaves the card's own, the stricter reading)."""
     policy = policy_in_force(k, card)
@@ -130,7 +130,7 @@ def _as_in_force(k: Runner, card: ApprovalCard) -> None:
 
 
 def decide(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     approval_id: str,
     *,
@@ -202,7 +202,7 @@ def decide(
     return decision
 
 
-def expire(k: Runner, r: RunState, at: float | None = None) -> bool:
+def expire(k: Kernel, r: RunState, at: float | None = None) -> bool:
     """Record the timeout of the run's card if it expired; True when it did."""
     card = r.approval
     if card is None or not card.expired(at if at is not None else now()):

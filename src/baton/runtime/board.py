@@ -36,8 +36,8 @@ from baton.tools import error_content
 
 if TYPE_CHECKING:
     from baton.runtime.calls import Handled, Shown
+    from baton.runtime.kernel import Kernel
     from baton.runtime.plan import AgentPlan, CallEntry
-    from baton.runtime.runner import Runner
 
 POST_TO_BOARD = "post_to_board"
 BOARD = "board"
@@ -180,7 +180,7 @@ class Post:
 
     async def __call__(
         self,
-        k: Runner,
+        k: Kernel,
         r: RunState,
         plan: AgentPlan,
         t: TurnState,
@@ -274,7 +274,7 @@ class Post:
 
     def _done(
         self,
-        k: Runner,
+        k: Kernel,
         r: RunState,
         t: TurnState,
         pc: PendingCall,

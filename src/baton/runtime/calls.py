@@ -3,15 +3,15 @@
 `classify` gives every call of a model response an idempotency key and records the request in
 the holder's scratch; `run_calls` answers them in order, one checkpoint after each. A name's
 entry in the table (built by `compile_plans`) says what it is: a tool, a hand-off, or a
-built-in. The handler of each kind is a plain function in `HANDLERS`; a topology adds its own
-kinds (`ask_<worker>`, `post_to_board`) to its runner's table.
+built-in. The handler of each kind is a plain function in `HANDLERS`; a topology declares its
+own kinds (`ask_<worker>`, `post_to_board`) in its blueprint (`baton.runtime.kernel.Kind`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from baton.core.events import HandoffRefused, ToolCalled, ToolRefused
@@ -36,18 +36,14 @@ from baton.runtime.timeouts import timed
 from baton.tools import ToolContext, error_content
 
 if TYPE_CHECKING:
+    from baton.runtime.kernel import Handler, Kernel
     from baton.runtime.plan import AgentPlan
     from baton.runtime.redact import Redactor
-    from baton.runtime.runner import Runner
 
 Effect = HandedOff | Tripped | ToHuman | Failed | None
 """What a call does to the turn besides answering the model."""
 Handled = tuple[str, Effect] | Paused
 """A handler's result: the content the model reads and its effect, or a pause for approval."""
-Handler = Callable[
-    ["Runner", RunState, "AgentPlan", TurnState, PendingCall, "CallEntry", "Shown"],
-    Awaitable[Handled],
-]
 
 
 class Shown:
@@ -111,10 +107,10 @@ _ENDS: dict[str, type[Tripped | ToHuman | Failed]] = {
 
 
 async def run_calls(
-    k: Runner, r: RunState, plan: AgentPlan, t: TurnState
+    k: Kernel, r: RunState, plan: AgentPlan, t: TurnState
 ) -> HandedOff | Tripped | ToHuman | Failed | Paused | None:
     """Answer the turn's open calls in order; the first accepted hand-off ends the turn.
-    Calls of a kind the runner runs in parallel (`Runner.parallel`: a supervisor's `ask_*`)
+    Calls of a kind the runner runs in parallel (`Kind.parallel`: a supervisor's `ask_*`)
     run first, together.
 
     Returns how the turn ends (a hand-off, a trip, the human queue, a pause) or None when the
@@ -145,7 +141,7 @@ async def run_calls(
             if entry is None:
                 content = _unknown(k, r, plan, t, pc)
             else:
-                handled = await k.handlers[entry.kind](k, r, plan, t, pc, entry, shown)
+                handled = await k.kinds[entry.kind].handler(k, r, plan, t, pc, entry, shown)
                 if isinstance(handled, Paused):
                     return handled
                 content, effect = handled
@@ -200,7 +196,7 @@ def answer(r: RunState, t: TurnState, pc: PendingCall, content: str) -> None:
 
 
 async def _run_parallel(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     plan: AgentPlan,
     t: TurnState,
@@ -209,7 +205,7 @@ async def _run_parallel(
     shown: Shown,
 ) -> Paused | None:
     """Run the open calls of the runner's parallel kinds together (at most
-    `Runner.parallel[kind]` at a time), each recorded and checkpointed as it finishes, in
+    `Kind.parallel` of each kind at a time), each recorded and checkpointed as it finishes, in
     whatever order they finish; the first pause is returned once all have stopped."""
     batch: list[tuple[PendingCall, CallEntry]] = []
     for pc in t.calls:
@@ -224,7 +220,7 @@ async def _run_parallel(
 
     async def one(pc: PendingCall, entry: CallEntry) -> None:
         async with slots[entry.kind]:
-            handled = await k.handlers[entry.kind](k, r, plan, t, pc, entry, shown)
+            handled = await k.kinds[entry.kind].handler(k, r, plan, t, pc, entry, shown)
         if isinstance(handled, Paused):
             paused.append(handled)
             return
@@ -244,14 +240,14 @@ async def _run_parallel(
     return paused[0] if paused else None
 
 
-def called(k: Runner, r: RunState, t: TurnState, pc: PendingCall, **fields: Any) -> ToolCalled:
+def called(k: Kernel, r: RunState, t: TurnState, pc: PendingCall, **fields: Any) -> ToolCalled:
     """Record the `tool_called` event of `pc` (ok or not); returns it (its id is a cause)."""
     event = ToolCalled(**r.base(t.agent), tool=pc.call.name, call_id=pc.call.id, **fields)
     k.emit(r, event)
     return event
 
 
-def _skipped(k: Runner, r: RunState, t: TurnState, pc: PendingCall) -> str:
+def _skipped(k: Kernel, r: RunState, t: TurnState, pc: PendingCall) -> str:
     if t.accepted is not None:
         target = handoff_target(pc.call.name)
         if target is not None:
@@ -267,12 +263,12 @@ def _skipped(k: Runner, r: RunState, t: TurnState, pc: PendingCall) -> str:
     return error_content("not executed: the run was stopped by a guard")
 
 
-def _masker(k: Runner) -> Redactor | None:
+def _masker(k: Kernel) -> Redactor | None:
     """The redactor whose masks a call's arguments may hold (the at-rest one first)."""
     return k.cfg.at_rest or k.cfg.redactor
 
 
-def _not_kept(k: Runner, r: RunState, t: TurnState, pc: PendingCall, lost: list[str]) -> str:
+def _not_kept(k: Kernel, r: RunState, t: TurnState, pc: PendingCall, lost: list[str]) -> str:
     msg = not_kept(pc, lost)
     why = (
         "the checkpoint it was loaded from masked them, because the store has no checkpoint "
@@ -292,7 +288,7 @@ def _not_kept(k: Runner, r: RunState, t: TurnState, pc: PendingCall, lost: list[
     return error_content(msg)
 
 
-def _unknown(k: Runner, r: RunState, plan: AgentPlan, t: TurnState, pc: PendingCall) -> str:
+def _unknown(k: Kernel, r: RunState, plan: AgentPlan, t: TurnState, pc: PendingCall) -> str:
     table = plan.table_for(t.incoming is not None and not t.fallback)
     available = sorted(n for n, e in table.items() if e.kind != "back" or t.incoming)
     msg = f"unknown tool {pc.call.name!r}; available tools: {', '.join(available) or 'none'}"
@@ -302,7 +298,7 @@ def _unknown(k: Runner, r: RunState, plan: AgentPlan, t: TurnState, pc: PendingC
 
 # ------------------------------------------------------------------ handlers
 async def run_tool(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     plan: AgentPlan,
     t: TurnState,
@@ -430,7 +426,7 @@ async def run_tool(
 
 
 def _refuse(
-    k: Runner, r: RunState, t: TurnState, pc: PendingCall, args: dict[str, Any], msg: str
+    k: Kernel, r: RunState, t: TurnState, pc: PendingCall, args: dict[str, Any], msg: str
 ) -> str:
     """A call refused before its tool ran: recorded, and the model reads why."""
     called(k, r, t, pc, arguments=args, ok=False, error=msg)
@@ -438,7 +434,7 @@ def _refuse(
 
 
 def _refuse_ungrounded(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     t: TurnState,
     pc: PendingCall,
@@ -456,7 +452,7 @@ def _refuse_ungrounded(
 
 
 async def run_history(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     plan: AgentPlan,
     t: TurnState,
@@ -495,4 +491,4 @@ HANDLERS: dict[str, Handler] = {
     "handoff": hand_off,
     "back": hand_back,
 }
-"""The kernel's call kinds; a runner copies this table and a topology may add to it."""
+"""The handlers of the kernel's own call kinds (the runner adds a topology's kinds to them)."""

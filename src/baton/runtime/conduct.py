@@ -24,14 +24,14 @@ from baton.runtime.outcomes import Failed, ToHuman, Tripped
 from baton.runtime.state import RunState, TurnState
 
 if TYPE_CHECKING:
-    from baton.runtime.runner import Runner
+    from baton.runtime.kernel import Kernel
 
 
 class Conductor(Protocol):
     """Decides the lead's next step from the run and its turn so far."""
 
     async def __call__(
-        self, k: Runner, r: RunState, t: TurnState
+        self, k: Kernel, r: RunState, t: TurnState
     ) -> Reply | Failed | ToHuman | Tripped:
         """Calls to make next (with text, or None), the answer (text and no calls), why the
         run fails, why it goes to the human queue, or a guard it tripped (recorded with

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from baton.agents import Agent
 from baton.core.messages import ToolSpec, Usage
 from baton.runtime.calls import called
+from baton.runtime.kernel import sub_runs
 from baton.runtime.outcomes import Answered, Failed, Paused, ToHuman, Tripped
 from baton.runtime.state import PendingCall, RunState, TurnState
 from baton.runtime.timeouts import timed
@@ -31,8 +32,8 @@ from baton.tools import error_content
 
 if TYPE_CHECKING:
     from baton.runtime.calls import Handled, Shown
+    from baton.runtime.kernel import Kernel
     from baton.runtime.plan import AgentPlan, CallEntry
-    from baton.runtime.runner import Runner
 
 ASK_PREFIX = "ask_"
 ASK = "ask"
@@ -80,7 +81,7 @@ class Ask:
 
     async def __call__(
         self,
-        k: Runner,
+        kernel: Kernel,
         r: RunState,
         plan: AgentPlan,
         t: TurnState,
@@ -89,6 +90,7 @@ class Ask:
         shown: Shown,
     ) -> Handled:
         """Run (or continue) the worker's sub-run for one call."""
+        k = sub_runs(kernel)
         worker = entry.target
         assert worker is not None
         child = pc.sub
@@ -144,7 +146,7 @@ class Ask:
 
     def _done(
         self,
-        k: Runner,
+        k: Kernel,
         r: RunState,
         t: TurnState,
         pc: PendingCall,

@@ -16,10 +16,10 @@ from baton.runtime.plan import HUMAN
 from baton.runtime.state import RunState, TurnState
 
 if TYPE_CHECKING:
-    from baton.runtime.runner import Runner
+    from baton.runtime.kernel import Kernel
 
 
-async def escalate(k: Runner, r: RunState, reason: str, to_human: bool) -> TurnState | None:
+async def escalate(k: Kernel, r: RunState, reason: str, to_human: bool) -> TurnState | None:
     """Record the card; the fallback agent's turn, or None when the card went to the human
     queue. `to_human`: an agent (or the router) asked for a person, whatever the fallback."""
     holder = r.turn.agent if r.turn is not None else None
@@ -70,7 +70,7 @@ async def escalate(k: Runner, r: RunState, reason: str, to_human: bool) -> TurnS
     )
 
 
-async def to_queue(k: Runner, r: RunState, why: Tripped | str) -> None:
+async def to_queue(k: Kernel, r: RunState, why: Tripped | str) -> None:
     """The fallback agent could not finish: its card goes to the human queue."""
     assert r.card is not None
     reason = why.reason if isinstance(why, Tripped) else why
@@ -81,7 +81,7 @@ async def to_queue(k: Runner, r: RunState, why: Tripped | str) -> None:
     await queue_once(k, r, r.card)
 
 
-async def queue_once(k: Runner, r: RunState, card: EscalationCard) -> None:
+async def queue_once(k: Kernel, r: RunState, card: EscalationCard) -> None:
     """Put the card in the human queue, unless this run already did (a run resumed after a
     crash between the queueing and its commit escalates again)."""
     for ticket in await k.cfg.store.list_human("open"):

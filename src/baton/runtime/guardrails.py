@@ -44,7 +44,7 @@ from baton.runtime.state import RunState, TurnState
 from baton.runtime.verdicts import judge
 
 if TYPE_CHECKING:
-    from baton.runtime.runner import Runner
+    from baton.runtime.kernel import Kernel
 
 WITHHELD = "[withheld: this message was blocked by guardrail {name!r}]"
 """What the stored transcript keeps of a user message an input rule blocked."""
@@ -54,14 +54,14 @@ UNCHECKED = "[withheld: this message was not checked by the guardrails]"
 
 
 # ------------------------------------------------------------------ the set in force
-def crossed(k: Runner, r: RunState, source: str, target: str) -> None:
+def crossed(k: Kernel, r: RunState, source: str, target: str) -> None:
     """The baton crosses the edge source -> target: the edge's rules join the set in force."""
     book = k.cfg.guardrails
     if book is not None and r.parent is None:
         _join(r, book.edges.get((source, target), ()))
 
 
-def received(k: Runner, r: RunState) -> None:
+def received(k: Kernel, r: RunState) -> None:
     """The user's message, as the transcript keeps it until the input rules let it through
     (`arrive`): withheld, so that a run stopped before the check (cancelled, failed, sent to a
     person) never stores text no rule has read, for a later view to show to a model."""
@@ -80,7 +80,7 @@ def _join(r: RunState, names: Sequence[str]) -> None:
         r.session.control[GUARDRAILS] = list(r.guardrails)
 
 
-async def arrive(k: Runner, r: RunState, t: TurnState) -> Blocked | None:
+async def arrive(k: Kernel, r: RunState, t: TurnState) -> Blocked | None:
     """The holder takes the baton: the team's rules, those the baton carried and its own join
     the set in force, and every input rule in force that has not checked the user's message
     yet checks it now. None: the holder may answer; else how the run ends."""
@@ -111,7 +111,7 @@ async def arrive(k: Runner, r: RunState, t: TurnState) -> Blocked | None:
     return None
 
 
-async def screen_reply(k: Runner, r: RunState, outcome: Answered) -> Answered | Cleared | Blocked:
+async def screen_reply(k: Kernel, r: RunState, outcome: Answered) -> Answered | Cleared | Blocked:
     """The output rules in force check the reply as the user will read it (every answer of a
     run that served several needs, together). `Cleared` with the text the user reads, or the
     `Blocked` ending; `outcome` itself when no output rule is in force."""
@@ -162,7 +162,7 @@ async def screen_reply(k: Runner, r: RunState, outcome: Answered) -> Answered | 
 
 # ------------------------------------------------------------------ one rule's verdict
 async def _decide(
-    k: Runner, r: RunState, rule: Guardrail, text: str, agent: str
+    k: Kernel, r: RunState, rule: Guardrail, text: str, agent: str
 ) -> Verdict | Blocked:
     """The rule's verdict, with a failed check turned into a block (fail closed) or, by
     `on_error="allow"`, into an allow that the trace records; a block ends the run here."""
@@ -186,14 +186,14 @@ async def _decide(
 
 # ------------------------------------------------------------------ a blocked run
 def _blocked(
-    k: Runner, r: RunState, agent: str, rule: Guardrail, reason: str, failed: bool = False
+    k: Kernel, r: RunState, agent: str, rule: Guardrail, reason: str, failed: bool = False
 ) -> Blocked:
     book = k.cfg.guardrails
     message = rule.message or (book.message if book is not None else DEFAULT_MESSAGE)
     return _block(k, r, agent, rule.name, rule.stage, reason, message, failed)
 
 
-def _unknown(k: Runner, r: RunState, agent: str, name: str, stage: str) -> Blocked:
+def _unknown(k: Kernel, r: RunState, agent: str, name: str, stage: str) -> Blocked:
     """A rule in force that the team no longer has (it changed since the run began)."""
     book = k.cfg.guardrails
     reason = (
@@ -206,7 +206,7 @@ def _unknown(k: Runner, r: RunState, agent: str, name: str, stage: str) -> Block
 
 
 def _block(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     agent: str,
     name: str,
@@ -258,7 +258,7 @@ def _drop_answer(r: RunState) -> None:
         del r.messages[-1]
 
 
-def _drop_needs(k: Runner, r: RunState, agent: str) -> None:
+def _drop_needs(k: Kernel, r: RunState, agent: str) -> None:
     """The other needs the router found in a blocked message are dropped with it."""
     from baton.runtime.pending import set_pending  # pending imports the hand-off steps
 
@@ -297,7 +297,7 @@ def _replace_answers(r: RunState, text: str, agent: str, every: bool) -> None:
         del r.messages[i]
 
 
-def _retype(k: Runner, r: RunState, agent: str, text: str) -> None:
+def _retype(k: Kernel, r: RunState, agent: str, text: str) -> None:
     """A typed answer that was rewritten: its value is the rewritten JSON's (None when that no
     longer validates), never the value before the rewrite."""
     plan = k.plans.get(agent)

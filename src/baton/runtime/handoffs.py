@@ -42,8 +42,8 @@ from baton.tools import error_content
 
 if TYPE_CHECKING:
     from baton.runtime.calls import Handled, Shown
+    from baton.runtime.kernel import Kernel
     from baton.runtime.plan import AgentPlan, CallEntry
-    from baton.runtime.runner import Runner
 
 
 class Refused(Exception):
@@ -51,7 +51,7 @@ class Refused(Exception):
 
 
 async def hand_off(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     plan: AgentPlan,
     t: TurnState,
@@ -65,7 +65,7 @@ async def hand_off(
 
 
 async def hand_back(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     plan: AgentPlan,
     t: TurnState,
@@ -86,7 +86,7 @@ async def hand_back(
 
 
 async def accept(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     plan: AgentPlan,
     t: TurnState,
@@ -143,7 +143,7 @@ def permitted(plan: AgentPlan, target: str, back: bool) -> None:
         raise Refused(f"{plan.agent.name} may not hand off to {target!r} (allowed: {allowed})")
 
 
-def within_size(k: Runner, pc: PendingCall) -> None:
+def within_size(k: Kernel, pc: PendingCall) -> None:
     """The payload is no larger than `Guards.max_payload_bytes` (what crosses a hand-off is a
     brief, not a document)."""
     cap = k.cfg.guards.max_payload_bytes
@@ -180,7 +180,7 @@ def validated(r: RunState, source: str, target: str, args: dict[str, Any]) -> Ha
 
 
 def with_secrets(
-    k: Runner, r: RunState, plan: AgentPlan, payload: HandoffPayload
+    k: Kernel, r: RunState, plan: AgentPlan, payload: HandoffPayload
 ) -> HandoffPayload:
     """State slots written as secret handles (`[secret:password]`) carry the session's value
     (a slot the holder may see), so the receiver's tool can use it; a handle that resolves to
@@ -197,7 +197,7 @@ def with_secrets(
 
 
 def approved(
-    k: Runner, r: RunState, plan: AgentPlan, t: TurnState, pc: PendingCall, payload: HandoffPayload
+    k: Kernel, r: RunState, plan: AgentPlan, t: TurnState, pc: PendingCall, payload: HandoffPayload
 ) -> Handled | None:
     """None when the hand-off may go on; a pause (or the rejection) when it needs sign-off.
     The policy reads the hand-off's fields (the source's claims too) and the session's
@@ -220,7 +220,7 @@ def approved(
 
 
 def grounded(
-    k: Runner, r: RunState, source: str, payload: HandoffPayload, shown: Shown
+    k: Kernel, r: RunState, source: str, payload: HandoffPayload, shown: Shown
 ) -> HandoffPayload:
     """State slots with ids the holder was never shown are dropped (never invented ids)."""
     if not (k.cfg.guards.grounded_ids and payload.state):
@@ -238,7 +238,7 @@ def grounded(
 
 
 def proven(
-    k: Runner, r: RunState, t: TurnState, payload: HandoffPayload
+    k: Kernel, r: RunState, t: TurnState, payload: HandoffPayload
 ) -> tuple[HandoffPayload, dict[str, SlotSource]]:
     """Where each state slot's value came from (`baton.runtime.provenance`); slots whose
     values neither the user nor a tool produced, and that were not already known, become the
@@ -267,7 +267,7 @@ def proven(
     return payload.model_copy(update={"state": kept, "unverified": unverified}), found
 
 
-def _tool_result(k: Runner) -> Callable[[Message], bool]:
+def _tool_result(k: Kernel) -> Callable[[Message], bool]:
     """Whether a tool message is a result one of the team's tools returned: not a hand-off's
     or a built-in's answer, nor an error (a kernel refusal quotes the model's arguments)."""
     plans = k.plans
@@ -286,7 +286,7 @@ _FAILED = error_content("")[: len('{"ok": false')]
 
 
 def with_entities(
-    k: Runner, r: RunState, payload: HandoffPayload
+    k: Kernel, r: RunState, payload: HandoffPayload
 ) -> tuple[HandoffPayload, dict[str, Any]]:
     """Ids and entities the user gave that the payload and the session state both lack."""
     if not k.cfg.guards.entity_guard:
@@ -305,7 +305,7 @@ def with_entities(
 
 
 async def refusal(
-    k: Runner, r: RunState, t: TurnState, pc: PendingCall, payload: HandoffPayload
+    k: Kernel, r: RunState, t: TurnState, pc: PendingCall, payload: HandoffPayload
 ) -> HandoffPayload | Tripped:
     """A receiver that hands the request straight back ("not mine") counts as a refusal; after
     `reroute_after_refusals` of them the router picks an agent that has not held it."""
@@ -328,7 +328,7 @@ async def refusal(
 
 
 async def _reroute(
-    k: Runner, r: RunState, source: str, payload: HandoffPayload
+    k: Kernel, r: RunState, source: str, payload: HandoffPayload
 ) -> HandoffPayload | Tripped:
     tried = set(r.path)
     why = f"{r.refusals} receivers handed the request straight back ({' -> '.join(r.path)})"
@@ -361,7 +361,7 @@ async def _reroute(
 
 
 def loop_guards(
-    k: Runner, r: RunState, source: str, payload: HandoffPayload, note: str | None = None
+    k: Kernel, r: RunState, source: str, payload: HandoffPayload, note: str | None = None
 ) -> Tripped | None:
     """Hop limit, visits, ping-pong and cycles (`baton.runtime.guards`); `note` adds what a
     trip leaves undone."""
@@ -374,7 +374,7 @@ def loop_guards(
 
 
 async def duplicate_lock(
-    k: Runner, r: RunState, source: str, pc: PendingCall, payload: HandoffPayload
+    k: Kernel, r: RunState, source: str, pc: PendingCall, payload: HandoffPayload
 ) -> None:
     """The same hand-off twice in one run is dropped (two workers resuming one run, a model
     repeating itself); the same call retried after a crash keeps its claim (its key)."""
@@ -394,7 +394,7 @@ async def duplicate_lock(
 
 
 async def summarised(
-    k: Runner, r: RunState, plan: AgentPlan, t: TurnState, payload: HandoffPayload
+    k: Kernel, r: RunState, plan: AgentPlan, t: TurnState, payload: HandoffPayload
 ) -> HandoffPayload:
     """The payload with a model-made summary when the receiver's policy is `summary`. A failed
     summary never fails the hand-off: the payload goes without one."""
@@ -429,7 +429,7 @@ async def summarised(
 
 
 def recorded(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     source: str,
     payload: HandoffPayload,

@@ -22,11 +22,11 @@ from baton.runtime.outcomes import Paused
 from baton.runtime.state import PendingCall, RunState, TurnState
 
 if TYPE_CHECKING:
-    from baton.runtime.runner import Runner
+    from baton.runtime.kernel import Kernel
 
 
 def request_interrupt(
-    k: Runner, r: RunState, t: TurnState, pc: PendingCall, name: str, raised: GraphInterrupt
+    k: Kernel, r: RunState, t: TurnState, pc: PendingCall, name: str, raised: GraphInterrupt
 ) -> Paused:
     """Pause the run on `pc` with a new interrupt card (one card per run: a second pause of
     parallel calls is asked again when the run resumes)."""
@@ -49,7 +49,7 @@ def request_interrupt(
     return Paused(card)
 
 
-def give_answer(k: Runner, r: RunState, value: Any, interrupt_id: str | None = None) -> str:
+def give_answer(k: Kernel, r: RunState, value: Any, interrupt_id: str | None = None) -> str:
     """Record the person's answer to the run's interrupt on its waiting call; returns the
     interrupt's id. Raises `InterruptError` (changing nothing) when the run waits for no
     interrupt, for another one than `interrupt_id`, or `value` is not JSON."""

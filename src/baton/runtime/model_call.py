@@ -24,8 +24,8 @@ from baton.runtime.timeouts import timed
 from baton.tools import error_content
 
 if TYPE_CHECKING:
+    from baton.runtime.kernel import Kernel
     from baton.runtime.plan import AgentPlan
-    from baton.runtime.runner import Runner
 
 
 @dataclass(slots=True)
@@ -41,7 +41,7 @@ Reply = tuple[str | None, list[Parsed]]
 """The model's text and its parsed calls."""
 
 
-async def ask(k: Runner, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | Failed | Tripped:
+async def ask(k: Kernel, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | Failed | Tripped:
     """The holder's next step: one model call, and one re-ask if its calls do not parse, it
     said nothing, or its answer does not validate into the agent's output type; a reply still
     empty or invalid after that fails the turn. A typed answer comes back as its normalised
@@ -99,7 +99,7 @@ async def ask(k: Runner, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | 
 
 
 async def call(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     plan: AgentPlan,
     t: TurnState,
@@ -130,7 +130,7 @@ async def call(
     return checked
 
 
-def over_budget(k: Runner, r: RunState, plan: AgentPlan, starting: bool) -> Tripped | None:
+def over_budget(k: Kernel, r: RunState, plan: AgentPlan, starting: bool) -> Tripped | None:
     """The `budget` trip when the run spent a per-run budget (before a call: up to its limit;
     after one: past it), else None."""
     guards = k.cfg.guards
@@ -181,7 +181,7 @@ def _delta(r: RunState, agent: str, text: str) -> None:
 
 
 def _checked(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     plan: AgentPlan,
     t: TurnState,
@@ -242,7 +242,7 @@ def _checked(
 
 
 def _failed(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     name: str,
     model: str,

@@ -37,18 +37,18 @@ from baton.runtime.state import PendingCall
 
 if TYPE_CHECKING:
     from baton.runtime.calls import Handled, Shown
+    from baton.runtime.kernel import Kernel
     from baton.runtime.plan import AgentPlan, CallEntry
-    from baton.runtime.runner import Runner
     from baton.runtime.state import RunState, TurnState
 
 REASON = "pending intent"
 """The reason of the kernel's hand-on to a pending need."""
 KIND = "hand_on"
-"""The call kind of the kernel's hand-on (`Runner.handlers`)."""
+"""The call kind of the kernel's hand-on (one of `Runner.kinds`)."""
 
 
 def set_pending(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     needs: list[dict[str, str]],
     agent: str | None,
@@ -74,7 +74,7 @@ def asks_user(text: str) -> bool:
     return text.rstrip().endswith(("?", "？"))
 
 
-def _left(k: Runner, r: RunState, holder: str) -> list[dict[str, str]]:
+def _left(k: Kernel, r: RunState, holder: str) -> list[dict[str, str]]:
     """The needs still to hand on: the holder's own are served by its answer; a route the
     router no longer has, or the team no longer runs, takes none."""
     router = k.policy.router
@@ -86,7 +86,7 @@ def _left(k: Runner, r: RunState, holder: str) -> list[dict[str, str]]:
     ]
 
 
-async def hand_on(k: Runner, r: RunState, answered: Answered) -> TurnOutcome:
+async def hand_on(k: Kernel, r: RunState, answered: Answered) -> TurnOutcome:
     """After the holder's answer: the answer itself when no need waits (or it asks the user
     something), else the kernel's hand-off to the next need's agent, as any hand-off goes: a
     `HandedOff`, a pause for approval, or a trip."""
@@ -125,7 +125,7 @@ def _call(r: RunState, t: TurnState, left: list[dict[str, str]], reply: str) -> 
 
 
 async def hand_on_call(
-    k: Runner,
+    k: Kernel,
     r: RunState,
     plan: AgentPlan,
     t: TurnState,

@@ -9,8 +9,8 @@ tool, a hand-off, a built-in such as `fetch_history`), and configuration mistake
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
@@ -132,11 +132,66 @@ class AgentPlan:
         return {s.name for s in self.received_specs or self.specs}
 
 
+@dataclass(frozen=True, slots=True)
+class Extra:
+    """A call a topology generates for an agent (`ask_<worker>`, `post_to_board`, a graph's
+    node functions): its name, its entry, and the spec its model sees."""
+
+    name: str
+    entry: CallEntry
+    spec: ToolSpec | None = None
+    """None: the agent's model is not shown it (a conductor's own calls)."""
+    what: str = "a generated tool"
+    """What it is, for the error when it clashes with a name the agent already has."""
+
+
 def compile_plans(
-    agents: Mapping[str, Agent], default_model: Model | str | None = None
+    agents: Mapping[str, Agent],
+    default_model: Model | str | None = None,
+    *,
+    extra_entries: Mapping[str, Sequence[Extra]] | None = None,
+    conductors: Mapping[str, Conductor] | None = None,
 ) -> dict[str, AgentPlan]:
-    """Compile every agent of a topology (raises `ConfigError` on the first mistake)."""
-    return {a.name: _compile(a, agents, default_model) for a in agents.values()}
+    """Compile every agent of a topology (raises `ConfigError` on the first mistake).
+
+    `extra_entries`: agent -> the calls the topology generates for it, each checked here,
+    in one place, against every name the agent already has (its tools, hand-offs, built-ins
+    and the other generated calls). `conductors`: agent -> the conductor that decides its
+    steps instead of a model (`baton.runtime.conduct`)."""
+    for name in [*(extra_entries or {}), *(conductors or {})]:
+        if name not in agents:
+            raise ConfigError(f"the topology names {name!r}, which is not one of its agents")
+    plans = {}
+    for a in agents.values():
+        plan = _compile(a, agents, default_model)
+        extras = (extra_entries or {}).get(a.name, ())
+        if extras:
+            plan = _with_extras(plan, extras)
+        conductor = (conductors or {}).get(a.name)
+        if conductor is not None:
+            plan = replace(plan, conductor=conductor)
+        plans[a.name] = plan
+    return plans
+
+
+def _with_extras(plan: AgentPlan, extras: Sequence[Extra]) -> AgentPlan:
+    taken = set(plan.table) | set(plan.received_table or ())
+    for x in extras:
+        if x.name in taken:
+            raise ConfigError(
+                f"agent {plan.agent.name!r} has a tool named {x.name!r}, which clashes with "
+                f"{x.what}; rename the tool"
+            )
+        taken.add(x.name)
+    specs = [x.spec for x in extras if x.spec is not None]
+    entries = {x.name: x.entry for x in extras}
+    return replace(
+        plan,
+        specs=[*plan.specs, *specs],
+        table={**plan.table, **entries},
+        received_specs=None if plan.received_specs is None else [*plan.received_specs, *specs],
+        received_table=None if plan.received_table is None else {**plan.received_table, **entries},
+    )
 
 
 def _compile(

@@ -23,6 +23,7 @@ from baton.core.errors import (
     BatonError,
     ConflictError,
     InterruptError,
+    NewerCheckpoint,
     NoRunToResume,
     StoreError,
 )
@@ -249,6 +250,9 @@ class Resumer:
         else:
             try:
                 r = RunState.from_json(cp.state_json())
+            except NewerCheckpoint as exc:
+                where = f"session {session_id!r} (run {cp.run_id!r})"
+                raise NewerCheckpoint(exc.found, exc.readable, where) from None
             except ValueError as exc:  # pydantic's ValidationError is a ValueError
                 raise StoreError(
                     f"the checkpoint of session {session_id!r} (run {cp.run_id!r}) cannot be "

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from baton.backends.base import MAX_REQUESTS, Checkpoint, CheckpointStatus, SessionRecord
-from baton.core.errors import BatonError, ConflictError, RunReleased, StoreError
+from baton.core.errors import BatonError, ConfigError, ConflictError, RunReleased, StoreError
 from baton.core.events import (
     AgentStarted,
     Event,
@@ -37,7 +37,7 @@ from baton.core.policies import STRUCTURED, ContextPolicy
 from baton.models.base import estimate_tokens
 from baton.routing.intents import Intent, split_intents
 from baton.runtime.at_rest import checkpoint_state, masked_messages, masked_session
-from baton.runtime.calls import HANDLERS, Handler, answer, classify, run_calls
+from baton.runtime.calls import HANDLERS, answer, classify, run_calls
 from baton.runtime.cancel import CALLER, LiveRun, answer_open_calls, consume_cancellation
 from baton.runtime.context import build_view, system_prompt
 from baton.runtime.control import RESERVED, SlotSource, pending_needs, provenance, record_sources
@@ -45,6 +45,7 @@ from baton.runtime.entities import EntityMemo
 from baton.runtime.escalation import escalate, to_queue
 from baton.runtime.guardrails import arrive, received, screen_reply
 from baton.runtime.held_stream import held_stream
+from baton.runtime.kernel import Kind
 from baton.runtime.model_call import ask
 from baton.runtime.outcomes import (
     Answered,
@@ -67,20 +68,36 @@ from baton.tools import error_content
 
 Listener = Callable[[Event], None]
 
+BUILT_IN_KINDS: Mapping[str, Kind] = {
+    **{name: Kind(handler) for name, handler in HANDLERS.items()},
+    HAND_ON: Kind(hand_on_call),
+}
+"""The kernel's own call kinds: tools, hand-offs, `transfer_back`, `fetch_history`, hand-on."""
+
 
 class Runner:
     """Executes and resumes runs of one set of compiled agents."""
 
     def __init__(
-        self, cfg: KernelSettings, plans: dict[str, AgentPlan], policy: SwarmPolicy
+        self,
+        cfg: KernelSettings,
+        plans: Mapping[str, AgentPlan],
+        policy: SwarmPolicy,
+        kinds: Mapping[str, Kind] | None = None,
     ) -> None:
         self.cfg = cfg
         self.plans = plans
         self.policy = policy
-        self.handlers: dict[str, Handler] = {**HANDLERS, HAND_ON: hand_on_call}
-        """Call kind -> handler (`baton.runtime.calls`, and the kernel's own hand-on to the
-        user's next need, `baton.runtime.pending`); a topology may add kinds."""
-        self.parallel: dict[str, int] = {}
+        taken = sorted(set(kinds or ()) & set(BUILT_IN_KINDS))
+        if taken:
+            raise ConfigError(f"call kinds {taken} are the kernel's own; name the kind otherwise")
+        self.kinds: Mapping[str, Kind] = {**BUILT_IN_KINDS, **(kinds or {})}
+        """Call kind -> how its calls are answered: the kernel's own (`baton.runtime.calls`,
+        and its hand-on to the user's next need, `baton.runtime.pending`) and the topology's
+        (declared in its blueprint), fixed when the runner is built."""
+        self.parallel: Mapping[str, int] = {
+            name: kind.parallel for name, kind in self.kinds.items() if kind.parallel
+        }
         """Call kinds whose calls in one response run together -> how many at a time (a
         supervisor's `ask`); every other call runs in order."""
         self.fence: Callable[[str], Awaitable[None]] | None = None
@@ -375,10 +392,11 @@ class Runner:
         if session.holder == HUMAN:  # a person answered the last ticket and kept the baton
             await escalate(self, r, "the conversation is with a person (ticket answered)", True)
             return None
-        if session.holder in self.plans:
-            self.emit(r, RouteDecided(**r.base(None), target=session.holder, tier="session"))
+        holder = session.holder
+        if holder is not None and holder in self.plans:
+            self.emit(r, RouteDecided(**r.base(None), target=holder, tier="session"))
             return self.new_turn(
-                r, session.holder, session.incoming, session.holder_since, "continues the session"
+                r, holder, session.incoming, session.holder_since, "continues the session"
             )
         if policy.router is None:
             assert policy.entry is not None  # a swarm has an entry agent or a router

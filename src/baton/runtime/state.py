@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
-from pydantic import PlainSerializer, PlainValidator, TypeAdapter
+from pydantic import PlainSerializer, PlainValidator, SerializationInfo, TypeAdapter
 
 from baton.backends.base import SessionRecord
 from baton.core.approval import ApprovalCard
@@ -25,6 +25,7 @@ from baton.core.jsontext import copy_json
 from baton.core.messages import Message, ToolCall, Usage
 from baton.core.payload import HandoffPayload
 from baton.core.policies import ContextPolicy
+from baton.runtime import checkpoint_format
 
 _run_id = id_factory("run_")
 
@@ -33,7 +34,7 @@ def _save_sub(child: RunState | None) -> Any:
     """A sub-run as JSON data, without what it shares with its parent (`relink`)."""
     if child is None:
         return None
-    return _adapter().dump_python(child, mode="json", exclude=_SHARED)
+    return _adapter().dump_python(child, mode="json", exclude=_SHARED, context=_recorded(child))
 
 
 def _load_sub(value: Any) -> RunState | None:
@@ -41,10 +42,69 @@ def _load_sub(value: Any) -> RunState | None:
         return value
     data = dict(value)
     data["session"] = {"session_id": ""}  # replaced by `relink`
-    return _adapter().validate_python(data)
+    child = _adapter().validate_python(data)
+    _resolve_scratch(child)
+    return child
+
+
+def _recorded(r: RunState) -> dict[str, Any]:
+    """The serialisation context of one run: its recorded messages, by object identity."""
+    return {"recorded": {id(m) for m in r.messages}}
+
+
+def _save_scratch(value: list[Message], info: SerializationInfo) -> list[Any]:
+    """A turn's scratch or view as saved (format 2): a message the run recorded (every scratch
+    message, and the user's message in a view, is also in `RunState.messages`) is saved once,
+    there, and named here by its id; any other message (a system prompt, an earlier run's, a
+    conductor's exact results in a masked checkpoint) is saved whole."""
+    context = info.context
+    recorded = context.get("recorded") if isinstance(context, dict) else None
+    if not recorded:
+        whole: list[Any] = _messages().dump_python(value, mode="json")
+        return whole
+    return [
+        m.id if id(m) in recorded else _messages().dump_python([m], mode="json")[0] for m in value
+    ]
+
+
+def _load_scratch(value: Any) -> list[Any]:
+    """Saved scratch: whole messages are validated, ids stay until `_resolve_scratch`."""
+    if not isinstance(value, list):
+        raise ValueError("a turn's scratch must be a list")
+    return [
+        m if isinstance(m, (str, Message)) else _messages().validate_python([m])[0] for m in value
+    ]
+
+
+def _resolve_scratch(r: RunState) -> None:
+    """Replace the message ids of a loaded turn's scratch and view by the run's messages."""
+    t = r.turn
+    if t is None:
+        return
+    by_id = {m.id: m for m in r.messages}
+    t.scratch, t.view = _resolved(t.scratch, by_id), _resolved(t.view, by_id)
+
+
+def _resolved(saved: list[Any], by_id: dict[str, Message]) -> list[Message]:
+    if not any(isinstance(m, str) for m in saved):
+        return saved
+    missing = [m for m in saved if isinstance(m, str) and m not in by_id]
+    if missing:
+        raise ValueError(f"the turn names messages the run does not hold: {missing[:3]}")
+    return [by_id[m] if isinstance(m, str) else m for m in saved]
 
 
 _SHARED = {"session", "events", "earlier", "listener", "ended", "parent"}
+
+
+@dataclass(slots=True)
+class StepResult:
+    """One completed step of a graph node (`ctx.call`): the step's name and its result."""
+
+    step: str | None
+    """The tool's name; None for a step recorded before steps were named (checkpoint format
+    1): it is replayed by position alone."""
+    result: Any
 
 
 @dataclass(slots=True)
@@ -72,9 +132,10 @@ class PendingCall:
     resumes: list[Any] = field(default_factory=list)
     """The answers a person gave to its `interrupt(...)` calls, in order (it runs again with
     them: `interrupt` returns them instead of stopping the run)."""
-    memo: list[Any] = field(default_factory=list)
-    """The results of a graph node's completed steps (`ctx.call`), in order: when the node
-    runs again (after an interrupt or a crash) they are returned, not run again."""
+    memo: list[StepResult] = field(default_factory=list)
+    """The results of a graph node's completed steps (`ctx.call`), in order, each with the
+    step's name: when the node runs again (after an interrupt or a crash) they are returned,
+    not run again, and a step that is not the one recorded at its place is an error."""
     kernel: bool = False
     """The kernel made this call, not a model (the hand-on to the user's next need,
     `baton.runtime.pending`): it is dispatched by kind, never by name, so no model can make
@@ -104,11 +165,16 @@ class TurnState:
     """The fallback agent's turn after an escalation: it may answer or use tools, not hand off."""
     started: bool = False
     """`agent_started` was emitted (a resumed turn does not start again)."""
-    view: list[Message] = field(default_factory=list)
-    """The conversation part of its view (system message first), fixed for the turn."""
+    view: Annotated[
+        list[Message], PlainSerializer(_save_scratch), PlainValidator(_load_scratch)
+    ] = field(default_factory=list)
+    """The conversation part of its view (system message first), fixed for the turn; saved
+    like `scratch`."""
     context_tokens: int = 0
-    scratch: list[Message] = field(default_factory=list)
-    """Its own tool-call and tool messages of this turn."""
+    scratch: Annotated[
+        list[Message], PlainSerializer(_save_scratch), PlainValidator(_load_scratch)
+    ] = field(default_factory=list)
+    """Its own tool-call and tool messages of this turn (each also in `RunState.messages`)."""
     iteration: int = 0
     """Model calls made (re-asks not counted)."""
     usage: Usage = field(default_factory=Usage)
@@ -336,14 +402,21 @@ class RunState:
 
     def to_json(self) -> str:
         """The state as JSON text (what a persistent store keeps), without `earlier`."""
-        return (
-            _adapter().dump_json(self, exclude={"listener", "earlier", "ended", "parent"}).decode()
+        body = _adapter().dump_json(
+            self, exclude={"listener", "earlier", "ended", "parent"}, context=_recorded(self)
         )
+        return checkpoint_format.stamp(body.decode())
 
     @classmethod
     def from_json(cls, text: str) -> RunState:
-        """A state saved by `to_json`."""
-        state = _adapter().validate_json(text)
+        """A state saved by `to_json`, by this Baton or an older one (`checkpoint_format`);
+        raises `NewerCheckpoint` for one a newer Baton wrote, `ValueError` for damaged text."""
+        found = checkpoint_format.format_of(text)
+        if found == checkpoint_format.FORMAT:  # the usual case: `format` is ignored as extra
+            state = _adapter().validate_json(text)
+        else:
+            state = _adapter().validate_python(checkpoint_format.upgraded(text, found))
+        _resolve_scratch(state)
         state.relink()
         return state
 
@@ -376,6 +449,13 @@ def _call_copy(c: PendingCall) -> PendingCall:
 
 
 _ADAPTER: list[TypeAdapter[RunState]] = []
+_MESSAGES: list[TypeAdapter[list[Message]]] = []
+
+
+def _messages() -> TypeAdapter[list[Message]]:
+    if not _MESSAGES:
+        _MESSAGES.append(TypeAdapter(list[Message]))
+    return _MESSAGES[0]
 
 
 def _adapter() -> TypeAdapter[RunState]:

@@ -22,7 +22,7 @@ from baton.tool_exec import tool_threads
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from baton.runtime.runner import Runner
+    from baton.runtime.kernel import Kernel
 
 _JUDGE_NOTE = (
     "You check one text against the policy above. The next message is JSON: `stage` says "
@@ -33,7 +33,7 @@ _JUDGE_NOTE = (
 )
 
 
-async def judge(k: Runner, r: RunState, rule: Guardrail, text: str, agent: str) -> Verdict | str:
+async def judge(k: Kernel, r: RunState, rule: Guardrail, text: str, agent: str) -> Verdict | str:
     """The rule's verdict on `text`, or why the check could not give one (it raised, timed
     out, answered something that is not a `Verdict`, or an input rule asked to rewrite)."""
     ctx = GuardrailContext(
@@ -78,7 +78,7 @@ async def _run_check(rule: Guardrail, text: str, ctx: GuardrailContext) -> Any:
     return out
 
 
-async def _ask_judge(k: Runner, r: RunState, rule: Guardrail, text: str) -> Verdict | str:
+async def _ask_judge(k: Kernel, r: RunState, rule: Guardrail, text: str) -> Verdict | str:
     """One call of the guard agent's model (budgets, `model_called`, usage under its name);
     its answer parsed into a `Verdict`, or why it is not one."""
     book = k.cfg.guardrails

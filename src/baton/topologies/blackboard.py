@@ -26,21 +26,22 @@ from typing import Any
 
 from baton.agents import Agent
 from baton.backends.base import Blackboard as BoardStore
-from baton.backends.base import BoardEntry, Store
+from baton.backends.base import BoardEntry
 from baton.core.errors import ConfigError
 from baton.core.events import BoardWritten
 from baton.core.messages import ToolCall
 from baton.observe.declared import DeclaredNames
+from baton.runtime.blueprint import BLACKBOARD, Blueprint
 from baton.runtime.board import BOARD, POST_TO_BOARD, Post, post_spec
 from baton.runtime.conduct import Done, NoModel, answered
 from baton.runtime.delegation import Ask, ask_tool_name
+from baton.runtime.kernel import Kernel, Kind
 from baton.runtime.model_call import Parsed, Reply
 from baton.runtime.outcomes import Failed, ToHuman, Tripped
-from baton.runtime.plan import CallEntry
-from baton.runtime.runner import Runner
+from baton.runtime.plan import CallEntry, Extra
 from baton.runtime.state import RunState, TurnState
 from baton.topologies.mermaid import Flowchart
-from baton.topologies.supervisor import delegate
+from baton.topologies.supervisor import delegation
 from baton.topologies.team import Team
 
 REQUEST = "request"
@@ -109,11 +110,6 @@ class Blackboard(Team):
                 raise ConfigError(
                     f"{a.name!r} has handoffs; a board agent writes the board, remove them"
                 )
-            if a.tool(POST_TO_BOARD) is not None:
-                raise ConfigError(
-                    f"{a.name!r} has a tool named {POST_TO_BOARD!r}, which clashes with the "
-                    "built-in tool for writing the board; rename the tool"
-                )
         if isinstance(keys, str) or not all(isinstance(k, str) and k for k in keys):
             raise ConfigError(f"keys must be a list of non-empty key names, got {keys!r}")
         unknown = sorted(set(subscriptions) - set(names))
@@ -132,31 +128,28 @@ class Blackboard(Team):
             model=NoModel(),
             max_iterations=max_rounds + 2,  # the request's post, the rounds, the last check
         )
-        super().__init__([lead, *agents], entry=name, **team)
-        _require_board(self.store)
+        board_of = _naming(board, name)
+        post = Extra(
+            POST_TO_BOARD, CallEntry(BOARD), post_spec(), "the built-in tool for writing the board"
+        )
+        asks = Ask(max_delegations=max_rounds * len(agents))
+        blueprint = delegation(name, agents, max_parallel, asks, "blackboard") | Blueprint(
+            entries={who: (post,) for who in [name, *names]},
+            conductors={
+                name: _Conductor(name, tuple(names), subs, board_of, done, answer, max_rounds)
+            },
+            kinds={BOARD: Kind(Post(board_of, write_attempts, always=frozenset([name])))},
+            needs=(BLACKBOARD,),
+        )
+        super().__init__([lead, *agents], entry=name, blueprint=blueprint, **team)
         self.lead = name
         self.subscriptions = subs
         self.max_rounds = max_rounds
         self.max_parallel = max_parallel
         self.keys: frozenset[str] = frozenset([REQUEST, *keys])
         """The board keys the team names besides its subscriptions' (`request` among them)."""
-        self.board_of = _naming(board, name)
+        self.board_of = board_of
         """Session id -> the run's board."""
-        delegate(self, name, agents, max_parallel, Ask(max_delegations=max_rounds * len(agents)))
-        runner = self._runner
-        runner.handlers[BOARD] = Post(self.board_of, write_attempts, always=frozenset([name]))
-        for who in [name, *names]:
-            _give_post(runner, who)
-        conductor = _Conductor(name, tuple(names), subs, self.board_of, done, answer, max_rounds)
-        runner.plans[name] = replace(runner.plans[name], conductor=conductor)
-
-    def use_store(self, store: Store | str) -> None:
-        """Switch to another store for future runs; it needs the `Blackboard` capability."""
-        from baton.backends import open_store
-
-        opened = open_store(store)
-        _require_board(opened)
-        super().use_store(opened)
 
     def declared_names(self) -> DeclaredNames:
         """The team's names, with the board keys it names: `request`, `keys` and every key
@@ -230,28 +223,6 @@ def _naming(board: str | Callable[[str], str] | None, name: str) -> Callable[[st
     return board
 
 
-def _require_board(store: Store) -> None:
-    if not isinstance(store, BoardStore):
-        raise ConfigError(
-            f"a Blackboard needs a store with the Blackboard capability (shared, versioned "
-            f"entries); {type(store).__name__} lacks it: use MemoryStore() or a SQLite store "
-            "(store='sqlite:///baton.db')"
-        )
-
-
-def _give_post(runner: Runner, agent: str) -> None:
-    """Add `post_to_board` to the agent's tools (a `board` call)."""
-    plan = runner.plans[agent]
-    spec, entry = post_spec(), {POST_TO_BOARD: CallEntry(BOARD)}
-    runner.plans[agent] = replace(
-        plan,
-        specs=[*plan.specs, spec],
-        table={**plan.table, **entry},
-        received_specs=None if plan.received_specs is None else [*plan.received_specs, spec],
-        received_table=None if plan.received_table is None else {**plan.received_table, **entry},
-    )
-
-
 def _name(predicate: Predicate) -> str:
     return getattr(predicate, "__name__", type(predicate).__name__)
 
@@ -280,7 +251,7 @@ class _Conductor:
     max_rounds: int
 
     async def __call__(
-        self, k: Runner, r: RunState, t: TurnState
+        self, k: Kernel, r: RunState, t: TurnState
     ) -> Reply | Failed | ToHuman | Tripped:
         store = k.cfg.store
         if not isinstance(store, BoardStore):

@@ -15,19 +15,20 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from baton.agents import Agent
 from baton.core.errors import ConfigError
+from baton.runtime.blueprint import Blueprint
 from baton.runtime.conduct import NoModel, answered, call
 from baton.runtime.delegation import Ask, ask_tool_name
+from baton.runtime.kernel import Kernel
 from baton.runtime.model_call import Reply
 from baton.runtime.outcomes import Failed
-from baton.runtime.runner import Runner
 from baton.runtime.state import RunState, TurnState
 from baton.topologies.mermaid import Flowchart
-from baton.topologies.supervisor import delegate
+from baton.topologies.supervisor import delegation
 from baton.topologies.team import Team
 
 
@@ -61,16 +62,17 @@ class Debate(Team):
             model=NoModel(),
             max_iterations=rounds + 2,
         )
-        super().__init__([lead, *everyone], entry=name, **team)
-        self.debaters = [d.name for d in debaters]
-        self.judge = judge.name if judge is not None else None
+        names = [d.name for d in debaters]
+        judged = judge.name if judge is not None else None
+        asks = len(debaters) * rounds + (1 if judge is not None else 0)
+        blueprint = delegation(name, everyone, len(debaters), Ask(max_delegations=asks), "debate")
+        conductor = _Conductor(names, judged, rounds, max_tokens)
+        blueprint |= Blueprint(conductors={name: conductor})
+        super().__init__([lead, *everyone], entry=name, blueprint=blueprint, **team)
+        self.debaters = names
+        self.judge = judged
         self.rounds = rounds
         self.max_tokens = max_tokens
-        asks = len(debaters) * rounds + (1 if judge is not None else 0)
-        delegate(self, name, everyone, len(debaters), Ask(max_delegations=asks))
-        runner = self._runner
-        conductor = _Conductor(self.debaters, self.judge, rounds, max_tokens)
-        runner.plans[name] = replace(runner.plans[name], conductor=conductor)
 
     def to_mermaid(self) -> str:
         """The debaters, their rounds, and who decides."""
@@ -99,7 +101,7 @@ class _Conductor:
     rounds: int
     max_tokens: int | None
 
-    async def __call__(self, k: Runner, r: RunState, t: TurnState) -> Reply | Failed:
+    async def __call__(self, k: Kernel, r: RunState, t: TurnState) -> Reply | Failed:
         latest: dict[str, str] = {}
         heard: Counter[str] = Counter()
         verdict: str | None = None

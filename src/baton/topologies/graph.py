@@ -31,9 +31,11 @@ from baton.core.errors import ConfigError, InterruptError, NoRunToResume
 from baton.core.nesting import too_deep, value_too_deep
 from baton.core.text import clean_text, clean_value
 from baton.observe.declared import DeclaredNames
+from baton.runtime.blueprint import SNAPSHOTS, Blueprint
 from baton.runtime.conduct import NoModel
 from baton.runtime.delegation import Ask, ask_tool_name
-from baton.runtime.plan import CallEntry
+from baton.runtime.kernel import Kind
+from baton.runtime.plan import CallEntry, Extra
 from baton.runtime.result import RunResult
 from baton.topologies.graph_steps import (
     END,
@@ -50,7 +52,7 @@ from baton.topologies.graph_steps import (
 )
 from baton.topologies.mermaid import Flowchart
 from baton.topologies.reducers import reducers_of
-from baton.topologies.supervisor import delegate
+from baton.topologies.supervisor import delegation
 from baton.topologies.team import Team
 
 __all__ = ["END", "START", "CompiledGraph", "Graph", "NodeContext", "StateSnapshot"]
@@ -370,29 +372,24 @@ class CompiledGraph(Team):
             max_iterations=spec.max_steps + 2,
             output_type=spec.schema,
         )
-        super().__init__([lead, *agents], entry=spec.name, **team)
-        if not isinstance(self.store, Snapshots):
-            raise ConfigError(
-                f"the store {self.store.url} cannot keep a graph's snapshots; use the memory "
-                "store or SQLite"
-            )
-        self.spec = spec
-        runner = self._runner
-        plan = runner.plans[spec.name]
-        functions = {
-            n.call: CallEntry(NODE, target=n.name) for n in spec.nodes.values() if not n.agent
-        }
-        runner.plans[spec.name] = replace(
-            plan,
-            conductor=GraphConductor(spec),
-            table={**plan.table, **functions},
+        functions = tuple(
+            Extra(n.call, CallEntry(NODE, target=n.name), None, f"the call of node {n.name!r}")
+            for n in spec.nodes.values()
+            if not n.agent
         )
-        runner.handlers[NODE] = RunNode(spec)
-        runner.parallel[NODE] = 16
+        blueprint = Blueprint(
+            entries={spec.name: functions},
+            conductors={spec.name: GraphConductor(spec)},
+            kinds={NODE: Kind(RunNode(spec), parallel=16)},
+            needs=(SNAPSHOTS,),
+            topology="graph",
+        )
         if agents:
             limits = {n.name: n.timeout_s for n in spec.nodes.values() if n.agent and n.timeout_s}
             asks = Ask(max_delegations=spec.max_steps * len(agents) + 1, timeouts=limits)
-            delegate(self, spec.name, agents, 16, asks)
+            blueprint |= delegation(spec.name, agents, 16, asks, "graph")
+        super().__init__([lead, *agents], entry=spec.name, blueprint=blueprint, **team)
+        self.spec = spec
 
     # ------------------------------------------------------------------ runs
     async def invoke(

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from baton.backends.base import Snapshot, Snapshots
 from baton.cancellation import CancelledItself, awaited, cancelled_from_outside, sync_call
-from baton.core.errors import ToolError
+from baton.core.errors import ReplayMismatch, ToolError
 from baton.core.events import ToolCalled
 from baton.core.interrupt import GraphInterrupt, resuming
 from baton.core.nesting import MAX_JSON_DEPTH, too_deep
@@ -35,15 +35,15 @@ from baton.runtime.conduct import call
 from baton.runtime.interrupts import request_interrupt
 from baton.runtime.model_call import Reply
 from baton.runtime.outcomes import Failed, ToHuman, Tripped
-from baton.runtime.state import PendingCall, RunState, TurnState
+from baton.runtime.state import PendingCall, RunState, StepResult, TurnState
 from baton.runtime.timeouts import timed
 from baton.tools import Tool, ToolContext, error_content
 from baton.topologies.reducers import Reducer
 
 if TYPE_CHECKING:
     from baton.runtime.calls import Handled, Shown
+    from baton.runtime.kernel import Kernel
     from baton.runtime.plan import AgentPlan, CallEntry
-    from baton.runtime.runner import Runner
 
 START = "__start__"
 """Where every run of a graph begins: `add_edge(START, "first")`."""
@@ -342,7 +342,7 @@ class GraphConductor:
     spec: GraphSpec
 
     async def __call__(
-        self, k: Runner, r: RunState, t: TurnState
+        self, k: Kernel, r: RunState, t: TurnState
     ) -> Reply | Failed | ToHuman | Tripped:
         spec = self.spec
         pos = spec.replay(r, t)
@@ -375,7 +375,7 @@ class GraphConductor:
                 calls.append(call(node.call, step=pos.step))
         return None, calls
 
-    async def _save(self, k: Runner, r: RunState, pos: Position, nxt: list[str]) -> None:
+    async def _save(self, k: Kernel, r: RunState, pos: Position, nxt: list[str]) -> None:
         """The boundary's snapshot (saved again, unchanged, when a resumed run comes back)."""
         store = k.cfg.store
         assert isinstance(store, Snapshots)  # checked when the graph was compiled
@@ -409,7 +409,7 @@ class NodeContext:
     __slots__ = ("_k", "_n", "_pc", "_r", "_spec", "_t", "node")
 
     def __init__(
-        self, spec: GraphSpec, k: Runner, r: RunState, t: TurnState, pc: PendingCall, node: str
+        self, spec: GraphSpec, k: Kernel, r: RunState, t: TurnState, pc: PendingCall, node: str
     ) -> None:
         self._spec, self._k, self._r, self._t, self._pc = spec, k, r, t, pc
         self._n = 0
@@ -434,11 +434,19 @@ class NodeContext:
         result (as JSON data) is saved. Raises `ToolError` when it fails."""
         n, pc, k, r = self._n, self._pc, self._k, self._r
         self._n += 1
-        if n < len(pc.memo):
-            return pc.memo[n]  # done before this node ran again: never twice
         tool = self._spec.tools.get(fn)
         if tool is None:  # kept: its name is one the graph declares (`declared_names`)
             tool = self._spec.tools[fn] = fn if isinstance(fn, Tool) else Tool(fn)
+        if n < len(pc.memo):  # done before this node ran again: never twice
+            done = pc.memo[n]
+            if done.step is not None and done.step != tool.name:
+                raise ReplayMismatch(
+                    f"node {self.node!r} ran step {n + 1} as {done.step!r} before it was "
+                    f"interrupted, and now calls {tool.name!r} there: a node must call its "
+                    "steps in the same order every time it runs. Resume the run with the code "
+                    "that started it, or discard it with team.discard(session_id)"
+                )
+            return done.result
         context = ToolContext(
             idempotency_key=f"{pc.key}:{n}",
             run_id=r.run_id,
@@ -465,7 +473,7 @@ class NodeContext:
         if not out.ok:
             raise ToolError(f"{tool.name} failed in node {self.node!r}: {out.error}")
         value = _jsonable(out.value, out.content)
-        pc.memo.append(value)
+        pc.memo.append(StepResult(tool.name, value))
         await k.checkpoint(r)
         return value
 
@@ -485,7 +493,7 @@ class RunNode:
 
     async def __call__(
         self,
-        k: Runner,
+        k: Kernel,
         r: RunState,
         plan: AgentPlan,
         t: TurnState,

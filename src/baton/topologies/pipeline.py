@@ -15,20 +15,21 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from baton.agents import Agent
 from baton.core.errors import ConfigError
+from baton.runtime.blueprint import Blueprint
 from baton.runtime.conduct import NoModel, answered, call
 from baton.runtime.delegation import Ask, ask_tool_name
+from baton.runtime.kernel import Kernel
 from baton.runtime.model_call import Reply
 from baton.runtime.outcomes import Failed, ToHuman
-from baton.runtime.runner import Runner
 from baton.runtime.state import RunState, TurnState
 from baton.tools import Tool
 from baton.topologies.mermaid import Flowchart
-from baton.topologies.supervisor import Supervisor, delegate
+from baton.topologies.supervisor import Supervisor, delegation
 from baton.topologies.team import Team
 
 
@@ -113,21 +114,21 @@ class Pipeline(Team):
             model=NoModel(),
             max_iterations=len(plan) * (retries + 1) + 1,
         )
-        super().__init__([lead, *agents, *helpers], entry=name, **team)
-        self.stages = names
-        self.retries = retries
         per_worker = {
             a.name: (timeouts or {})[a.name] for a in agents if a.name in (timeouts or {})
         }
         asks = len(agents) * (retries + 1) + sum(t.max_delegations for t in teams)
         handler = Ask(max_delegations=asks, timeouts=per_worker)
         parallel = max([1, *(t.max_parallel for t in teams)])
-        delegate(self, name, agents, parallel, handler)
+        blueprint = delegation(name, agents, parallel, handler, "pipeline")
         for sup in teams:  # a supervisor stage asks its workers as it would on its own
-            delegate(self, sup.lead, [sup.agents[w] for w in sup.workers], parallel, handler)
-        runner = self._runner
+            workers = [sup.agents[w] for w in sup.workers]
+            blueprint |= delegation(sup.lead, workers, parallel, handler, "pipeline")
         conductor = _Conductor(plan, retries, escalate)
-        runner.plans[name] = replace(runner.plans[name], conductor=conductor)
+        blueprint |= Blueprint(conductors={name: conductor})
+        super().__init__([lead, *agents, *helpers], entry=name, blueprint=blueprint, **team)
+        self.stages = names
+        self.retries = retries
 
     def to_mermaid(self) -> str:
         """The stages in order."""
@@ -150,7 +151,7 @@ class _Conductor:
     retries: int
     escalate: Callable[[str, str], str | None] | None = None
 
-    async def __call__(self, k: Runner, r: RunState, t: TurnState) -> Reply | Failed | ToHuman:
+    async def __call__(self, k: Kernel, r: RunState, t: TurnState) -> Reply | Failed | ToHuman:
         index, tries, output, error = 0, 0, r.message, ""
         for done in answered(t):
             stage = self.stages[index]

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
 
@@ -40,12 +40,13 @@ from baton.agents import Agent
 from baton.backends.base import Tasks
 from baton.core.errors import ConfigError, PlanError
 from baton.core.messages import ToolCall
+from baton.runtime.blueprint import Blueprint
 from baton.runtime.conduct import Done, NoModel, answered
 from baton.runtime.delegation import Ask, ask_tool_name
+from baton.runtime.kernel import Kernel
 from baton.runtime.model_call import Parsed, Reply
 from baton.runtime.outcomes import Failed
 from baton.runtime.output import OutputSpec, compile_output
-from baton.runtime.runner import Runner
 from baton.runtime.state import RunState, TurnState
 from baton.runtime.tasks import (
     SubTask,
@@ -56,7 +57,7 @@ from baton.runtime.tasks import (
     task_event,
 )
 from baton.topologies.mermaid import Flowchart
-from baton.topologies.supervisor import delegate
+from baton.topologies.supervisor import delegation
 from baton.topologies.team import Team
 
 MAX_RESULT_CHARS = 1500
@@ -166,23 +167,23 @@ class PlanExecuteReview(Team):
             model=NoModel(),
             max_iterations=asks + 1,
         )
-        super().__init__([lead, *everyone], entry=name, **team)
-        self.planner, self.reviewer = planner.name, reviewer.name
-        self.executors = tools
-        self.max_fix, self.max_replans = max_fix, max_replans
-        delegate(self, name, everyone, max_parallel, Ask(max_delegations=asks))
         conductor = _Conductor(
             compile_output(planned, native=False),
             planner.name,
             writer.name,
             reviewer.name,
-            self.executors,
+            tools,
             max_fix,
             max_replans,
             max_tasks,
         )
-        runner = self._runner
-        runner.plans[name] = replace(runner.plans[name], conductor=conductor)
+        blueprint = delegation(
+            name, everyone, max_parallel, Ask(max_delegations=asks), "plan-execute-review"
+        ) | Blueprint(conductors={name: conductor})
+        super().__init__([lead, *everyone], entry=name, blueprint=blueprint, **team)
+        self.planner, self.reviewer = planner.name, reviewer.name
+        self.executors = tools
+        self.max_fix, self.max_replans = max_fix, max_replans
 
     def to_mermaid(self) -> str:
         chart = Flowchart()
@@ -229,7 +230,7 @@ class _Conductor:
     max_replans: int
     max_tasks: int
 
-    async def __call__(self, k: Runner, r: RunState, t: TurnState) -> Reply | Failed:
+    async def __call__(self, k: Kernel, r: RunState, t: TurnState) -> Reply | Failed:
         state = self._replay(t)
         board = state.board
         calls = self._decide(state, r.message) if state.failed is None else []
@@ -427,7 +428,7 @@ class _Conductor:
         return text + "\n\nWrite the final answer to the request from these results."
 
     # -- recording ------------------------------------------------------------------------
-    async def _record(self, k: Runner, r: RunState, t: TurnState, state: _Replay) -> None:
+    async def _record(self, k: Kernel, r: RunState, t: TurnState, state: _Replay) -> None:
         """Emit the steps not emitted yet (the replay makes every step again) and save the
         tasks that moved (`Tasks` capability of the store)."""
         emitted = sum(1 for e in r.events if e.type == "task_transitioned" and e.run_id == r.run_id)

@@ -13,13 +13,14 @@ that needs one pauses the whole run), stores and `RunResult` (per-worker usage).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from baton.agents import Agent
 from baton.core.errors import ConfigError
+from baton.runtime.blueprint import Blueprint
 from baton.runtime.delegation import ASK, Ask, ask_spec, ask_tool_name
-from baton.runtime.plan import CallEntry
+from baton.runtime.kernel import Kind
+from baton.runtime.plan import CallEntry, Extra
 from baton.topologies.team import Team
 
 
@@ -40,6 +41,8 @@ class Supervisor(Team):
         max_delegations: int = 8,
         **team: Any,
     ) -> None:
+        if not isinstance(lead, Agent):
+            raise ConfigError(f"the lead must be an Agent object, got {type(lead).__name__}")
         if not workers:
             raise ConfigError("a Supervisor needs at least one worker")
         if max_parallel < 1:
@@ -54,19 +57,13 @@ class Supervisor(Team):
                     f"worker {w.name!r} has handoffs {list(w.handoffs)}: a worker answers the "
                     "lead that asked it; remove them"
                 )
-        names = {t.name for t in lead.tools}
-        for w in workers:
-            if ask_tool_name(w.name) in names:
-                raise ConfigError(
-                    f"the lead {lead.name!r} has a tool named {ask_tool_name(w.name)!r}, which "
-                    "clashes with the generated tool for asking that worker; rename the tool"
-                )
-        super().__init__([lead, *workers], entry=lead.name, **team)
+        asks = Ask(max_delegations=max_delegations)
+        blueprint = delegation(lead.name, workers, max_parallel, asks, "supervisor")
+        super().__init__([lead, *workers], entry=lead.name, blueprint=blueprint, **team)
         self.lead = lead.name
         self.workers = [w.name for w in workers]
         self.max_parallel = max_parallel
         self.max_delegations = max_delegations
-        delegate(self, lead.name, workers, max_parallel, Ask(max_delegations=max_delegations))
 
     def to_mermaid(self) -> str:
         """The lead, the workers it asks (in parallel, up to `max_parallel`), their tools."""
@@ -82,9 +79,9 @@ class Supervisor(Team):
         return out
 
 
-def delegate(
-    team: Team, lead: str, workers: Sequence[Agent], max_parallel: int, handler: Ask
-) -> None:
+def delegation(
+    lead: str, workers: Sequence[Agent], max_parallel: int, handler: Ask, topology: str
+) -> Blueprint:
     """Give `lead` an `ask_<worker>` tool per worker, handled by `handler`, up to
     `max_parallel` of them running at once (the wiring of every delegating topology)."""
     ruled = [w.name for w in workers if w.guardrails or w.handoff_guardrails]
@@ -94,18 +91,15 @@ def delegate(
             f"answers {lead!r}, not the user. Put the rules on {lead!r} or on the team "
             "(Team(guardrails=...))"
         )
-    runner = team._runner
-    plan = runner.plans[lead]
-    asks = [ask_spec(w) for w in workers]
-    entries = {ask_tool_name(w.name): CallEntry(ASK, target=w.name) for w in workers}
-    runner.plans[lead] = replace(
-        plan,
-        specs=[*plan.specs, *asks],
-        table={**plan.table, **entries},
-        received_specs=None if plan.received_specs is None else [*plan.received_specs, *asks],
-        received_table=(
-            None if plan.received_table is None else {**plan.received_table, **entries}
-        ),
+    asks = tuple(
+        Extra(
+            ask_tool_name(w.name),
+            CallEntry(ASK, target=w.name),
+            ask_spec(w),
+            "the generated tool for asking that worker",
+        )
+        for w in workers
     )
-    runner.handlers[ASK] = handler
-    runner.parallel[ASK] = max_parallel
+    return Blueprint(
+        entries={lead: asks}, kinds={ASK: Kind(handler, parallel=max_parallel)}, topology=topology
+    )

@@ -30,6 +30,7 @@ from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
 from baton.observe.declared import BindsNames, DeclaredNames
 from baton.routing.router import Router, routes_from_agents
+from baton.runtime.blueprint import Blueprint
 from baton.runtime.cancel import RELEASED
 from baton.runtime.entities import Extractor
 from baton.runtime.guards import Guards
@@ -90,6 +91,7 @@ class Team:
         multi_intent: bool = False,
         guardrails: Sequence[Guardrail] = (),
         guardrail_message: str = DEFAULT_GUARDRAIL_MESSAGE,
+        blueprint: Blueprint | None = None,
     ) -> None:
         self.agents: dict[str, Agent] = {}
         for a in agents:
@@ -115,7 +117,11 @@ class Team:
         self.entry = entry
         self.guards = guards or Guards()
         self.fallback = fallback
+        self.blueprint = blueprint or Blueprint()
+        """What the topology adds to its agents (generated calls, conductors, call kinds, the
+        store capabilities it needs); a plain team adds nothing."""
         self.store: Store = open_store(store)
+        self.blueprint.check_store(self.store)
         self._bus_spec = bus
         self._bus: Bus | None = None
         self.default_model = model
@@ -141,7 +147,13 @@ class Team:
             escalation_message=escalation_message,
             multi_intent=multi_intent,
         )
-        self._runner = Runner(self._settings, compile_plans(self.agents, model), self.policy)
+        plans = compile_plans(
+            self.agents,
+            model,
+            extra_entries=self.blueprint.entries,
+            conductors=self.blueprint.conductors,
+        )
+        self._runner = Runner(self._settings, plans, self.policy, self.blueprint.kinds)
         self._resumer = Resumer(self._runner, lease_s)
         self.tickets = Tickets(self.store, self._settings.at_rest)
         """The human queue: list, claim, answer and close escalation tickets."""
@@ -178,7 +190,7 @@ class Team:
 
     @property
     def bus(self) -> Bus:
-        """Where `submit` queues turns for workers (`baton.bus.Worker`): the `bus` given to
+        """Where `submit` queues turns for workers (`baton.worker.Worker`): the `bus` given to
         the team (`redis://...` for workers in other processes), else an in-process
         `MemoryBus`, opened on first use."""
         if self._bus is None:
@@ -186,8 +198,11 @@ class Team:
         return self._bus
 
     def use_store(self, store: Store | str) -> None:
-        """Switch the team to another store (a URL or a Store object) for future runs."""
-        self.store = open_store(store)
+        """Switch the team to another store (a URL or a Store object) for future runs; it
+        needs the capabilities the topology's runs use."""
+        opened = open_store(store)
+        self.blueprint.check_store(opened)
+        self.store = opened
         self._settings.store = self.store
         self.tickets = Tickets(self.store, self._settings.at_rest)
 

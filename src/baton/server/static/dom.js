@@ -1,5 +1,5 @@
-// DOM helpers: every piece of data reaches the page as a text node or an attribute value,
-// never as HTML.
+// DOM helpers (elements, formatting, keyed lists): every piece of data reaches the page as
+// a text node or an attribute value, never as HTML.
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 
@@ -98,4 +98,35 @@ export function badge(status, testid = "status-badge") {
 /** A link to a session page. */
 export function sessionLink(id, text) {
   return h("a", { href: `#/sessions/${encodeURIComponent(id)}`, class: "mono" }, text || id);
+}
+
+/**
+ * Keep `container`'s children in step with `items`: an item whose signature is unchanged
+ * keeps its element (and whatever is typed into it); others are rendered again.
+ */
+export function syncList(container, items, key, render, empty) {
+  const old = new Map();
+  for (const el of container.children) {
+    if (el.dataset.key !== undefined) old.set(el.dataset.key, el);
+  }
+  const next = [];
+  for (const item of items) {
+    const k = String(key(item));
+    const sig = JSON.stringify(item);
+    let el = old.get(k);
+    if (!el || el.dataset.sig !== sig) {
+      el = render(item);
+      el.dataset.key = k;
+      el.dataset.sig = sig;
+    }
+    next.push(el);
+  }
+  if (!next.length && empty) next.push(h("p", { class: "empty", testid: "empty" }, empty));
+  container.replaceChildren(...next);
+}
+
+/** `text` cut to `n` characters, an ellipsis marking the cut. */
+export function clip(text, n) {
+  const t = String(text ?? "");
+  return t.length > n ? `${t.slice(0, n - 1)}…` : t;
 }

@@ -1,5 +1,8 @@
 """`Worker`: a process that takes turns off the bus and runs them with a team.
 
+It lives beside the bus, not in it: `baton.bus` is transport only, and a worker is typed
+against `Serves` (what it needs of a team: `run`, `release`, `bus`), not `Team`.
+
 The loop: receive deliveries (the bus gives each partition of sessions to one worker at a
 time, in order); queue each behind the turns of its session already here (at most one turn
 of a session in flight); run it as `team.run(message, session_id, request_id=envelope.id,
@@ -39,7 +42,7 @@ import socket
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from baton.bus.base import Bus, BusError, Delivery, TurnResult
 from baton.bus.headers import trace_id_of
@@ -47,9 +50,36 @@ from baton.core.errors import BatonError, RunReleased, StoreError
 from baton.core.ids import new_id
 
 if TYPE_CHECKING:
-    from baton.topologies.team import Team
+    from baton.runtime.result import RunResult
 
 log = logging.getLogger("baton.worker")
+
+
+class Serves(Protocol):
+    """What a worker needs of a team (`Team` and every topology have it)."""
+
+    @property
+    def bus(self) -> Bus:
+        """Where its turns are queued."""
+        ...
+
+    async def run(
+        self,
+        message: str,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        request_id: str | None = None,
+        trace_id: str | None = None,
+    ) -> RunResult:
+        """Run one user message of a session (the request answered from its record when the
+        same request id was run before)."""
+        ...
+
+    async def release(self, session_id: str) -> bool:
+        """Stop the session's run in this process without ending it (its checkpoint stays)."""
+        ...
+
 
 GC_THRESHOLDS = (20_000, 10, 10)
 """The collector's thresholds a worker sets at start-up (`tune_gc`): young collections 28x
@@ -92,7 +122,7 @@ class Worker:
 
     def __init__(
         self,
-        team: Team,
+        team: Serves,
         bus: Bus | None = None,
         *,
         name: str | None = None,

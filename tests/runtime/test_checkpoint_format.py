@@ -1,0 +1,199 @@
+"""The checkpoint's contract (`baton.runtime.checkpoint_format`): every saved state carries a
+format number; a golden checkpoint of each older format, written by the Baton of its day into
+a SQLite store (`golden/make_golden.py`), loads and resumes here; a newer format is refused
+with an upgrade message and kept."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from baton import Agent, ModelRequest, NewerCheckpoint, ScriptedModel, Team, tool
+from baton.backends.sqlite import SQLiteStore
+from baton.models import Step
+from baton.runtime import checkpoint_format
+from baton.runtime.state import RunState
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+sys.path.insert(0, str(GOLDEN))
+
+import golden_desk as desk  # noqa: E402
+
+
+def restore(golden: str, tmp_path: Path) -> str:
+    """A SQLite store file holding the golden dump; returns its URL."""
+    db = tmp_path / "golden.db"
+    con = sqlite3.connect(db)
+    con.executescript((GOLDEN / golden).read_text(encoding="utf-8"))
+    con.close()
+    return f"sqlite:///{db}"
+
+
+def goldens(kind: str) -> list[str]:
+    found = sorted(p.name for p in GOLDEN.glob(f"format*-{kind}.sql"))
+    assert found, f"no golden {kind} checkpoint in tests/runtime/golden"
+    return found
+
+
+@pytest.mark.parametrize("golden", goldens("desk"))
+async def test_a_golden_checkpoint_loads_and_its_approval_resumes_the_run(
+    golden: str, tmp_path: Path
+) -> None:
+    store = SQLiteStore(restore(golden, tmp_path))
+    ledger: list[tuple[int, str]] = []
+    team = desk.team(store, ledger)
+    (card,) = await team.approvals()
+    assert (card.tool, card.agent) == ("pay", "cashier")
+    assert card.arguments == {"amount": 20000, "to": "bob"}
+
+    result = await team.approve(desk.SESSION, card.id, by="alice")
+
+    assert result.status == "completed", result.error
+    assert result.output == 'Paid: {"paid": 20000, "to": "bob"}'
+    assert ledger == [(20000, "bob")]
+    assert result.holder == "cashier" and result.state["order_id"] == "ORD-42"
+    called = [e.tool for e in result.events if e.type == "tool_called"]
+    assert called == ["lookup", "pay"]  # the lookup before the pause ran once, before it
+    assert await team.unfinished() == []
+    stored = await store.get_events(desk.SESSION)
+    assert [e.id for e in stored] == [e.id for e in result.events]
+    assert (await store.verify_audit()).ok
+    messages = await store.get_messages(desk.SESSION)
+    assert [m.role for m in messages][-2:] == ["tool", "assistant"]
+    await store.close()
+
+
+@pytest.mark.parametrize("golden", goldens("graph"))
+async def test_a_golden_graph_checkpoint_resumes_without_running_its_steps_again(
+    golden: str, tmp_path: Path
+) -> None:
+    store = SQLiteStore(restore(golden, tmp_path))
+    effects: list[str] = []
+    graph = desk.graph(store, effects)
+    (card,) = await graph.interrupts()
+    assert card.value == "ship ORD-42?"
+
+    result = await graph.resume(desk.THREAD, "yes")
+
+    assert result.status == "completed", result.error
+    assert result.final.log == ["reserved ORD-42", "charged ORD-42", "person said yes"]
+    assert effects == []  # both steps were done before the pause
+    assert await graph.interrupts() == []
+    await store.close()
+
+
+async def test_a_checkpoint_of_a_newer_format_is_refused_and_kept(tmp_path: Path) -> None:
+    url = restore(goldens("desk")[-1], tmp_path)
+    con = sqlite3.connect(url.removeprefix("sqlite:///"))
+    (data,) = con.execute("SELECT data FROM checkpoints").fetchone()
+    newer = {**json.loads(data), "format": checkpoint_format.FORMAT + 1}
+    con.execute("UPDATE checkpoints SET data = ?", (json.dumps(newer),))
+    con.commit()
+    con.close()
+    store = SQLiteStore(url)
+    ledger: list[tuple[int, str]] = []
+    team = desk.team(store, ledger)
+    (card,) = await team.approvals()
+
+    with pytest.raises(NewerCheckpoint, match=r"written by a newer Baton.*Upgrade Baton"):
+        await team.approve(desk.SESSION, card.id, by="alice")
+
+    assert ledger == []
+    assert [c.run_id for c in await team.unfinished()] == [card.run_id]
+    assert [c.id for c in await team.approvals()] == [card.id]
+    await store.close()
+
+
+def test_the_state_is_saved_with_its_format_first() -> None:
+    from baton.backends.base import SessionRecord
+
+    text = RunState(SessionRecord(session_id="s"), "hi", None).to_json()
+    assert text.startswith(f'{{"format":{checkpoint_format.FORMAT},')
+    assert checkpoint_format.format_of(text) == checkpoint_format.FORMAT
+    assert RunState.from_json(text).message == "hi"
+    legacy = json.dumps({k: v for k, v in json.loads(text).items() if k != "format"})
+    assert checkpoint_format.format_of(legacy) == 1
+    assert RunState.from_json(legacy).message == "hi"
+
+
+@pytest.mark.parametrize("bad", ['{"format": "2"}', '{"format": true}', "[1]"])
+def test_a_malformed_format_is_a_value_error(bad: str) -> None:
+    with pytest.raises(ValueError):
+        checkpoint_format.format_of(bad)
+
+
+def test_upgrades_run_in_order_from_the_format_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checkpoint_format, "FORMAT", 3)
+    monkeypatch.setattr(
+        checkpoint_format,
+        "UPGRADES",
+        {1: lambda d: {**d, "steps": ["1to2"]}, 2: lambda d: {**d, "steps": [*d["steps"], "2to3"]}},
+    )
+    assert checkpoint_format.upgraded('{"x": 1}', 1) == {"x": 1, "steps": ["1to2", "2to3"]}
+    assert checkpoint_format.upgraded('{"format": 2, "steps": []}', 2) == {"steps": ["2to3"]}
+    with pytest.raises(NewerCheckpoint):
+        checkpoint_format.upgraded('{"format": 4}', 4)
+    monkeypatch.setattr(checkpoint_format, "UPGRADES", {1: lambda d: d})
+    with pytest.raises(ValueError, match="no upgrade from checkpoint format 2 to 3"):
+        checkpoint_format.upgraded("{}", 1)
+
+
+# ---------------------------------------------------------------- what a checkpoint holds
+
+TOOL_CALLS = 6
+
+
+def six_lookups_then_pay(request: ModelRequest) -> Step:
+    done = sum(1 for m in request.messages if m.role == "tool")
+    if done < TOOL_CALLS:
+        return ScriptedModel.call("lookup", order_id=f"ORD-{done}")
+    if done == TOOL_CALLS:
+        return ScriptedModel.call("pay", amount=1, to="bob")
+    return ScriptedModel.say("done")
+
+
+async def test_each_tool_result_is_saved_once_and_the_checkpoint_stays_near_the_record(
+    tmp_path: Path,
+) -> None:
+    @tool
+    async def lookup(order_id: str) -> dict[str, Any]:
+        """Look an order up.
+
+        Args:
+            order_id: The order's id.
+        """
+        return {"order_id": order_id, "marker": f"result-of-{order_id}", "items": ["a"] * 20}
+
+    @tool(requires_approval=True)
+    async def pay(amount: int, to: str) -> dict[str, Any]:
+        """Pay.
+
+        Args:
+            amount: Amount in cents.
+            to: Who gets it.
+        """
+        return {"paid": amount}
+
+    store = SQLiteStore(f"sqlite:///{tmp_path / 'b.db'}")
+    agent = Agent(name="clerk", instructions="You look orders up.", tools=[lookup, pay])
+    team = Team([agent], entry="clerk", model=ScriptedModel(six_lookups_then_pay), store=store)
+    orders = " ".join(f"ORD-{n}" for n in range(TOOL_CALLS))
+    paused = await team.run(f"look up {orders}", session_id="s")
+    assert paused.approval is not None
+    cp = await store.get_checkpoint("s")
+    assert cp is not None
+    text = cp.state_json()
+
+    for n in range(TOOL_CALLS):
+        assert text.count(f"result-of-ORD-{n}") == 1, n
+    record = sum(len(m.model_dump_json()) for m in await store.get_messages("s"))
+    record += sum(len(e.model_dump_json()) for e in await store.get_events("s"))
+    assert len(text) <= 1.2 * record, (len(text), record)
+    resumed = await team.approve("s", paused.approval.id, by="alice")
+    assert resumed.status == "completed" and resumed.output == "done"
+    await store.close()
