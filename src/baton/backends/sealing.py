@@ -449,3 +449,26 @@ class SealedCheckpoints(Protocol):
     async def rekey_checkpoints(self) -> RekeyReport:
         """Re-seal every stored checkpoint with the current key (in clear ones too)."""
         ...
+
+
+class Rekeyable(Protocol):
+    """What `rekey_store` needs of a persistent store: its keys, its checkpoint rows as stored
+    (every one, or a session's) and a compare-and-swap of one row's data."""
+
+    checkpoint_keys: CheckpointKeyProvider | None
+
+    async def _raw_checkpoints(self, session_id: str | None = None) -> list[RawCheckpoint]: ...
+
+    async def _swap_checkpoint_data(self, row: RawCheckpoint, data: str) -> bool: ...
+
+
+async def rekey_store(store: Rekeyable) -> RekeyReport:
+    """`Store.rekey_checkpoints` of a persistent store, from its two primitives: every stored
+    checkpoint re-sealed with the current key (see `rekey`)."""
+
+    async def reread(session_id: str) -> RawCheckpoint | None:
+        found = await store._raw_checkpoints(session_id)
+        return found[0] if found else None
+
+    rows = await store._raw_checkpoints()
+    return await rekey(store.checkpoint_keys, rows, reread, store._swap_checkpoint_data)

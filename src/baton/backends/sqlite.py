@@ -78,7 +78,7 @@ from baton.backends.sealing import (
     RawCheckpoint,
     RekeyReport,
     opened,
-    rekey,
+    rekey_store,
     resolve_keys,
     stored_data,
 )
@@ -1204,13 +1204,7 @@ class SQLiteStore:
         """Seal every stored checkpoint with the current checkpoint key (those in clear and
         those under an older key); a checkpoint a run saves meanwhile is never overwritten.
         After a complete report (`report.complete`) the older keys may be dropped."""
-
-        async def reread(sid: str) -> RawCheckpoint | None:
-            found = await self._raw_checkpoints(sid)
-            return found[0] if found else None
-
-        rows = await self._raw_checkpoints()
-        return await rekey(self.checkpoint_keys, rows, reread, self._swap_checkpoint_data)
+        return await rekey_store(self)
 
     async def _raw_checkpoints(self, session_id: str | None = None) -> list[RawCheckpoint]:
         """Checkpoint rows as stored (data not opened): every one, or the session's."""
