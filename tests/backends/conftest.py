@@ -33,6 +33,8 @@ def make_store(kind: str, tmp_path: Path) -> Store:
     when the service is down)."""
     if kind == "memory":
         return MemoryStore()
+    if kind == "memory-json":  # checkpoints kept as JSON text, as a persistent store keeps them
+        return MemoryStore(serialise_checkpoints=True)
     if kind == "sqlite":
         return SQLiteStore(f"sqlite:///{tmp_path / 'baton.db'}")
     if kind == "postgres":

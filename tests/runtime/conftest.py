@@ -75,7 +75,7 @@ def desk(calls: Calls) -> Callable[..., Team]:
     return build
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
+@pytest.fixture(params=["memory", "memory-json", "sqlite", "postgres", "redis"])
 async def any_store(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
     """A fresh store of every backend in turn (PostgreSQL and Redis in a namespace of their
     own, dropped after the test; skipped, or failed under BATON_REQUIRE_SERVICES=1, when the

@@ -93,11 +93,13 @@ def cashier_team(
     return team, model
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "memory-json", "sqlite"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """Process memory (the live state, or its JSON text as a persistent store keeps it: the
+    two must behave alike), or SQLite."""
     made: Store = (
-        MemoryStore()
-        if request.param == "memory"
+        MemoryStore(serialise_checkpoints=request.param == "memory-json")
+        if request.param.startswith("memory")
         else SQLiteStore(f"sqlite:///{tmp_path / 'baton.db'}")
     )
     yield made

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from baton import Agent, ModelRequest, NewerCheckpoint, ScriptedModel, Team, tool
+from baton.backends.memory import MemoryStore
 from baton.backends.sqlite import SQLiteStore
 from baton.models import Step
 from baton.runtime import checkpoint_format
@@ -197,3 +198,42 @@ async def test_each_tool_result_is_saved_once_and_the_checkpoint_stays_near_the_
     resumed = await team.approve("s", paused.approval.id, by="alice")
     assert resumed.status == "completed" and resumed.output == "done"
     await store.close()
+
+
+# ---------------------------------------------------------------- the in-memory shortcut
+
+
+async def paused_and_resumed(store: MemoryStore) -> tuple[Any, ...]:
+    """The golden desk paused for approval and approved, and the golden graph interrupted
+    and answered, on `store`: what a caller sees of each."""
+    ledger: list[tuple[int, str]] = []
+    team = desk.team(store, ledger)
+    paused = await team.run(desk.MESSAGE, session_id=desk.SESSION)
+    assert paused.approval is not None
+    kept = await store.get_checkpoint(desk.SESSION)
+    assert kept is not None
+    assert (kept.data is not None, kept.state is None) == (store.serialise_checkpoints,) * 2
+    done = await team.approve(desk.SESSION, paused.approval.id, by="alice")
+    effects: list[str] = []
+    graph = desk.graph(store, effects)
+    waiting = await graph.invoke({"order_id": "ORD-42"}, thread_id=desk.THREAD)
+    answered = await graph.resume(desk.THREAD, "yes")
+    return (
+        done.status,
+        done.output,
+        done.state,
+        [e.type for e in done.events],
+        ledger,
+        waiting.status,
+        answered.status,
+        answered.final.log,
+        effects,
+        [e.type for e in answered.events],
+    )
+
+
+async def test_the_in_memory_live_state_resumes_like_its_json_text() -> None:
+    live = MemoryStore()
+    text = MemoryStore(serialise_checkpoints=True)
+    assert await paused_and_resumed(live) == await paused_and_resumed(text)
+    assert await text.list_checkpoints() == []  # both runs finished: nothing left behind

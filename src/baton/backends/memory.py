@@ -121,7 +121,13 @@ class MemoryStore:
     url = "memory://"
     shared = False
 
-    def __init__(self, max_sessions: int | None = 10_000, max_age_s: float | None = None) -> None:
+    def __init__(
+        self,
+        max_sessions: int | None = 10_000,
+        max_age_s: float | None = None,
+        *,
+        serialise_checkpoints: bool = False,
+    ) -> None:
         if max_sessions is not None and max_sessions < 1:
             raise ConfigError(
                 f"MemoryStore(max_sessions={max_sessions}): keep at least 1 session, or pass "
@@ -136,6 +142,10 @@ class MemoryStore:
         """Most sessions kept; the least recently committed are evicted first (None: all)."""
         self.max_age_s = max_age_s
         """Sessions whose `updated_at` is older than this are evicted on commit (None: never)."""
+        self.serialise_checkpoints = serialise_checkpoints
+        """Keep each checkpoint as JSON text (`state.to_json()`, as a persistent store does)
+        instead of the live state: slower, and what the tests run to prove the shortcut
+        equivalent (a resumed run reads the text back like any store's)."""
         self._sessions: OrderedDict[str, SessionRecord] = OrderedDict()  # in commit order
         self._trim_at = max_sessions
         self._messages: dict[str, list[Message]] = {}
@@ -191,7 +201,7 @@ class MemoryStore:
         if events:
             self._add_events(sid, events)
         if checkpoint is not None:
-            self._checkpoints[sid] = checkpoint
+            self._checkpoints[sid] = self._kept(checkpoint)
         elif run_id is not None:
             cp = self._checkpoints.get(sid)
             if cp is not None and cp.run_id == run_id:
@@ -320,7 +330,13 @@ class MemoryStore:
                     raise stale_checkpoint(checkpoint, old.seq)
             elif old.status in ("awaiting_approval", "interrupted"):
                 raise paused_elsewhere(checkpoint, old.run_id)
-        self._checkpoints[checkpoint.session_id] = checkpoint
+        self._checkpoints[checkpoint.session_id] = self._kept(checkpoint)
+
+    def _kept(self, checkpoint: Checkpoint) -> Checkpoint:
+        """The checkpoint as the store keeps it: as given, or with its state as JSON text."""
+        if not self.serialise_checkpoints or checkpoint.state is None:
+            return checkpoint
+        return dataclasses.replace(checkpoint, state=None, data=checkpoint.state_json())
 
     async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
         """The session's checkpoint (the object that was saved), or None."""
