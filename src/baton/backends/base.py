@@ -121,7 +121,9 @@ class Checkpoint:
 
 @runtime_checkable
 class Store(Protocol):
-    """Persistence the kernel needs. Implementations: memory, SQLite (more in later releases)."""
+    """Persistence the kernel needs. Implementations: `MemoryStore`, `SQLiteStore`,
+    `PostgresStore`, `RedisStore` (each also has the `Tasks`, `Blackboard` and `Snapshots`
+    capabilities)."""
 
     url: str
     shared: bool
