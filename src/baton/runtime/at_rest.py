@@ -67,17 +67,18 @@ def _masked_call(red: Redactor, call: ToolCall) -> ToolCall:
     replaced whole, and sensitive values anywhere in the text too."""
     text = call.arguments
     masked = red.redact_text(text)  # finds `"password": ...` too; clean text is returned as is
-    if masked is text:
-        return call
+    as_text = call if masked is text else dataclasses.replace(call, arguments=masked)
+    if masked is text and "\\" not in text:
+        return call  # (a JSON escape, `"\\b..."`, can hide a value from the text rules)
     if too_deep(text):  # the parser refused it; it is never read back recursively
-        return dataclasses.replace(call, arguments=masked)
+        return as_text
     try:
         args = json.loads(text)
     except ValueError:  # cut-off JSON from the model: keep it masked as text
-        return dataclasses.replace(call, arguments=masked)
+        return as_text
     clean = red.redact_value(args)
     if clean is args:
-        return call
+        return as_text
     return dataclasses.replace(call, arguments=json.dumps(clean, ensure_ascii=False))
 
 
