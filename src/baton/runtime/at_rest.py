@@ -202,22 +202,19 @@ def lost_arguments(red: Redactor | None, pc: PendingCall) -> list[str]:
 
 def _may_hold_mask(replacement: str, arguments: str) -> bool:
     """False when the arguments' JSON text cannot hold a mask of this `replacement`: it lacks
-    the text every mask starts with (most calls: decided without walking the arguments). A
-    head that JSON may write escaped (non-ASCII, quotes, backslashes) is always checked."""
-    head = _mask_head(replacement)
-    return not head or head in arguments or not _plain(head)
+    the text every mask starts with (most calls: decided without walking the arguments)."""
+    head = _plain_head(replacement)
+    return head is None or head in arguments
 
 
 @lru_cache(maxsize=8)
-def _mask_head(replacement: str) -> str:
-    return replacement.partition("{name}")[0]
-
-
-@lru_cache(maxsize=8)
-def _plain(head: str) -> bool:
-    """`head` is written as it is in any JSON text (printable ASCII without a quote, a
-    backslash or a slash, which a JSON writer may escape)."""
-    return head.isascii() and head.isprintable() and not any(c in head for c in '"\\/')
+def _plain_head(replacement: str) -> str | None:
+    """What every mask starts with, when any JSON text writes it as it is (printable ASCII
+    without a quote, a backslash or a slash, which a JSON writer may escape); None when the
+    arguments must always be walked (no head, or one that may be written escaped)."""
+    head = replacement.partition("{name}")[0]
+    plain = head.isascii() and head.isprintable() and not any(c in head for c in '"\\/')
+    return head if head and plain else None
 
 
 @lru_cache(maxsize=8)

@@ -1,7 +1,8 @@
 """The checkpoint's contract: every saved run state carries a format number.
 
-`RunState.to_json` writes `{"format": FORMAT, ...}`; `read` brings any older format to today's
-shape by the registered upgrades (one function per step, `N -> N + 1`, pure functions on the
+`RunState.to_json` writes `{"format": FORMAT, ...}` (`stamp`); `RunState.from_json` reads the
+number (`format_of`) and `upgraded` brings an older format to today's shape by the registered
+upgrades (one function per step, `N -> N + 1`, pure functions on the
 JSON data) and refuses a newer one with `NewerCheckpoint`, so a Baton that was rolled back
 never discards (or half-reads) the run a newer Baton paused. A state saved before formats were
 numbered has no `format` key and is format 1.

@@ -52,7 +52,7 @@ def _recorded(r: RunState) -> dict[str, Any]:
     return {"recorded": {id(m) for m in r.messages}}
 
 
-def _save_scratch(value: list[Message], info: SerializationInfo) -> list[Any]:
+def _save_messages(value: list[Message], info: SerializationInfo) -> list[Any]:
     """A turn's scratch or view as saved (format 2): a message the run recorded (every scratch
     message, and the user's message in a view, is also in `RunState.messages`) is saved once,
     there, and named here by its id; any other message (a system prompt, an earlier run's, a
@@ -62,18 +62,19 @@ def _save_scratch(value: list[Message], info: SerializationInfo) -> list[Any]:
     if not recorded:
         whole: list[Any] = _messages().dump_python(value, mode="json")
         return whole
-    return [
-        m.id if id(m) in recorded else _messages().dump_python([m], mode="json")[0] for m in value
-    ]
+    return [m.id if id(m) in recorded else _message().dump_python(m, mode="json") for m in value]
 
 
-def _load_scratch(value: Any) -> list[Any]:
-    """Saved scratch: whole messages are validated, ids stay until `_resolve_scratch`."""
+def _load_messages(value: Any) -> list[Any]:
+    """A saved scratch or view: whole messages are validated, ids stay until
+    `_resolve_scratch`."""
     if not isinstance(value, list):
-        raise ValueError("a turn's scratch must be a list")
-    return [
-        m if isinstance(m, (str, Message)) else _messages().validate_python([m])[0] for m in value
-    ]
+        raise ValueError("a turn's scratch and view must be lists")
+    return [m if isinstance(m, (str, Message)) else _message().validate_python(m) for m in value]
+
+
+Recorded = Annotated[list[Message], PlainSerializer(_save_messages), PlainValidator(_load_messages)]
+"""Messages of a turn saved as references to the run's recorded messages (format 2)."""
 
 
 def _resolve_scratch(r: RunState) -> None:
@@ -165,15 +166,11 @@ class TurnState:
     """The fallback agent's turn after an escalation: it may answer or use tools, not hand off."""
     started: bool = False
     """`agent_started` was emitted (a resumed turn does not start again)."""
-    view: Annotated[
-        list[Message], PlainSerializer(_save_scratch), PlainValidator(_load_scratch)
-    ] = field(default_factory=list)
+    view: Recorded = field(default_factory=list)
     """The conversation part of its view (system message first), fixed for the turn; saved
     like `scratch`."""
     context_tokens: int = 0
-    scratch: Annotated[
-        list[Message], PlainSerializer(_save_scratch), PlainValidator(_load_scratch)
-    ] = field(default_factory=list)
+    scratch: Recorded = field(default_factory=list)
     """Its own tool-call and tool messages of this turn (each also in `RunState.messages`)."""
     iteration: int = 0
     """Model calls made (re-asks not counted)."""
@@ -450,12 +447,19 @@ def _call_copy(c: PendingCall) -> PendingCall:
 
 _ADAPTER: list[TypeAdapter[RunState]] = []
 _MESSAGES: list[TypeAdapter[list[Message]]] = []
+_MESSAGE: list[TypeAdapter[Message]] = []
 
 
 def _messages() -> TypeAdapter[list[Message]]:
     if not _MESSAGES:
         _MESSAGES.append(TypeAdapter(list[Message]))
     return _MESSAGES[0]
+
+
+def _message() -> TypeAdapter[Message]:
+    if not _MESSAGE:
+        _MESSAGE.append(TypeAdapter(Message))
+    return _MESSAGE[0]
 
 
 def _adapter() -> TypeAdapter[RunState]:

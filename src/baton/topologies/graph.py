@@ -533,8 +533,8 @@ class CompiledGraph(Team):
 
     def _snapshots(self) -> Snapshots:
         store = self.store
-        if not isinstance(store, Snapshots):
-            raise ConfigError(f"the store {store.url} cannot keep a graph's snapshots")
+        self.blueprint.check_store(store)  # the one capability check, also for a store set by hand
+        assert isinstance(store, Snapshots)
         return store
 
     def declared_names(self) -> DeclaredNames:
