@@ -16,6 +16,7 @@ import pytest
 from baton import Agent, ModelRequest, NewerCheckpoint, ScriptedModel, Team, tool
 from baton.backends.memory import MemoryStore
 from baton.backends.sqlite import SQLiteStore
+from baton.core.errors import StoreError
 from baton.models import Step
 from baton.runtime import checkpoint_format
 from baton.runtime.state import RunState
@@ -237,3 +238,34 @@ async def test_the_in_memory_live_state_resumes_like_its_json_text() -> None:
     text = MemoryStore(serialise_checkpoints=True)
     assert await paused_and_resumed(live) == await paused_and_resumed(text)
     assert await text.list_checkpoints() == []  # both runs finished: nothing left behind
+
+
+@pytest.mark.parametrize("damage", ["truncated", "unknown message", "not a list"])
+async def test_a_damaged_checkpoint_is_refused_with_discard_advice_and_kept(
+    damage: str, tmp_path: Path
+) -> None:
+    store = SQLiteStore(restore(goldens("desk")[-1], tmp_path))
+    ledger: list[tuple[int, str]] = []
+    (card,) = await desk.team(store, ledger).approvals()
+    # the golden is format 1; saved again by this Baton it is format 2 (scratch by reference)
+    con = sqlite3.connect(store.url.removeprefix("sqlite:///"))
+    (data,) = con.execute("SELECT data FROM checkpoints").fetchone()
+    text = RunState.from_json(data).to_json()
+    assert '"scratch":["msg_' in text
+    if damage == "truncated":
+        text = text[: len(text) // 2]
+    elif damage == "unknown message":
+        text = text.replace('"scratch":["msg_', '"scratch":["msg_gone', 1)
+    else:
+        broken = json.loads(text)
+        broken["turn"]["scratch"] = {"not": "a list"}
+        text = json.dumps(broken)
+    con.execute("UPDATE checkpoints SET data = ?", (text,))
+    con.commit()
+    con.close()
+    team = desk.team(store, ledger)
+    with pytest.raises(StoreError, match=r"(?s)cannot be read.*team\.discard"):
+        await team.approve(desk.SESSION, card.id, by="alice")
+    assert ledger == []  # nothing ran on a half-read state
+    assert [c.run_id for c in await team.unfinished()] == [card.run_id]
+    await store.close()

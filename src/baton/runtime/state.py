@@ -87,12 +87,19 @@ def _resolve_scratch(r: RunState) -> None:
 
 
 def _resolved(saved: list[Any], by_id: dict[str, Message]) -> list[Message]:
-    if not any(isinstance(m, str) for m in saved):
-        return saved
+    """The messages `saved` names, as the run's own objects: an id, or a whole message equal
+    to a recorded one (format 1 saved them whole), so the next checkpoint names them again."""
     missing = [m for m in saved if isinstance(m, str) and m not in by_id]
     if missing:
         raise ValueError(f"the turn names messages the run does not hold: {missing[:3]}")
-    return [by_id[m] if isinstance(m, str) else m for m in saved]
+    out = []
+    for m in saved:
+        if isinstance(m, str):
+            out.append(by_id[m])
+        else:
+            held = by_id.get(m.id)
+            out.append(held if held is not None and held == m else m)
+    return out
 
 
 _SHARED = {"session", "events", "earlier", "listener", "ended", "parent"}
