@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from baton.backends.base import Blackboard, Snapshots
+from baton.backends.base import Blackboard, Snapshots, Tasks
 from baton.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ class Capability:
 
 SNAPSHOTS = Capability("Snapshots", Snapshots, "a graph's state at every super-step")
 BLACKBOARD = Capability("Blackboard", Blackboard, "shared, versioned board entries")
+TASKS = Capability("Tasks", Tasks, "a plan's tasks, each saved compare-and-set")
 
 
 @dataclass(frozen=True)

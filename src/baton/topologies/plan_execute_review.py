@@ -40,7 +40,7 @@ from baton.agents import Agent
 from baton.backends.base import Tasks
 from baton.core.errors import ConfigError, PlanError
 from baton.core.messages import ToolCall
-from baton.runtime.blueprint import Blueprint
+from baton.runtime.blueprint import TASKS, Blueprint
 from baton.runtime.conduct import Done, NoModel, answered
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.kernel import Kernel
@@ -180,6 +180,7 @@ class PlanExecuteReview(Team):
         blueprint = delegation(
             name, everyone, max_parallel, Ask(max_delegations=asks), "plan-execute-review"
         ) | Blueprint(conductors={name: conductor})
+        blueprint |= Blueprint(needs=(TASKS,))  # the tasks are saved as they move
         super().__init__([lead, *everyone], entry=name, blueprint=blueprint, **team)
         self.planner, self.reviewer = planner.name, reviewer.name
         self.executors = tools

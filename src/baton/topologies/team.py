@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from baton.agents import Agent
 from baton.backends import open_store
@@ -54,6 +56,26 @@ from baton.topologies.mermaid import Flowchart, label
 
 _DEFAULT: list[Redactor] = []
 
+TeamT = TypeVar("TeamT", bound="Team")
+
+
+class _BusSlot:
+    """A binding's bus, opened on first use from what was given: a `Bus`, a URL, or None
+    (an in-process `MemoryBus`). Two bindings that share a slot share one bus."""
+
+    def __init__(self, spec: Bus | str | None) -> None:
+        self.spec = spec
+        self.opened: Bus | None = None
+
+    def get(self) -> Bus:
+        if self.opened is None:
+            self.opened = open_bus(self.spec)
+        return self.opened
+
+    async def close(self) -> None:
+        if self.opened is not None:
+            await self.opened.close()
+
 
 def _default_redactor() -> Redactor:
     """One shared default `Redactor` (it compiles its patterns once and caches clean texts)."""
@@ -68,6 +90,15 @@ class Team:
     Exactly one agent holds the baton at any time. A second `run` on the same `session_id`
     continues with the agent that last held it and with the session's accumulated state.
     Configuration mistakes raise `ConfigError` here, when the team is built.
+
+    A team is a declaration and one binding of it. The declaration is what every deployment
+    of the team shares: the agents, entry, guards, fallback, policy, compiled plans,
+    blueprint and the kernel settings that are not deployment (limits, redactor, extractors,
+    summariser, guardrails). The binding is where it runs: the store, the bus and the sinks,
+    with the runner's own state (runs live in this process, the resumer and its leases, the
+    human queue's tickets). `Team(..., store=, bus=, sinks=)` declares and binds in one step;
+    `team.bind(store=, bus=, sinks=)` deploys the same declaration elsewhere and leaves the
+    team as it is.
     """
 
     def __init__(
@@ -114,32 +145,14 @@ class Team:
             )
         if lease_s <= 0:
             raise ConfigError("lease_s must be positive (seconds a run holds its session)")
+        # -- the declaration: shared by every binding of the team
         self.entry = entry
         self.guards = guards or Guards()
         self.fallback = fallback
         self.blueprint = blueprint or Blueprint()
         """What the topology adds to its agents (generated calls, conductors, call kinds, the
         store capabilities it needs); a plain team adds nothing."""
-        self.store: Store = open_store(store)
-        self.blueprint.check_store(self.store)
-        self._bus_spec = bus
-        self._bus: Bus | None = None
         self.default_model = model
-        self.sinks: list[EventSink] = list(sinks)
-        redactor = (
-            redact if isinstance(redact, Redactor) else (_default_redactor() if redact else None)
-        )
-        self._settings = KernelSettings(
-            store=self.store,
-            guards=self.guards,
-            sinks=self.sinks,
-            max_result_chars=max_result_chars,
-            summariser=resolve_model(summariser) if summariser is not None else None,
-            redactor=redactor,
-            at_rest=redactor if mask_at_rest else None,
-            extractors=list(extractors) if extractors is not None else None,
-            guardrails=compile_guardrails(guardrails, self.agents, model, guardrail_message),
-        )
         self.policy = SwarmPolicy(
             entry=None if router is not None else str(entry),
             router=router,
@@ -147,19 +160,30 @@ class Team:
             escalation_message=escalation_message,
             multi_intent=multi_intent,
         )
-        plans = compile_plans(
+        self._plans = compile_plans(
             self.agents,
             model,
             extra_entries=self.blueprint.entries,
             conductors=self.blueprint.conductors,
         )
-        self._runner = Runner(self._settings, plans, self.policy, self.blueprint.kinds)
-        self._resumer = Resumer(self._runner, lease_s)
-        self.tickets = Tickets(self.store, self._settings.at_rest)
-        """The human queue: list, claim, answer and close escalation tickets."""
-        for sink in self.sinks:
-            if isinstance(sink, BindsNames):
-                sink.bind_names(self.declared_names)
+        self._lease_s = lease_s
+        redactor = (
+            redact if isinstance(redact, Redactor) else (_default_redactor() if redact else None)
+        )
+        opened = open_store(store)
+        settings = KernelSettings(
+            store=opened,
+            guards=self.guards,
+            max_result_chars=max_result_chars,
+            summariser=resolve_model(summariser) if summariser is not None else None,
+            redactor=redactor,
+            at_rest=redactor if mask_at_rest else None,
+            extractors=list(extractors) if extractors is not None else None,
+            guardrails=compile_guardrails(guardrails, self.agents, model, guardrail_message),
+        )
+        # -- the binding this constructor makes (`bind` makes others); the team closes its
+        # store and bus, whoever made them (as it always has)
+        self._deploy(settings, opened, _BusSlot(bus), list(sinks), owns=(True, True))
 
     def _router(self, entry: str | Router) -> Router | None:
         if isinstance(entry, Router):
@@ -183,6 +207,70 @@ class Team:
             )
         return None
 
+    def _deploy(
+        self,
+        settings: KernelSettings,
+        store: Store,
+        bus: _BusSlot,
+        sinks: list[EventSink],
+        owns: tuple[bool, bool],
+    ) -> None:
+        """Make this object a binding of its declaration: `store`, `bus` and `sinks` with
+        settings of their own (`settings`' declared values) and a runner, resumer and human
+        queue of their own. `owns`: whether `aclose` closes the store, the bus."""
+        self.blueprint.check_store(store)
+        self.store: Store = store
+        self.sinks: list[EventSink] = sinks
+        self._settings = replace(settings, store=store, sinks=sinks)
+        self._runner = Runner(self._settings, self._plans, self.policy, self.blueprint.kinds)
+        self._resumer = Resumer(self._runner, self._lease_s)
+        self.tickets = Tickets(store, self._settings.at_rest)
+        """The human queue: list, claim, answer and close escalation tickets."""
+        self._bus_slot = bus
+        self._owns_store, self._owns_bus = owns
+        for sink in sinks:
+            if isinstance(sink, BindsNames):
+                sink.bind_names(self.declared_names)
+
+    def bind(
+        self: TeamT,
+        store: Store | str | None = None,
+        *,
+        bus: Bus | str | None = None,
+        sinks: Sequence[EventSink] | None = None,
+    ) -> TeamT:
+        """A deployment of this team's declaration (the same agents, plans, policy, guards
+        and blueprint, and the same topology: a bound `Graph` still has `invoke`) on `store`,
+        `bus` and `sinks`, with runs, leases and tickets of its own. The team is unchanged.
+
+        `store`: a URL, which the binding opens, checks and closes on `aclose`; a `Store`
+        object, which stays the caller's (the binding never closes it); None: the team's own
+        store (the team closes it). `bus` likewise (None: the team's bus, opened on first
+        use by whichever uses it first). `sinks`: the binding's sinks (`[]` for none); None:
+        the team's sinks as they are now, in a list of the binding's own (`add_sink` on one
+        does not reach the other). A store without a capability the topology needs raises
+        `ConfigError` naming it and the stores that have it.
+        """
+        if sinks is not None:
+            if isinstance(sinks, (str, bytes)) or not isinstance(sinks, Sequence):
+                raise ConfigError(f"sinks must be a list of event sinks, got {sinks!r}")
+            wrong = [type(s).__name__ for s in sinks if not isinstance(s, EventSink)]
+            if wrong:
+                raise ConfigError(
+                    f"sinks must be event sinks (objects with emit(event)), got {wrong}"
+                )
+        if bus is not None and not isinstance(bus, (str, Bus)):
+            raise ConfigError(f"bus must be a URL or a Bus object, got {type(bus).__name__}")
+        bound = copy.copy(self)  # the declaration, shared; `_deploy` replaces the binding
+        bound._deploy(
+            self._settings,
+            self.store if store is None else open_store(store),
+            self._bus_slot if bus is None else _BusSlot(bus),
+            list(self.sinks if sinks is None else sinks),
+            owns=(isinstance(store, str), isinstance(bus, str)),
+        )
+        return bound
+
     @property
     def _config(self) -> KernelSettings:
         """The kernel settings (kept under their old name for callers that tune them)."""
@@ -193,27 +281,32 @@ class Team:
         """Where `submit` queues turns for workers (`baton.worker.Worker`): the `bus` given to
         the team (`redis://...` for workers in other processes), else an in-process
         `MemoryBus`, opened on first use."""
-        if self._bus is None:
-            self._bus = open_bus(self._bus_spec)
-        return self._bus
+        return self._bus_slot.get()
 
     def use_store(self, store: Store | str) -> None:
-        """Switch the team to another store (a URL or a Store object) for future runs; it
-        needs the capabilities the topology's runs use."""
+        """Switch this object to another store (a URL or a Store object) in place, for future
+        runs; `aclose` then closes it. Kept for compatibility: `bind` is the way to run a
+        team on another store, and leaves the team as it is."""
         opened = open_store(store)
         self.blueprint.check_store(opened)
         self.store = opened
         self._settings.store = self.store
         self.tickets = Tickets(self.store, self._settings.at_rest)
+        self._owns_store = True
 
     async def aclose(self) -> None:
-        """Close the store's and the bus's connections (a Team is also an async context
-        manager)."""
+        """Close what this object owns and detach its names from its sinks (a Team is also
+        an async context manager). A team made by `Team(...)` owns its store and bus; a
+        binding owns only what it opened from a URL (see `bind`)."""
+        for sink in self.sinks:
+            if isinstance(sink, BindsNames):
+                sink.unbind_names(self.declared_names)
         try:
-            if self._bus is not None:
-                await self._bus.close()
+            if self._owns_bus:
+                await self._bus_slot.close()
         finally:
-            await self.store.close()
+            if self._owns_store:
+                await self.store.close()
 
     async def __aenter__(self) -> Team:
         return self
