@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import textwrap
@@ -196,6 +197,30 @@ def test_the_imported_team_is_left_as_it_was(runner, in_repo, store_url):
     assert runner.invoke(app, ["demo"]).exit_code == 0
     assert team.store is store
     assert team.sinks == sinks
+
+
+def test_a_command_runs_a_binding_and_never_the_imported_team(runner, in_repo, store_url):
+    from examples.customer_service import team
+
+    from baton import SQLiteStore
+
+    async def sessions(store):
+        return [s.session_id for s in await store.list_sessions(limit=10_000)]
+
+    before = asyncio.run(sessions(team.store))
+    args = ["run", DESK, INVOICE, "--store", store_url, "--session", "BIND-1"]
+    assert runner.invoke(app, args).exit_code == 0
+
+    async def stored() -> list[str]:
+        store = SQLiteStore(store_url)
+        try:
+            return await sessions(store)
+        finally:
+            await store.close()
+
+    assert asyncio.run(stored()) == ["BIND-1"]  # the run went to --store
+    assert asyncio.run(sessions(team.store)) == before  # the team's own store never saw it
+    assert asyncio.run(team.unfinished()) == []
 
 
 def test_demo_plays_the_desk_and_summarises(runner, in_repo):

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.server.server_kit import OPERATOR, VIEWER, bearer, client_for, desk, served
+from tests.server.server_kit import OPERATOR, VIEWER, auth, bearer, client_for, desk, served
 
-from baton import MemoryStore
+from baton import MemoryStore, SQLiteStore
 from baton.core.errors import StoreError
 from baton.server import create_app, ops
 
@@ -96,3 +96,34 @@ async def test_the_dashboard_is_served_when_installed(
         assert bad_query.status_code == 422
         assert bad_query.json()["errors"][0]["loc"] == ["query", "limt"]
         assert "this endpoint takes: limit" in bad_query.json()["detail"]
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.types: list[str] = []
+
+    def emit(self, event: Any) -> None:
+        self.types.append(event.type)
+
+
+async def test_the_app_serves_a_binding_and_leaves_the_team_as_it_was(tmp_path: Path) -> None:
+    store = SQLiteStore(f"sqlite:///{tmp_path}/s.db")
+    seen = _Recorder()
+    team = desk(store=store, sinks=[seen])
+    app = create_app(team, auth=auth())
+    binding = app.state.baton.team
+    assert binding is not team and binding.store is store
+    async with app.router.lifespan_context(app), client_for(app) as client:
+        body = {"message": "invoice ORD-1", "session_id": "H1"}
+        ran = await client.post("/runs", json=body, headers=bearer(OPERATOR))
+        assert ran.status_code == 200 and ran.json()["status"] == "completed"
+        assert team.sinks == [seen]  # the server's live and metrics sinks are the binding's
+    assert "run_finished" in seen.types  # the team's own sinks are served too
+    assert team.sinks == [seen]
+    assert (await team.session("H1")) is not None  # its store, shared and left open
+
+    closing = create_app(team, auth=auth(), close_team=True)
+    async with closing.router.lifespan_context(closing):
+        pass
+    with pytest.raises(StoreError):  # close_team: the team's store is closed at shutdown
+        await store.list_sessions()

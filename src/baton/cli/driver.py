@@ -1,9 +1,10 @@
 """Running a team (or reading a store) for one CLI command, and leaving things as they were.
 
-`with_team` imports the team, points it at the command's store, logs its events to the JSONL
-file next to the database, runs one coroutine and puts the team back (store and sinks): the
-imported object may be used again in the same process (tests, notebooks). `with_store` does the
-same for the commands that only read or update the store (listings, ticket steps).
+`with_team` imports the team and runs one coroutine with a binding of it (`Team.bind`) on the
+command's store, logging its events to the JSONL file next to the database; the imported
+object is never changed, so it may be used again in the same process (tests, notebooks).
+`with_store` opens and closes the store for the commands that only read or update it
+(listings, ticket steps).
 """
 
 from __future__ import annotations
@@ -67,35 +68,24 @@ def with_team(
         require_store(url)
     log_file = events_path(url)
     store = open_cli_store(url)
-    previous = team.store
-    sinks: list[EventSink] = []
-    jsonl: JSONLSink | None = None
-    team.use_store(store)
+    try:
+        jsonl = JSONLSink(log_file)
+    except OSError as exc:
+        asyncio.run(store.close())
+        raise CLIError(f"cannot write the event log {log_file}: {exc}") from None
+    sinks: list[EventSink] = [*team.sinks, jsonl, *([live] if live is not None else [])]
 
     async def go() -> T:
-        try:
-            return await action(team)
+        try:  # a binding closes no store it was given: the command closes its own
+            async with team.bind(store=store, sinks=sinks) as bound:
+                return await action(bound)
         finally:
             await store.close()
 
     try:
-        try:
-            jsonl = JSONLSink(log_file)
-        except OSError as exc:
-            asyncio.run(store.close())
-            raise CLIError(f"cannot write the event log {log_file}: {exc}") from None
-        sinks.append(jsonl)
-        if live is not None:
-            sinks.append(live)
-        for sink in sinks:
-            team.add_sink(sink)
         return asyncio.run(go()), log_file
     finally:
-        for sink in sinks:
-            team.remove_sink(sink)
-        team.use_store(previous)  # leave the imported team as it was
-        if jsonl is not None:
-            jsonl.close()
+        jsonl.close()
 
 
 def with_store(url: str, action: Callable[[Store], Coroutine[Any, Any, T]]) -> T | None:

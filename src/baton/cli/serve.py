@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team, open_cli_store
+from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team
 from baton.cli.options import STORE_HELP
 from baton.core.errors import BatonError
 
@@ -86,9 +86,10 @@ def serve(
             ) from None
         tokens = AuthConfig.from_file(auth) if auth is not None else None
         team = load_team(target)
-        team.use_store(open_cli_store(store or DEFAULT_STORE_URL))
+        # a binding on the store it opens and closes at shutdown; the imported team is unchanged
+        served = team.bind(store=store or DEFAULT_STORE_URL)
         app = create_app(
-            team,
+            served,
             auth=tokens,
             bus=bus,
             close_team=True,

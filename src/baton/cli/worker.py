@@ -63,10 +63,9 @@ def worker(
     )
     try:
         team = load_team(target)
-        if store is not None:
-            team.use_store(store)
+        served = team.bind(store=store)  # --store: opened, checked and closed by the binding
         consumer = Worker(
-            team,
+            served,
             open_bus(bus),
             name=name,
             concurrency=concurrency,
@@ -83,7 +82,9 @@ def worker(
             await consumer.serve()
         finally:
             await consumer.bus.close()
-            await team.aclose()
+            await served.aclose()
+            if store is None:  # it served the team's own store until the process stops
+                await team.aclose()
 
     asyncio.run(main())
     s = consumer.stats

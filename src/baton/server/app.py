@@ -42,7 +42,8 @@ def create_app(
     port: int | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
 ) -> FastAPI:
-    """The API server (and dashboard) of `team`.
+    """The API server (and dashboard) of `team`, served by a binding of it (`Team.bind`) on
+    the team's store with the server's live and metrics sinks added; `team` is not changed.
 
     `auth`: the accepted tokens, None for the open mode (every request acts as the local user
     with every role; it answers only to a loopback `Host`, and a state-changing request needs
@@ -65,10 +66,9 @@ def create_app(
     the_bus = open_bus(bus) if isinstance(bus, str) else bus
     hub = LiveHub()
     sink = MetricsSink()
-    team.add_sink(hub)
-    team.add_sink(sink)
+    served = team.bind(sinks=[*team.sinks, hub, sink])  # the team itself gets no sinks
     ctx = ServerContext(
-        team=team,
+        team=served,
         auth=auth,
         bus=the_bus,
         hub=hub,
@@ -84,8 +84,7 @@ def create_app(
         try:
             yield
         finally:
-            team.remove_sink(hub)
-            team.remove_sink(sink)
+            await served.aclose()  # its store and bus are the team's: only its sinks let go
             if opened and the_bus is not None:
                 await the_bus.close()
             if close_team:

@@ -287,10 +287,10 @@ class Replayer:
         if mutation is not None:
             writes = [i for i, a in enumerate(actions) if a.name in self.writes]
             actions = mutation.apply(actions, writes, gold.failed)
-        tools, team = self.bench.tools, self.bench.team
+        tools = self.bench.tools
         tools.db = self.domain.fresh_db()
         store = MemoryStore()
-        team.use_store(store)
+        team = self.bench.team.bind(store=store)  # each task on a store of its own
         self.policy.reset()
         session = f"tau2-{self.domain.name}-{task.id}"
         results: list[RunResult] = []
