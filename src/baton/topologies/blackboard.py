@@ -80,7 +80,7 @@ class Blackboard(Team):
     keys the agents are told to write that no subscription names; with those subscribed and
     `request` they are the board's declared keys, the only ones a metric is labelled with (a
     key a model makes up counts as `other`). The store needs the `Blackboard` capability
-    (`MemoryStore`, `SQLiteStore`).
+    (every shipped store has it; one without it is refused when the team is built or bound).
     """
 
     def __init__(
