@@ -56,7 +56,7 @@ from baton.topologies.mermaid import Flowchart, label
 
 _DEFAULT: list[Redactor] = []
 
-TeamT = TypeVar("TeamT", bound="Team")
+_Bound = TypeVar("_Bound", bound="Team")
 
 
 class _BusSlot:
@@ -68,11 +68,13 @@ class _BusSlot:
         self.opened: Bus | None = None
 
     def get(self) -> Bus:
+        """The bus, opened now if it was not yet."""
         if self.opened is None:
             self.opened = open_bus(self.spec)
         return self.opened
 
     async def close(self) -> None:
+        """Close the bus if it was ever opened (a bus never used holds no connection)."""
         if self.opened is not None:
             await self.opened.close()
 
@@ -233,12 +235,12 @@ class Team:
                 sink.bind_names(self.declared_names)
 
     def bind(
-        self: TeamT,
+        self: _Bound,
         store: Store | str | None = None,
         *,
         bus: Bus | str | None = None,
         sinks: Sequence[EventSink] | None = None,
-    ) -> TeamT:
+    ) -> _Bound:
         """A deployment of this team's declaration (the same agents, plans, policy, guards
         and blueprint, and the same topology: a bound `Graph` still has `invoke`) on `store`,
         `bus` and `sinks`, with runs, leases and tickets of its own. The team is unchanged.
