@@ -84,6 +84,26 @@ async def test_submitted_turns_are_answered_once_and_in_order_per_session() -> N
     assert stats.answered == 20 and stats.retried == 0 and stats.dead == 0
 
 
+async def test_a_worker_serves_a_binding_on_its_store_through_the_teams_bus(
+    tmp_path: Any,
+) -> None:
+    team = desk()
+    served = team.bind(store=f"sqlite:///{tmp_path}/w.db")  # bus=None: the team's own bus
+    worker = Worker(served, block_s=0.05)
+    assert worker.bus is team.bus
+    task = await started(worker)
+    sent = await team.submit("pay please", session_id="w1")
+    result = await team.result("w1", request_id=sent.id, wait_s=10)
+    worker.stop()
+    await task
+    assert result.status == "completed" and len(PAID) == 1
+    assert [m.content for m in await served.store.get_messages("w1") if m.role == "user"] == [
+        "pay please"
+    ]
+    assert await team.store.get_messages("w1") == []  # the team's own store never saw it
+    await served.aclose()
+
+
 async def test_a_request_delivered_again_is_answered_from_the_record() -> None:
     team = desk()
     envelope = Envelope(session_id="s1", message="pay please", headers=trace_headers())
