@@ -52,3 +52,17 @@ def test_no_topology_assigns_into_a_runner() -> None:
                 ):
                     patched.append(f"{path.name}:{node.lineno}")
     assert patched == []
+
+
+def test_no_library_code_swaps_a_teams_store() -> None:
+    """Entry points make their own binding (`team.bind`); `use_store` is kept for users only."""
+    calls = []
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "use_store"
+            ):
+                calls.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert calls == []
