@@ -310,7 +310,7 @@ class Team:
             if self._owns_store:
                 await self.store.close()
 
-    async def __aenter__(self) -> Team:
+    async def __aenter__(self: _Bound) -> _Bound:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
