@@ -55,6 +55,7 @@ import asyncio
 import json
 import math
 import random
+import re
 import threading
 import time
 import uuid
@@ -1511,7 +1512,8 @@ class RedisStore:
 
     async def _gc_bytes(self) -> int | None:
         async def work(c: _Client) -> int:
-            total, keys = 0, [k async for k in c.redis.scan_iter(match=self._key("*"), count=500)]
+            pattern = re.sub(r"([*?\[\]\\])", r"\\\1", self.prefix) + "*"  # the prefix, literally
+            total, keys = 0, [k async for k in c.redis.scan_iter(match=pattern, count=500)]
             for i in range(0, len(keys), 500):
                 pipe = c.redis.pipeline(transaction=False)
                 for key in keys[i : i + 500]:

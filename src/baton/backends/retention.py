@@ -218,7 +218,8 @@ async def collect(
     for session in await store.list_sessions(limit=SESSIONS_PER_SCAN):
         run.report.sessions += 1
         sid = session.session_id
-        held = sid in kept_sessions
+        # looked at again per session: a run that paused since the listing holds it too
+        held = sid in kept_sessions or await store.get_checkpoint(sid) is not None
         if held:
             run.report.held += 1
         found = await _session_prune(store, run, sid, held)
