@@ -200,6 +200,8 @@ async def test_snapshots_keep_the_newest_per_thread(store: Store) -> None:
         {},
         {"max_age_s": 0},
         {"max_age_s": -1.0},
+        {"max_age_s": "30d"},
+        {"max_age_s": float("inf")},
         {"keep_messages": -1},
         {"keep_snapshots": 0},
         {"keep_events": 1.5},
@@ -214,6 +216,6 @@ def test_a_bad_policy_is_refused_naming_the_rule(bad: dict[str, Any]) -> None:
 def test_ages_are_read_with_their_unit() -> None:
     assert parse_age("90") == 90 and parse_age("30m") == 1800 and parse_age("2w") == 14 * DAY
     assert parse_age("30d") == 30 * DAY and parse_age("1.5h") == 5400
-    for bad in ("", "d", "30x", "-1d", "0"):
+    for bad in ("", "d", "30x", "-1d", "0", "nan", "infd"):
         with pytest.raises(ConfigError, match="bad age"):
             parse_age(bad)

@@ -32,6 +32,7 @@ else is still reported as deleted.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -63,7 +64,9 @@ class Retention:
 
     def __post_init__(self) -> None:
         age = self.max_age_s
-        if age is not None and (isinstance(age, bool) or not age > 0):
+        if age is not None and (
+            isinstance(age, bool) or not isinstance(age, (int, float)) or not 0 < age < math.inf
+        ):
             raise ConfigError(f"Retention(max_age_s={age!r}): give a positive number of seconds")
         for name, least in (("keep_messages", 0), ("keep_events", 0), ("keep_snapshots", 1)):
             n = getattr(self, name)
@@ -287,6 +290,6 @@ def parse_age(text: str) -> float:
         raise ConfigError(
             f"bad age {text!r}: write a number with a unit, e.g. 45s, 30m, 12h, 30d or 2w"
         ) from None
-    if not value > 0:
-        raise ConfigError(f"bad age {text!r}: it must be more than zero")
+    if not 0 < value < math.inf:
+        raise ConfigError(f"bad age {text!r}: it must be more than zero and finite")
     return value * (scale or 1)

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import PlainSerializer, PlainValidator, SerializationInfo, TypeAdapter
 
-from baton.backends.base import SessionRecord
+from baton.backends.base import SessionRecord, Store
 from baton.core.approval import ApprovalCard
 from baton.core.events import EscalationCard, Event, HandoffUsage
 from baton.core.ids import id_factory, new_trace_id
@@ -488,7 +488,7 @@ class RunState:
         return state
 
 
-async def restore_committed(store: Any, r: RunState) -> None:
+async def restore_committed(store: Store, r: RunState) -> None:
     """Read back from `store` the committed messages and events a loaded state names
     (`RunState.committed`) and put them in front of its own; raises `ValueError` when the
     store no longer holds exactly those."""
@@ -500,7 +500,8 @@ async def restore_committed(store: Any, r: RunState) -> None:
         found = await store.get_messages(sid, limit=ref.messages + _SLACK)
         if not any(m.id == ref.first_message for m in found):
             found = await store.get_messages(sid)
-        r.messages[:0] = _span(found, ref.first_message, ref.last_message, ref.messages, "messages")
+        own = [m for m in found if m.run_id == r.run_id]  # not a reply to a ticket meanwhile
+        r.messages[:0] = _span(own, ref.first_message, ref.last_message, ref.messages, "messages")
     if ref.events:
         events = await store.get_events(sid, trace_id=r.trace_id)
         r.events[:0] = _span(events, ref.first_event, ref.last_event, ref.events, "events")
