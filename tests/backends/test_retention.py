@@ -155,8 +155,10 @@ async def test_checkpoints_waiting_for_a_person_are_never_deleted(store: Store) 
         await store.put_checkpoint(make_checkpoint(sid, status=status, updated_at=old))
     await store.put_checkpoint(make_checkpoint("fresh", status="running"))
 
+    dry = await gc(store, Retention(max_age_s=DAY), dry_run=True)
     report = await gc(store, Retention(max_age_s=DAY))
 
+    assert (dry.deleted, dry.held, dry.waiting) == (report.deleted, report.held, report.waiting)
     left = {cp.session_id: cp.status for cp in await store.list_checkpoints()}
     assert left == {"waits": "awaiting_approval", "asks": "interrupted", "fresh": "running"}
     assert report.deleted["checkpoints"] == 2 and report.waiting == 2

@@ -217,12 +217,14 @@ async def collect(
         raise ConfigError(f"gc(policy) takes a Retention, not {type(policy).__name__}")
     run = _Run(policy, dry_run, GcReport(dry_run=dry_run, measured=sizes.what))
     run.report.bytes_before = await sizes.measure()
-    kept_sessions = await _checkpoints(store, run)
+    kept_sessions, dropped = await _checkpoints(store, run)
     for session in await store.list_sessions(limit=SESSIONS_PER_SCAN):
         run.report.sessions += 1
         sid = session.session_id
         # looked at again per session: a run that paused since the listing holds it too
-        held = sid in kept_sessions or await store.get_checkpoint(sid) is not None
+        held = sid in kept_sessions or (
+            sid not in dropped and await store.get_checkpoint(sid) is not None
+        )
         if held:
             run.report.held += 1
         found = await _session_prune(store, run, sid, held)
@@ -240,22 +242,24 @@ async def collect(
     return run.report
 
 
-async def _checkpoints(store: Store, run: _Run) -> set[str]:
+async def _checkpoints(store: Store, run: _Run) -> tuple[set[str], set[str]]:
     """Delete the checkpoints past the age (not those waiting for a person); the sessions
-    whose checkpoint stays."""
+    whose checkpoint stays, and those whose checkpoint went (or, in a dry run, would go)."""
     cutoff = run.policy.cutoff(run.now)
     kept: set[str] = set()
+    dropped: set[str] = set()
     for cp in await store.list_checkpoints():
         if cp.status in ("awaiting_approval", "interrupted"):
             run.report.waiting += 1
             kept.add(cp.session_id)
         elif cutoff is not None and cp.updated_at < cutoff:
             run.report.deleted["checkpoints"] += 1
+            dropped.add(cp.session_id)
             if not run.dry_run:
                 await store.delete_checkpoint(cp.session_id, cp.run_id)
         else:
             kept.add(cp.session_id)
-    return kept
+    return kept, dropped
 
 
 async def _session_prune(store: Store, run: _Run, sid: str, held: bool) -> Prune:
