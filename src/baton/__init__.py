@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 from baton.agents import Agent
 from baton.approvals import ApprovalPolicy
 from baton.backends import Checkpoint, MemoryStore, SessionRecord, Store, open_store
+from baton.backends.retention import GcReport, Retaining, Retention
 from baton.backends.sealing import CheckpointKeyProvider, CheckpointKeys
 from baton.core import (
     ApprovalError,
@@ -82,6 +83,7 @@ __all__ = [
     "EscalationCard",
     "Event",
     "EventSink",
+    "GcReport",
     "Graph",
     "GraphInterrupt",
     "Guardrail",
@@ -112,6 +114,8 @@ __all__ = [
     "PlanExecuteReview",
     "Redactor",
     "ReplayMismatch",
+    "Retaining",
+    "Retention",
     "RunReleased",
     "RunResult",
     "SQLiteStore",

@@ -125,6 +125,8 @@ async def test_without_a_key_the_paused_secret_is_masked_and_never_run_masked(
     [call] = raw["turn"]["calls"]
     assert call["args"]["password"] == "[REDACTED:password]"
     assert call["masked"] == ["password"]
+    # masked alike in the transcript and the checkpoint: the committed messages are named
+    assert raw["messages"] == [] and raw["committed"]["messages"] == raw["saved_messages"] > 0
 
     other = desk.team(place.open())  # another process decides
     result = await other.approve("S1", approval, by="boss")
@@ -166,6 +168,12 @@ async def test_with_a_key_the_checkpoint_is_sealed_and_the_resumed_call_gets_the
     raw = await place.raw_data("S1")
     assert raw.startswith(f"{PREFIX}v1:k1:")
     assert not holds(await place.dump(), SECRET)
+    # the transcript is stored masked, the sealed state holds the real text: the checkpoint
+    # keeps the committed messages whole and names only the committed events (format 3)
+    cp = await place.open(keys(K1)).get_checkpoint("S1")
+    assert cp is not None and SECRET in cp.state_json()
+    committed = json.loads(cp.state_json())["committed"]
+    assert committed["messages"] == 0 and committed["events"] > 0
 
     result = await desk.team(place.open(keys(K1))).approve("S1", approval, by="boss")
 

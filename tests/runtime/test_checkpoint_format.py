@@ -5,6 +5,7 @@ with an upgrade message and kept."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import sys
@@ -14,9 +15,12 @@ from typing import Any
 import pytest
 
 from baton import Agent, ModelRequest, NewerCheckpoint, ScriptedModel, Team, tool
+from baton.backends.base import Checkpoint, SessionRecord
 from baton.backends.memory import MemoryStore
 from baton.backends.sqlite import SQLiteStore
 from baton.core.errors import StoreError
+from baton.core.events import Event
+from baton.core.messages import Message
 from baton.models import Step
 from baton.runtime import checkpoint_format
 from baton.runtime.state import RunState
@@ -181,23 +185,150 @@ async def test_each_tool_result_is_saved_once_and_the_checkpoint_stays_near_the_
         """
         return {"paid": amount}
 
-    store = SQLiteStore(f"sqlite:///{tmp_path / 'b.db'}")
+    store = Saved(f"sqlite:///{tmp_path / 'b.db'}")
     agent = Agent(name="clerk", instructions="You look orders up.", tools=[lookup, pay])
     team = Team([agent], entry="clerk", model=ScriptedModel(six_lookups_then_pay), store=store)
     orders = " ".join(f"ORD-{n}" for n in range(TOOL_CALLS))
     paused = await team.run(f"look up {orders}", session_id="s")
     assert paused.approval is not None
+    text = store.running[-1]  # the last step's, before the pause: nothing committed yet
     cp = await store.get_checkpoint("s")
     assert cp is not None
-    text = cp.state_json()
 
     for n in range(TOOL_CALLS):
         assert text.count(f"result-of-ORD-{n}") == 1, n
+        assert f"result-of-ORD-{n}" not in cp.state_json(), n  # committed at the pause
     record = sum(len(m.model_dump_json()) for m in await store.get_messages("s"))
     record += sum(len(e.model_dump_json()) for e in await store.get_events("s"))
     assert len(text) <= 1.2 * record, (len(text), record)
     resumed = await team.approve("s", paused.approval.id, by="alice")
     assert resumed.status == "completed" and resumed.output == "done"
+    await store.close()
+
+
+class Saved(SQLiteStore):
+    """A SQLite store that keeps the text of every checkpoint it is given: of the run's
+    steps (`running`) and of its pauses for approval (`paused`)."""
+
+    running: list[str]
+    paused: list[str]
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.running, self.paused = [], []
+
+    async def put_checkpoint(self, checkpoint: Checkpoint) -> None:
+        self.running.append(checkpoint.state_json())
+        await super().put_checkpoint(checkpoint)
+
+    async def commit_run(
+        self,
+        session: SessionRecord,
+        messages: list[Message],
+        events: list[Event],
+        *,
+        run_id: str | None = None,
+        checkpoint: Checkpoint | None = None,
+    ) -> None:
+        if checkpoint is not None and checkpoint.status == "awaiting_approval":
+            self.paused.append(checkpoint.state_json())
+        await super().commit_run(session, messages, events, run_id=run_id, checkpoint=checkpoint)
+
+
+CYCLES = 8
+
+
+def look_up_then_pay(request: ModelRequest) -> Step:
+    """A lookup, then a payment that needs a person's sign-off, `CYCLES` times."""
+    done = sum(1 for m in request.messages if m.role == "tool")
+    if done >= 2 * CYCLES:
+        return ScriptedModel.say("done")
+    if done % 2 == 0:
+        return ScriptedModel.call("lookup", order_id=f"ORD-{done}")
+    return ScriptedModel.call("pay", amount=done, to="bob")
+
+
+async def test_a_run_paused_and_resumed_again_and_again_never_saves_what_it_committed(
+    tmp_path: Path,
+) -> None:
+    @tool
+    async def lookup(order_id: str) -> dict[str, Any]:
+        """Look an order up.
+
+        Args:
+            order_id: The order's id.
+        """
+        return {"order_id": order_id, "marker": f"result-of-{order_id}", "items": ["a"] * 20}
+
+    paid: list[int] = []
+
+    @tool(requires_approval=True)
+    async def pay(amount: int, to: str) -> dict[str, Any]:
+        """Pay.
+
+        Args:
+            amount: Amount in cents.
+            to: Who gets it.
+        """
+        paid.append(amount)
+        return {"paid": amount}
+
+    store = Saved(f"sqlite:///{tmp_path / 'k.db'}")
+    agent = Agent(
+        name="clerk",
+        instructions="You look orders up.",
+        tools=[lookup, pay],
+        max_iterations=4 * CYCLES,
+    )
+    team = Team([agent], entry="clerk", model=ScriptedModel(look_up_then_pay), store=store)
+    result = await team.run("look the orders up and pay", session_id="s")
+    for _ in range(CYCLES):
+        assert result.approval is not None, result.error
+        result = await team.approve("s", result.approval.id, by="alice")
+
+    assert result.status == "completed" and result.output == "done", result.error
+    assert paid == list(range(1, 2 * CYCLES, 2))
+    assert len(store.paused) == CYCLES
+    # each cycle commits a lookup and a payment more; a pause's checkpoint holds what followed
+    # the last commit and names the rest (the turn's scratch by message ids), so from one
+    # pause to the next it grows by a few ids, not by the records committed in between
+    record = sum(len(m.model_dump_json()) for m in await store.get_messages("s"))
+    record += sum(len(e.model_dump_json()) for e in await store.get_events("s"))
+    sizes = [len(t) for t in store.paused]
+    growth = [b - a for a, b in itertools.pairwise(sizes)]
+    assert max(growth) < 0.05 * record / CYCLES, (sizes, record)
+    for n, text in enumerate(store.paused[1:]):
+        assert f"result-of-ORD-{2 * n}" not in text  # committed at an earlier pause
+    # ... and the resumed runs read back exactly what was committed: every event once
+    called = [e.tool for e in result.events if e.type == "tool_called"]
+    assert called == ["lookup", "pay"] * CYCLES
+    stored = await store.get_events("s")
+    assert [e.id for e in stored] == [e.id for e in result.events]
+    assert (await store.verify_audit()).ok
+    await store.close()
+
+
+async def test_a_checkpoint_whose_committed_record_is_gone_is_refused_and_kept(
+    tmp_path: Path,
+) -> None:
+    url = restore(goldens("desk")[-1], tmp_path)
+    store = SQLiteStore(url)
+    ledger: list[tuple[int, str]] = []
+    team = desk.team(store, ledger)
+    (card,) = await team.approvals()
+    await store.close()
+    con = sqlite3.connect(url.removeprefix("sqlite:///"))
+    con.execute("DELETE FROM messages")
+    con.commit()
+    con.close()
+    store = SQLiteStore(url)
+    team = desk.team(store, ledger)
+
+    with pytest.raises(StoreError, match=r"committed messages .* no longer holds"):
+        await team.approve(desk.SESSION, card.id, by="alice")
+
+    assert ledger == []
+    assert [c.run_id for c in await team.unfinished()] == [card.run_id]
     await store.close()
 
 
@@ -247,7 +378,7 @@ async def test_a_damaged_checkpoint_is_refused_with_discard_advice_and_kept(
     store = SQLiteStore(restore(goldens("desk")[-1], tmp_path))
     ledger: list[tuple[int, str]] = []
     (card,) = await desk.team(store, ledger).approvals()
-    # the golden is format 1; saved again by this Baton it is format 2 (scratch by reference)
+    # the newest golden, loaded and saved again by this Baton (scratch by reference)
     con = sqlite3.connect(store.url.removeprefix("sqlite:///"))
     (data,) = con.execute("SELECT data FROM checkpoints").fetchone()
     text = RunState.from_json(data).to_json()

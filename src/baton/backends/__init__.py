@@ -17,6 +17,7 @@ from baton.backends.base import (
 )
 from baton.backends.board import write_with_retry
 from baton.backends.memory import MemoryStore
+from baton.backends.retention import GcReport, Retaining, Retention
 from baton.backends.sealing import (
     CheckpointKeyProvider,
     CheckpointKeys,
@@ -78,9 +79,12 @@ __all__ = [
     "Checkpoint",
     "CheckpointKeyProvider",
     "CheckpointKeys",
+    "GcReport",
     "HumanTicket",
     "MemoryStore",
     "RekeyReport",
+    "Retaining",
+    "Retention",
     "SQLiteStore",
     "SealedCheckpoints",
     "SessionRecord",

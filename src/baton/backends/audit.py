@@ -62,6 +62,10 @@ MESSAGES = "messages"
 """`type` of a record that carries only messages (no event): a commit of messages without
 events, or the messages a store held before they were audited (schema migration)."""
 
+RETENTION = "retention"
+"""`type` of a record that names the events and messages a store's retention deleted
+(`baton.backends.retention`): `agree` accepts those rows missing from their tables."""
+
 Tamper = Literal["edited", "deleted", "reordered", "inserted"]
 """What `verify` or `agree` found done to the first bad record or row."""
 
@@ -614,7 +618,7 @@ class _Peek:
 
 def _event_expected(records: Iterable[AuditRecord]) -> Iterator[_Expected]:
     for r in records:
-        if r.type == MESSAGES:
+        if r.type in (MESSAGES, RETENTION):
             continue
         try:
             run_id = json.loads(r.data).get("run_id")
@@ -678,6 +682,7 @@ def agree(
     *,
     records_again: Iterable[AuditRecord] | None = None,
     head_seq: int = 0,
+    retired: Collection[str] = (),
 ) -> VerifyResult:
     """Check that the stored rows are, in order, exactly the ones the chain recorded.
 
@@ -690,15 +695,24 @@ def agree(
     table, in no record) is named by table and position. Rows after the last one the chain
     vouches for are either inserted or left behind by records cut from the chain's end
     (`head_seq`, the chain's last position): they are reported as records deleted after it.
+    `retired` are the ids the chain's `retention` records name (`retired_ids`): rows a
+    store's retention deleted, not expected in the tables.
     """
-    found = _match("events", _event_expected(records), _event_found(events), head_seq)
+    found = _match(
+        "events", _kept(_event_expected(records), retired), _event_found(events), head_seq
+    )
     if isinstance(found, VerifyResult):
         return found
     n_events, n_messages = found, None
     if messages is not None:
         again = records if records_again is None else records_again
         try:
-            got = _match("messages", _message_expected(again), _message_found(messages), head_seq)
+            got = _match(
+                "messages",
+                _kept(_message_expected(again), retired),
+                _message_found(messages),
+                head_seq,
+            )
         except _BadField as exc:
             r = exc.record
             return _bad(
@@ -713,6 +727,28 @@ def agree(
             return got
         n_messages = got
     return VerifyResult(ok=True, checked=0, events=n_events, messages=n_messages)
+
+
+def _kept(expected: Iterator[_Expected], retired: Collection[str]) -> Iterator[_Expected]:
+    """The expected rows that retention did not delete."""
+    if not retired:
+        return expected
+    return (e for e in expected if e.id not in retired)
+
+
+def retired_ids(records: Iterable[AuditRecord]) -> set[str]:
+    """The event and message ids the chain's `retention` records name as deleted."""
+    out: set[str] = set()
+    for r in records:
+        if r.type != RETENTION:
+            continue
+        try:
+            data = json.loads(r.data)
+            out.update(str(i) for i in data.get("events", ()))
+            out.update(str(i) for i in data.get("messages", ()))
+        except (ValueError, AttributeError, TypeError):
+            continue  # not what gc writes: its ids excuse nothing
+    return out
 
 
 def _match(

@@ -24,6 +24,7 @@ from baton.backends._conflicts import (
     version_conflict,
 )
 from baton.backends._snapshots import check_keep_last, snapshot_json
+from baton.backends.audit import Unsealed
 from baton.backends.base import (
     BoardEntry,
     Checkpoint,
@@ -33,6 +34,7 @@ from baton.backends.base import (
     Snapshot,
     TicketStatus,
 )
+from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
 from baton.core.errors import ConfigError
 from baton.core.events import EscalationCard, Event
 from baton.core.ids import now
@@ -502,6 +504,33 @@ class MemoryStore:
     async def delete_snapshots(self, thread_id: str) -> None:
         """Drop the thread's snapshots."""
         self._snapshots.pop(thread_id, None)
+
+    # ------------------------------------------------------------------ retention
+    async def gc(self, policy: Retention, *, dry_run: bool = False) -> GcReport:
+        """Delete what `policy` does not keep (`baton.backends.retention`); in process memory
+        the sizes count records, not bytes."""
+        sizes = Sizes(self._gc_count, "records kept (messages, events, snapshots), not bytes")
+        return await collect(self, policy, dry_run, self._gc_prune, sizes)
+
+    async def _gc_count(self) -> int | None:
+        return (
+            sum(len(m) for m in self._messages.values())
+            + sum(len(b) for bs in self._events.values() for _, b in bs)
+            + sum(len(t) for t in self._snapshots.values())
+        )
+
+    async def _gc_prune(self, prune: Prune, item: Unsealed | None) -> None:
+        sid, gone = prune.session_id, {*prune.messages, *prune.events}
+        if prune.messages:
+            self._messages[sid] = [m for m in self._messages.get(sid, []) if m.id not in gone]
+        if prune.events:
+            batches = [
+                (n, [e for e in b if e.id not in gone]) for n, b in self._events.get(sid, [])
+            ]
+            self._events[sid] = [(n, b) for n, b in batches if b]
+        thread = self._snapshots.get(sid, {})
+        for snapshot_id in prune.snapshots:
+            thread.pop(snapshot_id, None)
 
     async def close(self) -> None:
         """Nothing to release."""

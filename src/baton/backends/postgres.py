@@ -81,12 +81,14 @@ from baton.backends.audit import (
     AuditRecord,
     EventRow,
     MessageRow,
+    Unsealed,
     VerifyResult,
     agree,
     link,
     message_digest,
     prepare,
     resolve_key,
+    retired_ids,
     verify,
 )
 from baton.backends.base import (
@@ -98,6 +100,7 @@ from baton.backends.base import (
     Snapshot,
     TicketStatus,
 )
+from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
 from baton.backends.sealing import (
     CheckpointKeyProvider,
     RawCheckpoint,
@@ -1166,6 +1169,7 @@ class PostgresStore:
             [MessageRow(*row) for row in messages],
             records_again=records,
             head_seq=chain.head_seq,
+            retired=retired_ids(records),
         )
         if not rows.ok:
             return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
@@ -1735,6 +1739,65 @@ class PostgresStore:
         except ValueError as exc:
             raise self._corrupt("snapshots", f"{thread_id}/{sid}", exc) from exc
         return Snapshot(thread_id, sid, run_id, int(step), parent_id, data, int(seq), created)
+
+    # ------------------------------------------------------------------ retention
+    async def gc(self, policy: Retention, *, dry_run: bool = False) -> GcReport:
+        """Delete what `policy` does not keep (`baton.backends.retention`), each session's
+        rows and its `retention` audit record in one transaction. Sizes are
+        `pg_total_relation_size` of the schema's tables (VACUUM makes freed space reusable;
+        VACUUM FULL gives it back to the file system)."""
+        what = f"pg_total_relation_size of schema {self.schema}'s tables (with indexes, TOAST)"
+        return await collect(self, policy, dry_run, self._gc_prune, Sizes(self._gc_bytes, what))
+
+    async def _gc_bytes(self) -> int | None:
+        rows = await self._fetch(
+            "gc",
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 "
+            "AND c.relkind = 'r'",
+            self.schema,
+        )
+        return int(rows[0][0])
+
+    async def _gc_prune(self, prune: Prune, item: Unsealed | None) -> None:
+        sid = prune.session_id
+
+        async def write(conn: Any) -> None:
+            for table, column, ids in (
+                ("messages", "session_id", prune.messages),
+                ("events", "session_id", prune.events),
+                ("snapshots", "thread_id", prune.snapshots),
+            ):
+                if ids:
+                    await conn.execute(
+                        f"DELETE FROM {table} WHERE {column} = $1 AND id = ANY($2::text[])",
+                        sid,
+                        list(ids),
+                    )
+            if item is None:
+                return
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1::bigint)", _lock_key("audit", self.schema)
+            )
+            tip = await conn.fetchrow("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+            last = (0, GENESIS) if tip is None else (int(tip[0]), str(tip[1]))
+            (r,) = link([item], *last, self.audit_key)
+            await conn.execute(
+                f"INSERT INTO audit ({_AUDIT_COLUMNS}) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                r.seq,
+                r.event_id,
+                r.type,
+                r.session_id,
+                r.trace_id,
+                float(r.ts),
+                r.data,
+                r.prev_hash,
+                r.hash,
+                r.messages,
+            )
+
+        await self._run("gc", write, write=True)
 
     # ------------------------------------------------------------------ lifecycle
     async def close(self) -> None:

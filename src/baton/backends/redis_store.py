@@ -55,6 +55,7 @@ import asyncio
 import json
 import math
 import random
+import re
 import threading
 import time
 import uuid
@@ -86,12 +87,14 @@ from baton.backends.audit import (
     AuditRecord,
     EventRow,
     MessageRow,
+    Unsealed,
     VerifyResult,
     agree,
     link,
     message_digest,
     prepare,
     resolve_key,
+    retired_ids,
     verify,
 )
 from baton.backends.base import (
@@ -103,6 +106,7 @@ from baton.backends.base import (
     Snapshot,
     TicketStatus,
 )
+from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
 from baton.backends.sealing import (
     CheckpointKeyProvider,
     RawCheckpoint,
@@ -246,6 +250,46 @@ if tip then redis.call('SET', P .. 'audit:tip', tip) end
 return finish('ok')
 """
 )
+
+# Retention (`gc`) of one session. ARGV: 1 prefix, 2 the audit tip the record is linked to
+# ('-' for none), 3 session id, then count and numbers of messages, count and (number, trace)
+# of events, count and ids of snapshots, then the audit record (seq, JSON, hash; '' for none).
+_GC_PRUNE = """
+local P, sid = ARGV[1], ARGV[3]
+if ARGV[2] ~= '-' then
+  local tip = redis.call('GET', P .. 'audit:tip') or ''
+  if tip ~= ARGV[2] then return 'tip:' .. tip end
+end
+local i = 4
+local count = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, count do
+  redis.call('HDEL', P .. 'msg', ARGV[i])
+  redis.call('LREM', P .. 'msg:s:' .. sid, 1, ARGV[i])
+  i = i + 1
+end
+count = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, count do
+  redis.call('HDEL', P .. 'ev', ARGV[i])
+  redis.call('LREM', P .. 'ev:s:' .. sid, 1, ARGV[i])
+  redis.call('LREM', P .. 'ev:t:' .. ARGV[i + 1], 1, ARGV[i])
+  i = i + 2
+end
+count = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, count do
+  redis.call('HDEL', P .. 'snap:' .. sid, ARGV[i])
+  redis.call('ZREM', P .. 'snapz:' .. sid, ARGV[i])
+  i = i + 1
+end
+if ARGV[i] ~= '' then
+  redis.call('HSET', P .. 'audit', ARGV[i], ARGV[i + 1])
+  redis.call('RPUSH', P .. 'audit:s:' .. sid, ARGV[i])
+  redis.call('SET', P .. 'audit:tip', ARGV[i] .. ':' .. ARGV[i + 2])
+end
+return 'ok'
+"""
 
 # ARGV: 3 session id, 4-9 checkpoint (run, seq, status, data, meta, updated_at).
 _PUT_CHECKPOINT = (
@@ -965,6 +1009,7 @@ class RedisStore:
             [_message_row(seq, text) for seq, text in messages],
             records_again=records,
             head_seq=chain.head_seq,
+            retired=retired_ids(records),
         )
         if not rows.ok:
             return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
@@ -1456,6 +1501,73 @@ class RedisStore:
             return Snapshot(thread_id, sid, run_id, step, parent_id, data, int(float(seq)), created)
         except (TypeError, ValueError) as exc:
             raise self._corrupt("snapshot", f"{thread_id}/{sid}", exc) from exc
+
+    # ------------------------------------------------------------------ retention
+    async def gc(self, policy: Retention, *, dry_run: bool = False) -> GcReport:
+        """Delete what `policy` does not keep (`baton.backends.retention`), each session's
+        rows and its `retention` audit record in one script. Sizes are `MEMORY USAGE`
+        summed over the keys under the store's prefix."""
+        sizes = Sizes(self._gc_bytes, f"MEMORY USAGE of the keys under {self.prefix!r}")
+        return await collect(self, policy, dry_run, self._gc_prune, sizes)
+
+    async def _gc_bytes(self) -> int | None:
+        async def work(c: _Client) -> int:
+            pattern = re.sub(r"([*?\[\]\\])", r"\\\1", self.prefix) + "*"  # the prefix, literally
+            total, keys = 0, [k async for k in c.redis.scan_iter(match=pattern, count=500)]
+            for i in range(0, len(keys), 500):
+                pipe = c.redis.pipeline(transaction=False)
+                for key in keys[i : i + 500]:
+                    pipe.memory_usage(key)
+                total += sum(int(n or 0) for n in await pipe.execute())
+            return total
+
+        return await self._run("gc", work)
+
+    async def _gc_prune(self, prune: Prune, item: Unsealed | None) -> None:
+        sid = prune.session_id
+
+        async def numbered(c: _Client, table: str, ids: tuple[str, ...]) -> list[Any]:
+            """(number, row) of the session's `table` rows whose id is in `ids`."""
+            if not ids:
+                return []
+            nums = await c.redis.lrange(self._key(f"{table}:s:", sid), 0, -1)
+            rows = await c.redis.hmget(self._key(table), nums) if nums else []
+            wanted, out = set(ids), []
+            for n, row in zip(nums, rows, strict=True):
+                text = None if row is None else row.partition("\n")[0] if table == "msg" else row
+                head = json.loads(text) if text else None
+                rid = head[0] if isinstance(head, list) else (head or {}).get("id")
+                if rid in wanted:
+                    out.append((n, head))
+            return out
+
+        async def work(c: _Client) -> None:
+            msgs = await numbered(c, "msg", prune.messages)
+            evs = await numbered(c, "ev", prune.events)
+            body: list[Any] = [len(msgs), *(n for n, _ in msgs), len(evs)]
+            for n, event in evs:
+                body += [n, event.get("trace_id", "")]
+            body += [len(prune.snapshots), *prune.snapshots]
+            script = c.redis.register_script(_GC_PRUNE)
+            for _ in range(_TIP_ATTEMPTS):
+                expected = "-"
+                audit: list[Any] = ["", "", ""]
+                if item is not None:
+                    tip = _parse_tip(await c.redis.get(self._key("audit:tip")))
+                    expected = _tip_text(*tip)
+                    (r,) = link([item], tip[0], tip[1], self.audit_key)
+                    audit = [r.seq, _audit_json(r), r.hash]
+                result = str(await script(args=[self.prefix, expected, sid, *body, *audit]))
+                if result == "ok":
+                    if item is not None:
+                        self._tip = (int(audit[0]), str(audit[2]))
+                    return
+            raise StoreError(
+                f"Redis store {self.where}: gc of session {sid!r} lost the audit chain's tip to "
+                f"other writers {_TIP_ATTEMPTS} times in a row; nothing was deleted. Run it again"
+            )
+
+        await self._run("gc", work, write=True)
 
     # ------------------------------------------------------------------ lifecycle
     async def close(self) -> None:

@@ -62,6 +62,7 @@ from baton.backends.audit import (
     prepare,
     record_body,
     resolve_key,
+    retired_ids,
     verify,
 )
 from baton.backends.base import (
@@ -73,6 +74,7 @@ from baton.backends.base import (
     Snapshot,
     TicketStatus,
 )
+from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
 from baton.backends.sealing import (
     CheckpointKeyProvider,
     RawCheckpoint,
@@ -987,6 +989,7 @@ class SQLiteStore:
                     self._message_pages(conn) if covered else None,
                     records_again=self._audit_pages(conn),
                     head_seq=chain.head_seq,
+                    retired=retired_ids(self._audit_pages(conn)),
                 )
             finally:
                 if conn.in_transaction:
@@ -1596,6 +1599,37 @@ class SQLiteStore:
             "graph snapshots and the store was opened read-only; open it read-write once (on "
             "a copy) to add them"
         )
+
+    # ------------------------------------------------------------------ retention
+    async def gc(self, policy: Retention, *, dry_run: bool = False) -> GcReport:
+        """Delete what `policy` does not keep (`baton.backends.retention`), each session's
+        rows and its `retention` audit record in one transaction. Sizes are the pages in use
+        (VACUUM gives the freed ones back to the file system)."""
+        sizes = Sizes(self._gc_bytes, "SQLite pages in use (page_count - freelist) x page_size")
+        return await collect(self, policy, dry_run, self._gc_prune, sizes)
+
+    async def _gc_bytes(self) -> int | None:
+        sql = "SELECT (page_count - freelist_count) * page_size FROM pragma_page_count(), "
+        rows = await self._query("gc", sql + "pragma_freelist_count(), pragma_page_size()")
+        return int(rows[0][0])
+
+    async def _gc_prune(self, prune: Prune, item: Unsealed | None) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            sid = prune.session_id
+            with self._transaction(conn):
+                for table, column, ids in (
+                    ("messages", "session_id", prune.messages),
+                    ("events", "session_id", prune.events),
+                    ("snapshots", "thread_id", prune.snapshots),
+                ):
+                    conn.executemany(
+                        f"DELETE FROM {table} WHERE {column} = ? AND id = ?",
+                        [(sid, i) for i in ids],
+                    )
+                if item is not None:
+                    _append_audit(conn, link([item], *_audit_tip(conn), self.audit_key))
+
+        await self._run("gc", write)
 
     async def close(self) -> None:
         """Close the connection once the calls already made are done, and stop the worker

@@ -21,6 +21,7 @@ from baton.cli.metrics import metrics as metrics_command
 from baton.cli.output import LivePrinter
 from baton.cli.resume import resume as resume_command
 from baton.cli.serve import serve as serve_command
+from baton.cli.store import store_app
 from baton.cli.tau2 import bench_tau2
 from baton.cli.tickets import tickets_app
 from baton.cli.trace import trace as trace_command
@@ -134,6 +135,7 @@ app.add_typer(dlq_app, name="dlq")
 app.add_typer(approvals_app, name="approvals")
 app.add_typer(tickets_app, name="tickets")
 app.add_typer(checkpoints_app, name="checkpoints")
+app.add_typer(store_app, name="store")
 
 
 # -------------------------------------------------------------------------------- trace

@@ -21,7 +21,7 @@ from typing import Any
 
 from baton.core.errors import NewerCheckpoint
 
-FORMAT = 2
+FORMAT = 3
 """The format `RunState.to_json` writes.
 
 1. Every container in full.
@@ -29,6 +29,11 @@ FORMAT = 2
    them (each tool result is saved once; whole messages are still read there), and a graph
    node's completed steps (`PendingCall.memo`) are `{"step": name, "result": value}` instead
    of bare values, so a replay checks each step's name.
+3. What the run already committed to its session (a paused run commits what it did so far)
+   is named, not repeated: `messages` and `events` hold only what followed the last commit,
+   and `committed` (`baton.runtime.state.Committed`) counts the rest, with the first and last
+   ids, for a resumed run to read back from the store. Committed messages stay whole where
+   the store keeps them masked and the checkpoint does not (a sealed checkpoint).
 """
 
 Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
@@ -50,7 +55,13 @@ def _named_steps(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-UPGRADES: dict[int, Upgrade] = {1: _named_steps}
+def _nothing_named(data: dict[str, Any]) -> dict[str, Any]:
+    """2 -> 3: a format-2 state repeats every message and event, so it names none (no
+    `committed`): the data is already format 3."""
+    return data
+
+
+UPGRADES: dict[int, Upgrade] = {1: _named_steps, 2: _nothing_named}
 """`UPGRADES[n]` turns format `n` data into format `n + 1` data."""
 
 _STAMP = f'{{"format":{FORMAT},'

@@ -35,7 +35,7 @@ from baton.runtime.interrupts import give_answer
 from baton.runtime.redact import Redactor, end_run_log_redaction, run_log_redaction
 from baton.runtime.result import RunResult
 from baton.runtime.runner import Runner
-from baton.runtime.state import RunState
+from baton.runtime.state import RunState, restore_committed
 
 if TYPE_CHECKING:
     from baton.runtime.plan import AgentPlan
@@ -250,6 +250,7 @@ class Resumer:
         else:
             try:
                 r = RunState.from_json(cp.state_json())
+                await restore_committed(self.runner.cfg.store, r)
             except NewerCheckpoint as exc:
                 where = f"session {session_id!r} (run {cp.run_id!r})"
                 raise NewerCheckpoint(exc.found, exc.readable, where) from None

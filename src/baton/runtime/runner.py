@@ -698,12 +698,16 @@ class Runner:
             meta["approval"] = r.approval.model_dump(mode="json")
         if r.interrupt is not None:
             meta["interrupt"] = r.interrupt.model_dump(mode="json")
+        saved = checkpoint_state(self.cfg.at_rest, self.cfg.store, state, self.plans)
+        # the committed transcript is masked at rest: a checkpoint names it only when it holds
+        # the same text (no masking, or masked alike); a sealed one keeps the real text whole
+        saved.committed_as_stored = self.cfg.at_rest is None or saved is not state
         return Checkpoint(
             session_id=r.session.session_id,
             run_id=r.run_id,
             seq=r.seq,
             status=status,
-            state=checkpoint_state(self.cfg.at_rest, self.cfg.store, state, self.plans),
+            state=saved,
             meta=meta,
         )
 

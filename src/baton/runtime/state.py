@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import PlainSerializer, PlainValidator, SerializationInfo, TypeAdapter
 
-from baton.backends.base import SessionRecord
+from baton.backends.base import SessionRecord, Store
 from baton.core.approval import ApprovalCard
 from baton.core.events import EscalationCard, Event, HandoffUsage
 from baton.core.ids import id_factory, new_trace_id
@@ -59,10 +59,17 @@ def _save_messages(value: list[Message], info: SerializationInfo) -> list[Any]:
     conductor's exact results in a masked checkpoint) is saved whole."""
     context = info.context
     recorded = context.get("recorded") if isinstance(context, dict) else None
-    if not recorded:
+    if not recorded and not any(isinstance(m, str) for m in value):
         whole: list[Any] = _messages().dump_python(value, mode="json")
         return whole
-    return [m.id if id(m) in recorded else _message().dump_python(m, mode="json") for m in value]
+    return [
+        m
+        if isinstance(m, str)  # a loaded state's, not yet resolved (`restore_committed`)
+        else m.id
+        if recorded and id(m) in recorded
+        else _message().dump_python(m, mode="json")
+        for m in value
+    ]
 
 
 def _load_messages(value: Any) -> list[Any]:
@@ -102,7 +109,23 @@ def _resolved(saved: list[Any], by_id: dict[str, Message]) -> list[Message]:
     return out
 
 
-_SHARED = {"session", "events", "earlier", "listener", "ended", "parent"}
+_SHARED = {"session", "events", "earlier", "listener", "ended", "parent", "committed_as_stored"}
+
+
+@dataclass(slots=True)
+class Committed:
+    """What a saved state names instead of repeating (format 3): the first `messages` of the
+    run's messages and the first `events` of its events, which the run already committed to
+    its session (a paused run commits what it did so far). `first_*` and `last_*` are their
+    ids: a resumed run reads them back from the store (`restore_committed`) and checks it got
+    exactly these."""
+
+    messages: int = 0
+    events: int = 0
+    first_message: str | None = None
+    last_message: str | None = None
+    first_event: str | None = None
+    last_event: str | None = None
 
 
 @dataclass(slots=True)
@@ -272,6 +295,14 @@ class RunState:
     saved_events: int = 0
     """How many of `messages` and `events` are already committed (a paused run commits what
     it did so far; the rest follows when it finishes)."""
+    committed: Committed | None = None
+    """On a state loaded from a checkpoint that names its committed messages and events
+    instead of repeating them: what `restore_committed` still has to read back from the
+    store; None on a live run."""
+    committed_as_stored: bool = False
+    """The store keeps this run's committed messages exactly as the run holds them (no
+    masking at rest, or a checkpoint masked alike): its checkpoints name them instead of
+    repeating them (set by the kernel per checkpoint; never saved)."""
     sink_failed: bool = False
     """An event sink raised (logged once per run)."""
     listener: Callable[[Event], None] | None = None
@@ -405,24 +436,97 @@ class RunState:
         return out
 
     def to_json(self) -> str:
-        """The state as JSON text (what a persistent store keeps), without `earlier`."""
+        """The state as JSON text (what a persistent store keeps), without `earlier`, and
+        naming what the run already committed instead of repeating it (`Committed`): a
+        checkpoint grows with what the run did since its last commit, not with all it did."""
+        saved = self._uncommitted()
         body = _adapter().dump_json(
-            self, exclude={"listener", "earlier", "ended", "parent"}, context=_recorded(self)
+            saved,
+            exclude={"listener", "earlier", "ended", "parent", "committed_as_stored"},
+            context=_recorded(self),  # scratch and view name committed messages by id too
         )
         return checkpoint_format.stamp(body.decode())
+
+    def _uncommitted(self) -> RunState:
+        """This state with its committed messages (when the store keeps them as the run
+        holds them) and events left out and named by a `Committed`."""
+        if self.committed is not None:  # loaded and not restored: it names them already
+            return self
+        n_msg = self.saved_messages if self.committed_as_stored else 0
+        n_ev = self.saved_events
+        if not (n_msg or n_ev):
+            return self
+        msgs, evs = self.messages, self.events
+        return replace(
+            self,
+            messages=msgs[n_msg:],
+            events=evs[n_ev:],
+            committed=Committed(
+                messages=n_msg,
+                events=n_ev,
+                first_message=msgs[0].id if n_msg else None,
+                last_message=msgs[n_msg - 1].id if n_msg else None,
+                first_event=evs[0].id if n_ev else None,
+                last_event=evs[n_ev - 1].id if n_ev else None,
+            ),
+        )
 
     @classmethod
     def from_json(cls, text: str) -> RunState:
         """A state saved by `to_json`, by this Baton or an older one (`checkpoint_format`);
-        raises `NewerCheckpoint` for one a newer Baton wrote, `ValueError` for damaged text."""
+        raises `NewerCheckpoint` for one a newer Baton wrote, `ValueError` for damaged text.
+        A state that names committed records (`committed` is set) is complete once
+        `restore_committed` has read them back."""
         found = checkpoint_format.format_of(text)
         if found == checkpoint_format.FORMAT:  # the usual case: `format` is ignored as extra
             state = _adapter().validate_json(text)
         else:
             state = _adapter().validate_python(checkpoint_format.upgraded(text, found))
-        _resolve_scratch(state)
+        if state.committed is None:
+            _resolve_scratch(state)
         state.relink()
         return state
+
+
+async def restore_committed(store: Store, r: RunState) -> None:
+    """Read back from `store` the committed messages and events a loaded state names
+    (`RunState.committed`) and put them in front of its own; raises `ValueError` when the
+    store no longer holds exactly those."""
+    ref = r.committed
+    if ref is None:
+        return
+    sid = r.session.session_id
+    if ref.messages:
+        found = await store.get_messages(sid, limit=ref.messages + _SLACK)
+        if not any(m.id == ref.first_message for m in found):
+            found = await store.get_messages(sid)
+        own = [m for m in found if m.run_id == r.run_id]  # not a reply to a ticket meanwhile
+        r.messages[:0] = _span(own, ref.first_message, ref.last_message, ref.messages, "messages")
+    if ref.events:
+        events = await store.get_events(sid, trace_id=r.trace_id)
+        r.events[:0] = _span(events, ref.first_event, ref.last_event, ref.events, "events")
+    r.committed = None
+    _resolve_scratch(r)
+    r.relink()
+
+
+_SLACK = 50
+"""Messages read beyond the committed count: others committed to the session meanwhile (a
+person's reply to a ticket) do not cost a second read."""
+
+_T = TypeVar("_T", Message, Event)
+
+
+def _span(found: list[_T], first: str | None, last: str | None, n: int, what: str) -> list[_T]:
+    """The `n` records of `found` from id `first` to id `last`."""
+    start = next((i for i, x in enumerate(found) if x.id == first), None)
+    span = found[start : start + n] if start is not None else []
+    if len(span) != n or span[-1].id != last:
+        raise ValueError(
+            f"the checkpoint names {n} committed {what} ({first} to {last}) that the store "
+            f"no longer holds (found {len(span)}); was the session's record deleted?"
+        )
+    return span
 
 
 def _session_copy(s: SessionRecord) -> SessionRecord:
