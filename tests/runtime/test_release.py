@@ -33,6 +33,11 @@ def cashier(store: object) -> Team:
     return Team([agent], entry="cashier", model=model, store=store, lease_s=1.0)  # type: ignore[arg-type]
 
 
+async def _result_checkpointed(team: Team) -> bool:
+    cp = await team.store.get_checkpoint("s1")
+    return cp is not None and "paid" in cp.state_json()
+
+
 @pytest.fixture(autouse=True)
 def _clear() -> None:
     PAID.clear()
@@ -42,7 +47,10 @@ async def test_a_released_run_stays_unfinished_and_resumes_elsewhere(tmp_path) -
     url = f"sqlite:///{tmp_path / 'baton.db'}"
     team = cashier(SQLiteStore(url))
     running = asyncio.create_task(team.run("pay 5", session_id="s1", request_id="r1"))
-    while not PAID:  # past the side effect, in the model call that follows it
+    # past the side effect and its checkpoint, in the model call that follows it: a release
+    # before the tool's result is checkpointed is a crash mid-call, after which the call runs
+    # again (its idempotency key is the tool's to honour)
+    while not PAID or not await _result_checkpointed(team):
         await asyncio.sleep(0.02)
     assert await team.release("s1") is True
     with pytest.raises(RunReleased, match="released at checkpoint"):
