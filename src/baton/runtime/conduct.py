@@ -31,12 +31,12 @@ class Conductor(Protocol):
     """Decides the lead's next step from the run and its turn so far."""
 
     async def __call__(
-        self, k: Kernel, r: RunState, t: TurnState
+        self, kernel: Kernel, run: RunState, turn: TurnState
     ) -> Reply | Failed | ToHuman | Tripped:
         """Calls to make next (with text, or None), the answer (text and no calls), why the
         run fails, why it goes to the human queue, or a guard it tripped (recorded with
-        `k.trip`; the run escalates). It may record events (`k.emit`) and use the store
-        (`k.cfg.store`)."""
+        `kernel.trip`; the run escalates). It may record events (`kernel.emit`) and use the
+        store (`kernel.cfg.store`)."""
         ...
 
 
@@ -82,10 +82,10 @@ class Done:
         return self.content
 
 
-def answered(t: TurnState) -> Iterator[Done]:
+def answered(turn: TurnState) -> Iterator[Done]:
     """The turn's answered calls, in the order their results came back."""
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
-    for m in t.scratch:
+    for m in turn.scratch:
         if m.role == "assistant":
             for c in m.tool_calls or ():
                 try:

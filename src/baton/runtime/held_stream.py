@@ -30,7 +30,7 @@ class HeldStream:
         else:
             self.listener(event)
 
-    def release(self, r: RunState, agent: str, text: str | None) -> None:
+    def release(self, run: RunState, agent: str, text: str | None) -> None:
         """Send the held pieces when they spell `text` (or `text` is None: nothing to check),
         else `text` as one piece (a rewritten reply)."""
         held, self.held = self.held, []
@@ -38,7 +38,7 @@ class HeldStream:
             for d in held:
                 self.listener(d)
         elif text:
-            self.listener(TextDelta(**r.base(agent), text=text))
+            self.listener(TextDelta(**run.base(agent), text=text))
 
 
 def held_stream(

@@ -57,13 +57,13 @@ class Kernel(Protocol):
     """The kinds whose calls run together -> how many at a time (derived from `kinds`)."""
     entity_memo: EntityMemo
 
-    def emit(self, r: RunState, event: Event, redacted: bool = False) -> None: ...
+    def emit(self, run: RunState, event: Event, redacted: bool = False) -> None: ...
 
-    def trip(self, r: RunState, agent: str, guard: str, detail: str) -> None: ...
+    def trip(self, run: RunState, agent: str, guard: str, detail: str) -> None: ...
 
     def set_state(
         self,
-        r: RunState,
+        run: RunState,
         slots: dict[str, Any],
         agent: str,
         source: str,
@@ -72,21 +72,21 @@ class Kernel(Protocol):
         origin: SlotSource | dict[str, SlotSource] | None = None,
     ) -> None: ...
 
-    async def checkpoint(self, r: RunState) -> None: ...
+    async def checkpoint(self, run: RunState) -> None: ...
 
     def policy_for(self, incoming: HandoffPayload, receiver: str) -> ContextPolicy: ...
 
-    def answers(self, r: RunState, text: str) -> str: ...
+    def answers(self, run: RunState, text: str) -> str: ...
 
 
 class SubRuns(Kernel, Protocol):
     """A kernel that plays a bounded sub-run's turn (delegation: `ask_<worker>`)."""
 
-    async def turn(self, r: RunState) -> TurnOutcome: ...
+    async def turn(self, run: RunState) -> TurnOutcome: ...
 
     def new_turn(
         self,
-        r: RunState,
+        run: RunState,
         agent: str,
         incoming: HandoffPayload | None,
         since: str | None,

@@ -251,22 +251,22 @@ class _Conductor:
     max_rounds: int
 
     async def __call__(
-        self, k: Kernel, r: RunState, t: TurnState
+        self, kernel: Kernel, run: RunState, turn: TurnState
     ) -> Reply | Failed | ToHuman | Tripped:
-        store = k.cfg.store
+        store = kernel.cfg.store
         if not isinstance(store, BoardStore):
             return Failed(f"the store {type(store).__name__} has no blackboard")
-        board = self.board(r.session.session_id)
-        state = _replay(answered(t))
+        board = self.board(run.session.session_id)
+        state = _replay(answered(turn))
         if isinstance(state, str):
             return Failed(f"the request could not be posted to board {board!r}: {state}")
         if not state.posted:
-            return None, [_call(_POST_ID, POST_TO_BOARD, key=REQUEST, value=r.message)]
+            return None, [_call(_POST_ID, POST_TO_BOARD, key=REQUEST, value=run.message)]
         entries = await store.read_board(board)
         values = {key: e.value for key, e in entries.items()}
         if self.done is not None and self.done(values):
             return self._answer(values), []
-        news = _writers(r, board, entries, state.since)
+        news = _writers(run, board, entries, state.since)
         seq = max([state.since, *(e.seq for e in entries.values())])
         woken = [
             (a, c)
@@ -283,14 +283,14 @@ class _Conductor:
             )
             if state.failed:
                 detail += f"; could not answer in the last round: {'; '.join(state.failed)}"
-            k.trip(r, t.agent, "board_quiet", detail)
+            kernel.trip(run, turn.agent, "board_quiet", detail)
             return Tripped(detail)
         if state.number >= self.max_rounds:
             detail = (
                 f"max_rounds: the board is not done after {state.number} rounds "
                 f"({', '.join(a for a, _ in woken)} would react again)"
             )
-            k.trip(r, t.agent, "max_rounds", detail)
+            kernel.trip(run, turn.agent, "max_rounds", detail)
             return Tripped(detail)
         n = state.number + 1
         return None, [
@@ -329,12 +329,12 @@ def _replay(calls: Iterable[Done]) -> _Round | str:
 
 
 def _writers(
-    r: RunState, board: str, entries: Mapping[str, BoardEntry], since: int
+    run: RunState, board: str, entries: Mapping[str, BoardEntry], since: int
 ) -> dict[str, set[str]]:
     """Key -> who wrote it after `since`: the last writer the store holds, and every writer
     of this run's `board_written` events (two agents appending to one key both count)."""
     news = {key: {e.writer} for key, e in entries.items() if e.seq > since}
-    for e in r.events:
+    for e in run.events:
         if isinstance(e, BoardWritten) and e.board == board and e.seq > since and e.key in news:
             news[e.key].add(e.agent or "")
     return news

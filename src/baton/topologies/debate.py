@@ -101,11 +101,11 @@ class _Conductor:
     rounds: int
     max_tokens: int | None
 
-    async def __call__(self, k: Kernel, r: RunState, t: TurnState) -> Reply | Failed:
+    async def __call__(self, kernel: Kernel, run: RunState, turn: TurnState) -> Reply | Failed:
         latest: dict[str, str] = {}
         heard: Counter[str] = Counter()
         verdict: str | None = None
-        for done in answered(t):
+        for done in answered(turn):
             if self.judge is not None and done.name == ask_tool_name(self.judge):
                 if done.failed:
                     return Failed(f"the judge {self.judge} could not decide: {done.answer}")
@@ -119,20 +119,20 @@ class _Conductor:
         if verdict is not None:
             return verdict, []
         rounds_done = min(heard[d] for d in self.debaters)
-        if rounds_done < self.rounds and not self._settled(r, latest, rounds_done):
-            return None, [self._ask(r.message, d, latest) for d in self.debaters]
+        if rounds_done < self.rounds and not self._settled(run, latest, rounds_done):
+            return None, [self._ask(run.message, d, latest) for d in self.debaters]
         if not latest:
             return Failed("no debater gave an answer")
         if self.judge is not None:
-            return None, [call(ask_tool_name(self.judge), question=_judging(r.message, latest))]
+            return None, [call(ask_tool_name(self.judge), question=_judging(run.message, latest))]
         return _majority(self.debaters, latest), []
 
-    def _settled(self, r: RunState, latest: dict[str, str], rounds_done: int) -> bool:
+    def _settled(self, run: RunState, latest: dict[str, str], rounds_done: int) -> bool:
         if rounds_done == 0:
             return False
         if len(latest) == len(self.debaters) and len({normalise(a) for a in latest.values()}) == 1:
             return True  # converged: every debater gives the same answer
-        spent = sum(u.total_tokens for u in r.usage.values())
+        spent = sum(u.total_tokens for u in run.usage.values())
         return self.max_tokens is not None and spent >= self.max_tokens
 
     def _ask(self, question: str, debater: str, latest: dict[str, str]) -> Any:

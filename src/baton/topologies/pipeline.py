@@ -151,9 +151,11 @@ class _Conductor:
     retries: int
     escalate: Callable[[str, str], str | None] | None = None
 
-    async def __call__(self, k: Kernel, r: RunState, t: TurnState) -> Reply | Failed | ToHuman:
-        index, tries, output, error = 0, 0, r.message, ""
-        for done in answered(t):
+    async def __call__(
+        self, kernel: Kernel, run: RunState, turn: TurnState
+    ) -> Reply | Failed | ToHuman:
+        index, tries, output, error = 0, 0, run.message, ""
+        for done in answered(turn):
             stage = self.stages[index]
             if done.name != stage.call:
                 continue
