@@ -35,9 +35,8 @@ from baton.runtime.state import PendingCall, RunState, TurnState
 from baton.tools import error_content
 
 if TYPE_CHECKING:
-    from baton.runtime.calls import Handled, Shown
-    from baton.runtime.kernel import Kernel
-    from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.calls import Handled
+    from baton.runtime.kernel import Call, Kernel
 
 POST_TO_BOARD = "post_to_board"
 BOARD = "board"
@@ -180,17 +179,9 @@ class Post:
     """Writers whose posts are written even when they change nothing (the conductor's post
     of the user's message: a new message is news even when its text repeats)."""
 
-    async def __call__(
-        self,
-        kernel: Kernel,
-        run: RunState,
-        plan: AgentPlan,
-        turn: TurnState,
-        pending: PendingCall,
-        entry: CallEntry,
-        shown: Shown,
-    ) -> Handled:
+    async def __call__(self, kernel: Kernel, call: Call) -> Handled:
         """Write one post, re-reading and re-applying it after each conflict."""
+        run, turn, pending = call.run, call.turn, call.pending
         args = pending.args or {}
         started = time.perf_counter()
         try:

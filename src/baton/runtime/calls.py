@@ -28,6 +28,7 @@ from baton.runtime.handles import Unresolved, resolve
 from baton.runtime.handoffs import hand_back, hand_off
 from baton.runtime.history import fetch_history, parse_args
 from baton.runtime.interrupts import request_interrupt
+from baton.runtime.kernel import Call
 from baton.runtime.model_call import Parsed
 from baton.runtime.outcomes import Failed, HandedOff, Paused, ToHuman, Tripped
 from baton.runtime.plan import CallEntry
@@ -137,9 +138,8 @@ async def run_calls(
             and pending.rejection is None
             and (lost := lost_arguments(_masker(kernel), pending))
         ):
-            content = _not_kept(
-                kernel, run, turn, pending, lost
-            )  # never run with a mask for a secret
+            # never run with a mask for a secret
+            content = _not_kept(kernel, run, turn, pending, lost)
         else:
             entry = (
                 table.get(pending.call.name) or plan.entry_for(pending.call.name, received)
@@ -150,7 +150,7 @@ async def run_calls(
                 content = _unknown(kernel, run, plan, turn, pending)
             else:
                 handled = await kernel.kinds[entry.kind].handler(
-                    kernel, run, plan, turn, pending, entry, shown
+                    kernel, Call(run, plan, turn, pending, entry, shown)
                 )
                 if isinstance(handled, Paused):
                     return handled
@@ -218,11 +218,13 @@ async def _run_parallel(
     `Kind.parallel` of each kind at a time), each recorded and checkpointed as it finishes, in
     whatever order they finish; the first pause is returned once all have stopped."""
     batch: list[tuple[PendingCall, CallEntry]] = []
-    for pc in turn.calls:
-        if pc.content is None and pc.error is None and not lost_arguments(_masker(kernel), pc):
-            entry = table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
+    for pending in turn.calls:
+        if pending.content is None and pending.error is None:
+            if lost_arguments(_masker(kernel), pending):
+                continue
+            entry = table.get(pending.call.name) or plan.entry_for(pending.call.name, received)
             if entry is not None and entry.kind in kernel.parallel:
-                batch.append((pc, entry))
+                batch.append((pending, entry))
     if len(batch) < 2 or turn.accepted is not None or turn.halt is not None:
         return None  # one such call runs in order with the others
     slots = {kind: asyncio.Semaphore(n) for kind, n in kernel.parallel.items()}
@@ -231,7 +233,7 @@ async def _run_parallel(
     async def one(pending: PendingCall, entry: CallEntry) -> None:
         async with slots[entry.kind]:
             handled = await kernel.kinds[entry.kind].handler(
-                kernel, run, plan, turn, pending, entry, shown
+                kernel, Call(run, plan, turn, pending, entry, shown)
             )
         if isinstance(handled, Paused):
             paused.append(handled)
@@ -241,7 +243,7 @@ async def _run_parallel(
         answer(run, turn, pending, content)
         await kernel.checkpoint(run)
 
-    tasks = [asyncio.ensure_future(one(pc, entry)) for pc, entry in batch]
+    tasks = [asyncio.ensure_future(one(pending, entry)) for pending, entry in batch]
     try:
         await asyncio.gather(*tasks)
     except BaseException:
@@ -317,18 +319,11 @@ def _unknown(
 
 
 # ------------------------------------------------------------------ handlers
-async def run_tool(
-    kernel: Kernel,
-    run: RunState,
-    plan: AgentPlan,
-    turn: TurnState,
-    pending: PendingCall,
-    entry: CallEntry,
-    shown: Shown,
-) -> Handled:
+async def run_tool(kernel: Kernel, call: Call) -> Handled:
     """Scopes -> finite numbers -> grounded ids -> secret handles -> validated arguments ->
     approval -> run (with the call's idempotency key)."""
-    tool, args, name = entry.tool, pending.args or {}, turn.agent
+    run, plan, turn, pending = call.run, call.plan, call.turn, call.pending
+    tool, args, name = call.entry.tool, pending.args or {}, turn.agent
     assert tool is not None
     lacking = plan.agent.missing_scopes(tool)
     if lacking:
@@ -350,7 +345,7 @@ async def run_tool(
     where = non_finite(args)
     if where is not None:
         return _refuse(kernel, run, turn, pending, args, finite_error(where)), None
-    bad = ungrounded(args, shown()) if kernel.cfg.guards.grounded_ids else []
+    bad = ungrounded(args, call.shown()) if kernel.cfg.guards.grounded_ids else []
     if bad:
         return _refuse_ungrounded(kernel, run, turn, pending, args, bad), None
     state = run.session.state
@@ -476,16 +471,9 @@ def _refuse_ungrounded(
     return error_content(msg)
 
 
-async def run_history(
-    kernel: Kernel,
-    run: RunState,
-    plan: AgentPlan,
-    turn: TurnState,
-    pending: PendingCall,
-    entry: CallEntry,
-    shown: Shown,
-) -> Handled:
+async def run_history(kernel: Kernel, call: Call) -> Handled:
     """`fetch_history`: earlier turns of the conversation, from the store."""
+    run, turn, pending = call.run, call.turn, call.pending
     assert turn.incoming is not None  # only in the table of a turn received by hand-off
     args = pending.args or {}
     started = time.perf_counter()

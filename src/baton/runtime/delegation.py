@@ -31,9 +31,8 @@ from baton.runtime.timeouts import timed
 from baton.tools import error_content
 
 if TYPE_CHECKING:
-    from baton.runtime.calls import Handled, Shown
-    from baton.runtime.kernel import Kernel
-    from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.calls import Handled
+    from baton.runtime.kernel import Call, Kernel
 
 ASK_PREFIX = "ask_"
 ASK = "ask"
@@ -79,18 +78,10 @@ class Ask:
     """Worker -> seconds its sub-run may take; past it the call is answered with a timeout
     error (the worker's unfinished work is dropped)."""
 
-    async def __call__(
-        self,
-        kernel: Kernel,
-        run: RunState,
-        plan: AgentPlan,
-        turn: TurnState,
-        pending: PendingCall,
-        entry: CallEntry,
-        shown: Shown,
-    ) -> Handled:
+    async def __call__(self, kernel: Kernel, call: Call) -> Handled:
         """Run (or continue) the worker's sub-run for one call."""
-        k = sub_runs(kernel)
+        run, turn, pending, entry = call.run, call.turn, call.pending, call.entry
+        subs = sub_runs(kernel)
         worker = entry.target
         assert worker is not None
         child = pending.sub
@@ -108,26 +99,26 @@ class Ask:
                     f"max_delegations: {turn.agent} asked workers {run.delegations} times in this "
                     f"run (limit {self.max_delegations})"
                 )
-                k.trip(run, turn.agent, "max_delegations", detail)
+                subs.trip(run, turn.agent, "max_delegations", detail)
                 return error_content(detail), Tripped(detail)
             run.delegations += 1
             question = args.question
             if args.context:
                 question = f"{question}\n\nContext: {args.context}"
             child = pending.sub = run.subrun(worker, question, pending.call.id)
-            child.turn = k.new_turn(
+            child.turn = subs.new_turn(
                 child, worker, None, child.user_msg_id, f"asked by {turn.agent}"
             )
             pending.started = True
         started = time.perf_counter()
         try:
-            outcome = await timed(k.turn(child), self.timeouts.get(worker))
+            outcome = await timed(subs.turn(child), self.timeouts.get(worker))
         except TimeoutError:
             pending.sub = None
             limit = self.timeouts[worker]
             error = f"{worker} did not answer within {limit:g}s"
-            k.trip(run, turn.agent, "worker_timeout", error)
-            return self._done(k, run, turn, pending, started, error_content(error), error)
+            subs.trip(run, turn.agent, "worker_timeout", error)
+            return self._done(subs, run, turn, pending, started, error_content(error), error)
         if isinstance(outcome, Paused):  # a worker's call waits for a person: so does the run
             root = run.root
             if root.approval is None and root.interrupt is None:
@@ -141,10 +132,10 @@ class Ask:
         if isinstance(outcome, Answered):  # a worker with an `output_type` answers data
             answer = child.final if child.final is not None else outcome.text
             content = json.dumps({"worker": worker, "answer": answer}, ensure_ascii=False)
-            return self._done(k, run, turn, pending, started, content, None)
+            return self._done(subs, run, turn, pending, started, content, None)
         reason = outcome.reason if isinstance(outcome, (Failed, Tripped, ToHuman)) else "no answer"
         error = f"{worker} could not answer: {reason}"
-        return self._done(k, run, turn, pending, started, error_content(error), error)
+        return self._done(subs, run, turn, pending, started, error_content(error), error)
 
     def _done(
         self,

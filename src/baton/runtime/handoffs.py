@@ -42,38 +42,23 @@ from baton.tools import error_content
 
 if TYPE_CHECKING:
     from baton.runtime.calls import Handled, Shown
-    from baton.runtime.kernel import Kernel
-    from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.kernel import Call, Kernel
+    from baton.runtime.plan import AgentPlan
 
 
 class Refused(Exception):
     """A step refused the hand-off; the message is what the model reads."""
 
 
-async def hand_off(
-    kernel: Kernel,
-    run: RunState,
-    plan: AgentPlan,
-    turn: TurnState,
-    pending: PendingCall,
-    entry: CallEntry,
-    shown: Shown,
-) -> Handled:
+async def hand_off(kernel: Kernel, call: Call) -> Handled:
     """`transfer_to_<target>`."""
-    assert entry.target is not None
-    return await accept(kernel, run, plan, turn, pending, entry.target, shown, back=False)
+    assert call.entry.target is not None
+    return await accept(kernel, call, call.entry.target, back=False)
 
 
-async def hand_back(
-    kernel: Kernel,
-    run: RunState,
-    plan: AgentPlan,
-    turn: TurnState,
-    pending: PendingCall,
-    entry: CallEntry,
-    shown: Shown,
-) -> Handled:
+async def hand_back(kernel: Kernel, call: Call) -> Handled:
     """`transfer_back`: to whoever handed the baton over (whatever `handoffs` says)."""
+    run, turn = call.run, call.turn
     source = turn.incoming.source if turn.incoming is not None else None
     if source is None or source not in kernel.plans:
         reason = (
@@ -84,23 +69,16 @@ async def hand_back(
             run, HandoffRefused(**run.base(turn.agent), target=TRANSFER_BACK, reason=reason)
         )
         return error_content(reason), None
-    return await accept(kernel, run, plan, turn, pending, source, shown, back=True)
+    return await accept(kernel, call, source, back=True)
 
 
 async def accept(
-    kernel: Kernel,
-    run: RunState,
-    plan: AgentPlan,
-    turn: TurnState,
-    pending: PendingCall,
-    target: str,
-    shown: Shown,
-    back: bool,
-    note: str | None = None,
+    kernel: Kernel, call: Call, target: str, back: bool, note: str | None = None
 ) -> Handled:
-    """Run the acceptance steps; see the module docstring. `note`: the hand-off is the
-    kernel's own (its note says what stopping it leaves undone): a refusal then ends the turn
-    as a trip, since no model is there to read it and try again."""
+    """Run the acceptance steps for `call`, a hand-off to `target`; see the module docstring.
+    `note`: the hand-off is the kernel's own (its note says what stopping it leaves undone): a
+    refusal then ends the turn as a trip, since no model is there to read it and try again."""
+    run, plan, turn, pending = call.run, call.plan, call.turn, call.pending
     source = turn.agent
     try:
         permitted(plan, target, back)
@@ -109,7 +87,7 @@ async def accept(
         if target == HUMAN:
             why = f"{source} asked for a human: {payload.reason}"
             return error_content(why), ToHuman(why)
-        payload = grounded(kernel, run, source, payload, shown)
+        payload = grounded(kernel, run, source, payload, call.shown)
         payload = with_secrets(kernel, run, plan, payload)
         payload, sources = proven(kernel, run, turn, payload)
         payload, added = with_entities(kernel, run, payload)
@@ -121,9 +99,8 @@ async def accept(
         trip = loop_guards(kernel, run, source, payload, note)
         if trip is not None:
             return error_content(trip.reason), trip
-        gate = approved(
-            kernel, run, plan, turn, pending, payload
-        )  # a person approves the final target
+        # a person approves the final target
+        gate = approved(kernel, run, plan, turn, pending, payload)
         if gate is not None:
             return gate
         await duplicate_lock(kernel, run, source, pending, payload)

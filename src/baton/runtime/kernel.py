@@ -8,7 +8,8 @@ the one extension that may start and play a turn. Step modules import this modul
 `baton.runtime.runner`.
 
 A call kind (`Kind`) is declared up front, when the runner is built: its handler and, for a
-kind whose calls in one response may run together, how many at a time.
+kind whose calls in one response may run together, how many at a time. A handler takes the
+kernel and one `Call`: the call with the run, plan and turn it was made in.
 """
 
 from __future__ import annotations
@@ -28,11 +29,29 @@ if TYPE_CHECKING:
     from baton.runtime.plan import AgentPlan, CallEntry, KernelSettings, SwarmPolicy
     from baton.runtime.state import PendingCall, RunState, TurnState
 
-Handler = Callable[
-    ["Kernel", "RunState", "AgentPlan", "TurnState", "PendingCall", "CallEntry", "Shown"],
-    Awaitable["Handled"],
-]
-"""Answers one call of a kind: `(kernel, run, plan, turn, call, entry, shown)`."""
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One call a handler answers, with the run, plan and turn it was made in."""
+
+    run: RunState
+    """The run (a worker's sub-run, for a call made inside one)."""
+    plan: AgentPlan
+    """The compiled plan of the agent that made the call (its fallback plan when it stands in)."""
+    turn: TurnState
+    """The turn the call was made in."""
+    pending: PendingCall
+    """The call itself: the model's tool call, its parsed arguments, its idempotency key and
+    what it did so far (a pause, a sub-run, recorded results)."""
+    entry: CallEntry
+    """What the name is in the agent's call table: its kind, and its tool or target."""
+    shown: Shown
+    """What the holder was shown this turn (read only when an id needs checking)."""
+
+
+Handler = Callable[["Kernel", Call], Awaitable["Handled"]]
+"""Answers one call of a kind: `handler(kernel, call)`; returns the content the model reads
+and the call's effect on the turn, or a pause."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,9 +36,8 @@ from baton.runtime.outcomes import Answered, HandedOff, Paused, TurnOutcome
 from baton.runtime.state import PendingCall
 
 if TYPE_CHECKING:
-    from baton.runtime.calls import Handled, Shown
-    from baton.runtime.kernel import Kernel
-    from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.calls import Handled
+    from baton.runtime.kernel import Call, Kernel
     from baton.runtime.state import RunState, TurnState
 
 REASON = "pending intent"
@@ -126,27 +125,18 @@ def _call(run: RunState, turn: TurnState, left: list[dict[str, str]], reply: str
     return PendingCall(call, args, None, key=key, kernel=True)
 
 
-async def hand_on_call(
-    kernel: Kernel,
-    run: RunState,
-    plan: AgentPlan,
-    turn: TurnState,
-    pending: PendingCall,
-    entry: CallEntry,
-    shown: Shown,
-) -> Handled:
+async def hand_on_call(kernel: Kernel, call: Call) -> Handled:
     """The kernel's hand-on: `accept`'s steps; whatever stops it escalates with the needs."""
-    assert entry.target is not None
+    run, turn, target = call.run, call.turn, call.entry.target
+    assert target is not None
     waiting = _left(kernel, run, turn.agent)
     names = "; ".join(f"{n['route']}: {n['text']!r}" for n in waiting)
     note = f"the user's other needs were not handed on: {names}"
-    handled = await accept(
-        kernel, run, plan, turn, pending, entry.target, shown, back=False, note=note
-    )
+    handled = await accept(kernel, call, target, back=False, note=note)
     if isinstance(handled, Paused):
         return handled
     content, effect = handled
-    rest = [n for n in waiting if n["route"] != entry.target]
+    rest = [n for n in waiting if n["route"] != target]
     if isinstance(effect, HandedOff):
         set_pending(kernel, run, rest, turn.agent, REASON)
     else:  # a person takes them all up: the card names them

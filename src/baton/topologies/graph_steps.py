@@ -41,9 +41,8 @@ from baton.tools import Tool, ToolContext, error_content
 from baton.topologies.reducers import Reducer
 
 if TYPE_CHECKING:
-    from baton.runtime.calls import Handled, Shown
-    from baton.runtime.kernel import Kernel
-    from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.calls import Handled
+    from baton.runtime.kernel import Call, Kernel
 
 START = "__start__"
 """Where every run of a graph begins: `add_edge(START, "first")`."""
@@ -503,16 +502,8 @@ class RunNode:
 
     spec: GraphSpec
 
-    async def __call__(
-        self,
-        kernel: Kernel,
-        run: RunState,
-        plan: AgentPlan,
-        turn: TurnState,
-        pending: PendingCall,
-        entry: CallEntry,
-        shown: Shown,
-    ) -> Handled:
+    async def __call__(self, kernel: Kernel, call: Call) -> Handled:
+        run, turn, pending, entry = call.run, call.turn, call.pending, call.entry
         assert entry.target is not None
         node = self.spec.nodes[entry.target]
         assert node.fn is not None
