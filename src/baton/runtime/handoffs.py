@@ -387,6 +387,8 @@ async def summarised(
     if kernel.policy_for(payload, payload.target).kind != "summary":
         return payload
     model = kernel.cfg.summariser or plan.model
+    if model is None:  # a conductor has no model to write one with
+        return payload
     name = plan.agent.name
     started = time.perf_counter()
     response: ModelResponse | None

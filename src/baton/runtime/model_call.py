@@ -84,7 +84,7 @@ async def ask(
     if empty(response, calls):
         how = "twice" if first_empty else "to a re-ask"
         return Failed(
-            f"model {plan.model.name!r} returned an empty reply {how} for agent "
+            f"model {plan.asked_model.name!r} returned an empty reply {how} for agent "
             f"{plan.agent.name} (no text, no tool call); the run stops instead of answering "
             "the user with nothing"
         )
@@ -93,11 +93,11 @@ async def ask(
             typed = output.check(response.text)
         if isinstance(typed, str):
             return Failed(
-                f"the answer of agent {plan.agent.name} (model {plan.model.name!r}) does not "
+                f"the answer of agent {plan.agent.name} (model {plan.asked_model.name!r}) does not "
                 f"match its output type after a re-ask: {typed}"
             )
         response.text, run.final = typed.text, typed.data
-    if not calls and run.listener is not None and not isinstance(plan.model, StreamingModel):
+    if not calls and run.listener is not None and not isinstance(plan.asked_model, StreamingModel):
         _delta(run, plan.agent.name, response.text or "")  # a model that does not stream: one delta
     return response.text, calls
 
@@ -120,10 +120,12 @@ async def call(
     started = time.perf_counter()
     answer: ModelResponse | Exception
     try:
-        if run.listener is not None and not quiet and isinstance(plan.model, StreamingModel):
+        if run.listener is not None and not quiet and isinstance(plan.asked_model, StreamingModel):
             answer = await timed(_streamed(run, plan, request), kernel.cfg.guards.model_timeout_s)
         else:
-            answer = await timed(plan.model.generate(request), kernel.cfg.guards.model_timeout_s)
+            answer = await timed(
+                plan.asked_model.generate(request), kernel.cfg.guards.model_timeout_s
+            )
     except Exception as exc:
         answer = exc
     checked = _checked(kernel, run, plan, turn, request, answer, started)
@@ -146,7 +148,7 @@ def over_budget(kernel: Kernel, run: RunState, plan: AgentPlan, starting: bool) 
         return None  # no budget set (the default): nothing to count
     tokens = sum([u.total_tokens for u in run.usage.values()])
     detail = check_budget(guards, run.model_calls, tokens, run.cost, starting)
-    model = plan.model.name
+    model = plan.asked_model.name
     if detail is None and guards.max_cost_per_run is not None and model not in guards.token_prices:
         detail = (
             f"max_cost_per_run: model {model!r} has no price in Guards.token_prices, "
@@ -160,7 +162,7 @@ def over_budget(kernel: Kernel, run: RunState, plan: AgentPlan, starting: bool) 
 
 async def _streamed(run: RunState, plan: AgentPlan, request: ModelRequest) -> ModelResponse:
     """Drive a streaming model: each text piece goes to the run's listener as it comes."""
-    model = plan.model
+    model = plan.asked_model
     assert isinstance(model, StreamingModel)
     final: ModelResponse | None = None
     stream: AsyncIterator[str | ModelResponse] = model.stream(request)
@@ -193,7 +195,7 @@ def _checked(
     response: ModelResponse | Exception,
     started: float,
 ) -> ModelResponse | Failed | Tripped:
-    name, model = plan.agent.name, plan.model.name
+    name, model = plan.agent.name, plan.asked_model.name
     if isinstance(response, (TimeoutError, ModelTimeout)):
         limit = kernel.cfg.guards.model_timeout_s
         detail = f"model_timeout: {model} did not answer {name} within {limit}s"

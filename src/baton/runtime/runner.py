@@ -46,7 +46,7 @@ from baton.runtime.escalation import escalate, to_queue
 from baton.runtime.guardrails import arrive, received, screen_reply
 from baton.runtime.held_stream import held_stream
 from baton.runtime.kernel import Kind
-from baton.runtime.model_call import ask
+from baton.runtime.model_call import Reply, ask
 from baton.runtime.outcomes import (
     Answered,
     Blocked,
@@ -311,18 +311,26 @@ class Runner:
                     return ended
                 if ended is not None:
                     return self.turn_done(run, turn, ended)
-            if turn.iteration >= plan.agent.max_iterations:
-                detail = (
-                    f"max_iterations: {turn.agent} made {plan.agent.max_iterations} model calls "
-                    "without answering"
-                )
-                self.trip(run, turn.agent, "max_iterations", detail)
-                return self.turn_done(run, turn, Tripped(detail))
-            reply = (
-                await ask(self, run, plan, turn)
-                if plan.conductor is None
-                else await plan.conductor(self, run, turn)
-            )
+            conducted = plan.conductor
+            reply: Reply | Failed | Tripped | ToHuman
+            if conducted is None:
+                if turn.iteration >= plan.agent.max_iterations:
+                    detail = (
+                        f"max_iterations: {turn.agent} made {plan.agent.max_iterations} model "
+                        "calls without answering"
+                    )
+                    self.trip(run, turn.agent, "max_iterations", detail)
+                    return self.turn_done(run, turn, Tripped(detail))
+                reply = await ask(self, run, plan, turn)
+            else:
+                if turn.iteration >= conducted.rounds:
+                    detail = (
+                        f"max_rounds: the conductor {turn.agent} used its round budget "
+                        f"({conducted.rounds} rounds) without answering"
+                    )
+                    self.trip(run, turn.agent, "max_rounds", detail)
+                    return self.turn_done(run, turn, Tripped(detail))
+                reply = await conducted.decide(self, run, turn)
             turn.iteration += 1
             if isinstance(reply, (Failed, Tripped, ToHuman)):  # (ToHuman: a conductor's)
                 return self.turn_done(run, turn, reply)
@@ -359,6 +367,7 @@ class Runner:
                 reason=turn.reason,
                 policy=str(policy) if policy is not None else None,
                 context_tokens=turn.context_tokens,
+                conductor=plan.conductor is not None,
             ),
         )
 

@@ -33,7 +33,7 @@ from baton.core.messages import ToolCall
 from baton.observe.declared import DeclaredNames
 from baton.runtime.blueprint import BLACKBOARD, Blueprint
 from baton.runtime.board import BOARD, POST_TO_BOARD, Post, post_spec
-from baton.runtime.conduct import Done, NoModel, answered
+from baton.runtime.conduct import Conducted, Done, answered
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.kernel import Kernel, Kind
 from baton.runtime.model_call import Parsed, Reply
@@ -125,8 +125,6 @@ class Blackboard(Team):
         lead = Agent(
             name=name,
             description="Posts the request to the board and triggers the agents it wakes.",
-            model=NoModel(),
-            max_iterations=max_rounds + 2,  # the request's post, the rounds, the last check
         )
         board_of = _naming(board, name)
         post = Extra(
@@ -136,7 +134,10 @@ class Blackboard(Team):
         blueprint = delegation(name, agents, max_parallel, asks, "blackboard") | Blueprint(
             entries={who: (post,) for who in [name, *names]},
             conductors={
-                name: _Conductor(name, tuple(names), subs, board_of, done, answer, max_rounds)
+                name: Conducted(
+                    _Conductor(name, tuple(names), subs, board_of, done, answer, max_rounds),
+                    max_rounds + 2,  # the request's post, the rounds, the last check
+                )
             },
             kinds={BOARD: Kind(Post(board_of, write_attempts, always=frozenset([name])))},
             needs=(BLACKBOARD,),
@@ -168,7 +169,7 @@ class Blackboard(Team):
         """The board, the keys each agent subscribes to (or its predicate), its posts."""
         chart = Flowchart()
         chart.node("user", "circle")
-        chart.node(self.lead, "stadium", note=f"board, up to {self.max_rounds} rounds")
+        chart.node(self.lead, "stadium", note=f"conductor, board, up to {self.max_rounds} rounds")
         chart.edge("user", self.lead, REQUEST)
         for agent, sub in self.subscriptions.items():
             chart.node(agent)

@@ -21,7 +21,7 @@ from typing import Any
 from baton.agents import Agent
 from baton.core.errors import ConfigError
 from baton.runtime.blueprint import Blueprint
-from baton.runtime.conduct import NoModel, answered, call
+from baton.runtime.conduct import Conducted, answered, call
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.kernel import Kernel
 from baton.runtime.model_call import Reply
@@ -59,15 +59,13 @@ class Debate(Team):
         lead = Agent(
             name=name,
             description="Runs the debate's rounds and asks the judge.",
-            model=NoModel(),
-            max_iterations=rounds + 2,
         )
         names = [d.name for d in debaters]
         judged = judge.name if judge is not None else None
         asks = len(debaters) * rounds + (1 if judge is not None else 0)
         blueprint = delegation(name, everyone, len(debaters), Ask(max_delegations=asks), "debate")
         conductor = _Conductor(names, judged, rounds, max_tokens)
-        blueprint |= Blueprint(conductors={name: conductor})
+        blueprint |= Blueprint(conductors={name: Conducted(conductor, rounds + 2)})
         super().__init__([lead, *everyone], entry=name, blueprint=blueprint, **team)
         self.debaters = names
         self.judge = judged
@@ -78,7 +76,7 @@ class Debate(Team):
         """The debaters, their rounds, and who decides."""
         chart = Flowchart()
         chart.node("user", "circle")
-        chart.node("debate", "stadium", note=f"up to {self.rounds} rounds")
+        chart.node("debate", "stadium", note=f"conductor, up to {self.rounds} rounds")
         chart.edge("user", "debate")
         for d in self.debaters:
             chart.node(d)

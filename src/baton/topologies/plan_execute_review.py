@@ -41,7 +41,7 @@ from baton.backends.base import Tasks
 from baton.core.errors import ConfigError, PlanError
 from baton.core.messages import ToolCall
 from baton.runtime.blueprint import Blueprint
-from baton.runtime.conduct import Done, NoModel, answered
+from baton.runtime.conduct import Conducted, Done, answered
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.kernel import Kernel
 from baton.runtime.model_call import Parsed, Reply
@@ -164,8 +164,6 @@ class PlanExecuteReview(Team):
         lead = Agent(
             name=name,
             description="Plans, runs and reviews the tasks of a request.",
-            model=NoModel(),
-            max_iterations=asks + 1,
         )
         conductor = _Conductor(
             compile_output(planned, native=False),
@@ -179,7 +177,7 @@ class PlanExecuteReview(Team):
         )
         blueprint = delegation(
             name, everyone, max_parallel, Ask(max_delegations=asks), "plan-execute-review"
-        ) | Blueprint(conductors={name: conductor})
+        ) | Blueprint(conductors={name: Conducted(conductor, asks + 1)})
         super().__init__([lead, *everyone], entry=name, blueprint=blueprint, **team)
         self.planner, self.reviewer = planner.name, reviewer.name
         self.executors = tools
