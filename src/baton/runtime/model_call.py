@@ -113,6 +113,7 @@ async def call(
     """One model call, checked and recorded, or how the turn ends (a budget spent, timeout,
     provider failure, invalid response). `quiet`: its text never streams to the run's
     listener (a guard agent's verdict is not a reply)."""
+    model = plan.asked_model  # (a conductor's plan has none: nothing may ask one)
     spent = over_budget(kernel, run, plan, starting=True)
     if spent is not None:
         return spent
@@ -120,12 +121,10 @@ async def call(
     started = time.perf_counter()
     answer: ModelResponse | Exception
     try:
-        if run.listener is not None and not quiet and isinstance(plan.asked_model, StreamingModel):
+        if run.listener is not None and not quiet and isinstance(model, StreamingModel):
             answer = await timed(_streamed(run, plan, request), kernel.cfg.guards.model_timeout_s)
         else:
-            answer = await timed(
-                plan.asked_model.generate(request), kernel.cfg.guards.model_timeout_s
-            )
+            answer = await timed(model.generate(request), kernel.cfg.guards.model_timeout_s)
     except Exception as exc:
         answer = exc
     checked = _checked(kernel, run, plan, turn, request, answer, started)
