@@ -113,7 +113,7 @@ async def call(
     """One model call, checked and recorded, or how the turn ends (a budget spent, timeout,
     provider failure, invalid response). `quiet`: its text never streams to the run's
     listener (a guard agent's verdict is not a reply)."""
-    model = plan.asked_model  # (a conductor's plan has none: nothing may ask one)
+    model = plan.model if plan.model is not None else plan.asked_model  # (raises: a conductor)
     spent = over_budget(kernel, run, plan, starting=True)
     if spent is not None:
         return spent
@@ -127,7 +127,7 @@ async def call(
             answer = await timed(model.generate(request), kernel.cfg.guards.model_timeout_s)
     except Exception as exc:
         answer = exc
-    checked = _checked(kernel, run, plan, turn, request, answer, started)
+    checked = _checked(kernel, run, plan, turn, request, answer, started, model.name)
     if isinstance(checked, ModelResponse):
         if not checked.tool_calls and (checked.text or "").strip():
             return checked  # an answer already paid for reaches the user; nothing more is spent
@@ -193,8 +193,11 @@ def _checked(
     request: ModelRequest,
     response: ModelResponse | Exception,
     started: float,
+    model: str,
 ) -> ModelResponse | Failed | Tripped:
-    name, model = plan.agent.name, plan.asked_model.name
+    """`response` checked (a timeout, a provider failure, an invalid response end the turn)
+    and recorded as a `model_called` event of `model` (its name)."""
+    name = plan.agent.name
     if isinstance(response, (TimeoutError, ModelTimeout)):
         limit = kernel.cfg.guards.model_timeout_s
         detail = f"model_timeout: {model} did not answer {name} within {limit}s"
