@@ -42,11 +42,11 @@ class HeldStream:
 
 
 def held_stream(
-    cfg: KernelSettings, listener: Callable[[Event], None] | None, r: RunState | None = None
+    cfg: KernelSettings, listener: Callable[[Event], None] | None, run: RunState | None = None
 ) -> Callable[[Event], None] | None:
     """The run's listener: held while an output rule may come into force (the team has one,
     or the run being resumed carries rules), else `listener` itself."""
     book = cfg.guardrails
-    if listener is None or not ((book is not None and book.outputs) or (r and r.guardrails)):
+    if listener is None or not ((book is not None and book.outputs) or (run and run.guardrails)):
         return listener
     return HeldStream(listener)
