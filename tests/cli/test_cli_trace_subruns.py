@@ -92,6 +92,18 @@ def test_the_tree_counts_one_run_and_nests_stages_and_workers(runner, ticket):
     assert draft > line_of(lines, r"search_policy ok")  # the stages in order
 
 
+def test_the_conductors_turn_shows_as_a_conductor_not_a_model(runner, ticket):
+    url, session, _ = ticket
+    lines = trace(runner, url, session, "--view", "tree").splitlines()
+    lead = lines[line_of(lines, r"tickets  hop 0")]
+    assert "· conductor · " in lead and "model call" not in lead and "tokens" not in lead
+    stage = lines[line_of(lines, r"classify  hop 0  asked by tickets")]
+    assert "conductor" not in stage and "model call" in stage
+    doc = json.loads(trace(runner, url, session, "-f", "json", "--view", "tree"))
+    [turn] = doc["runs"][0]["turns"]
+    assert turn["agent"] == "tickets" and turn["conductor"] is True
+
+
 def test_the_json_tree_has_subruns_on_the_calls(runner, ticket):
     url, session, tokens = ticket
     doc = json.loads(trace(runner, url, session, "-f", "json", "--view", "tree"))

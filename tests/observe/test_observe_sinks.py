@@ -72,6 +72,21 @@ def capture(verbose: bool = False) -> tuple[ConsoleSink, io.StringIO]:
     return ConsoleSink(console, verbose=verbose), buf
 
 
+def test_console_sink_names_a_conductor_as_one():
+    from baton.topologies.pipeline import Pipeline
+
+    sink, buf = capture()
+    pipe = Pipeline(
+        [Agent(name="draft")],
+        model=ScriptedModel(lambda request: ScriptedModel.say("drafted")),
+        sinks=[sink],
+    )
+    assert pipe.run_sync("write it").status == "completed"
+    lines = buf.getvalue().splitlines()
+    assert any("pipeline takes the baton (conductor)" in line for line in lines)
+    assert not any("draft takes the baton (conductor)" in line for line in lines)
+
+
 def test_sinks_satisfy_the_protocol(tmp_path):
     with JSONLSink(tmp_path / "e.jsonl") as jsonl:
         assert isinstance(jsonl, EventSink)

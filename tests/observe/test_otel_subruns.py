@@ -417,3 +417,17 @@ async def test_a_plain_teams_spans_carry_nothing_of_sub_runs(
     (tool_span,) = [s for s in spans if s.name == "execute_tool lookup"]
     assert tool_span.start_time == to_ns(called.ts - called.latency_ms / 1000)
     assert attr(tool_span, "gen_ai.tool.call.id") == called.call_id
+
+
+async def test_a_conductors_turn_is_marked_and_has_no_model_span(sink: OTelSink) -> None:
+    from baton.topologies.pipeline import Pipeline
+
+    pipe = Pipeline([Agent(name="draft")], model=S(lambda request: S.say("drafted")), sinks=[sink])
+    result = await pipe.run("write it", session_id=SID)
+    assert result.status == "completed", result.error
+    spans = sink.finished_spans()
+    turns = {s.name: dict(s.attributes or {}) for s in spans if s.name.startswith("invoke_agent")}
+    assert turns["invoke_agent pipeline"]["baton.agent.conductor"] is True
+    assert "baton.agent.conductor" not in turns["invoke_agent draft"]
+    chats = [s for s in spans if s.name.startswith("chat")]
+    assert [dict(s.attributes or {})["gen_ai.agent.name"] for s in chats] == ["draft"]

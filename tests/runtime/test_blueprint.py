@@ -22,7 +22,7 @@ from baton import (
 )
 from baton.core.messages import ToolSpec
 from baton.runtime.blueprint import SNAPSHOTS, Blueprint
-from baton.runtime.kernel import Kind
+from baton.runtime.kernel import Call, Kernel, Kind
 from baton.runtime.plan import CallEntry, Extra
 
 S = ScriptedModel
@@ -103,8 +103,8 @@ def test_a_topology_may_not_replace_a_kernel_kind_or_name_a_stranger() -> None:
 async def test_a_declared_kind_answers_its_calls_and_runs_them_together() -> None:
     seen: list[str] = []
 
-    async def lookup(kernel: Any, run: Any, plan: Any, turn: Any, call: Any, *_: Any) -> Any:
-        seen.append(call.call.id)
+    async def lookup(kernel: Kernel, call: Call) -> Any:
+        seen.append(call.pending.call.id)
         return '{"found": true}', None
 
     def respond(request: Any) -> Any:

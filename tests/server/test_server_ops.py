@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from tests.server.server_kit import OPERATOR, VIEWER, auth, bearer, client_for, desk, served
 
-from baton import MemoryStore, SQLiteStore
+from baton import Agent, MemoryStore, ScriptedModel, SQLiteStore
 from baton.core.errors import StoreError
 from baton.server import create_app, ops
+from baton.topologies.pipeline import Pipeline
 
 
 class _DownStore(MemoryStore):
@@ -61,6 +62,16 @@ async def test_the_team_is_described_for_the_hand_off_graph() -> None:
     assert team["agents"]["triage"]["handoffs"] == ["billing", "human"]
     assert team["agents"]["billing"]["tools"] == ["query_invoice", "issue_refund"]
     assert team["mermaid"].startswith("flowchart")
+    assert team["agents"]["triage"]["conductor_rounds"] is None
+
+
+async def test_a_conductor_is_described_as_one_with_its_round_budget() -> None:
+    pipe = Pipeline([Agent(name="draft"), Agent(name="review")], model=ScriptedModel([]))
+    async with served(pipe) as client:
+        team = (await client.get("/team", headers=bearer(VIEWER))).json()
+    # each of the two stages with its one retry, and the answer
+    assert team["agents"]["pipeline"]["conductor_rounds"] == 5
+    assert team["agents"]["draft"]["conductor_rounds"] is None
 
 
 async def test_the_dashboard_is_served_when_installed(

@@ -111,10 +111,12 @@ def _turn_text(turn: Turn) -> Text:
         t.append(safe_clip(turn.reason, 60))
     calls = sum(s.kind == "model_call" for s in turn.steps)
     tools = sum(s.kind == "tool_call" for s in turn.steps)
-    parts = [f"{calls} model call{'s' if calls != 1 else ''}"]
+    # a conductor decides in code: it has no model, so no model calls or tokens to show
+    parts = ["conductor"] if turn.conductor else [f"{calls} model call{'s' if calls != 1 else ''}"]
     if tools:
         parts.append(f"{tools} tool call{'s' if tools != 1 else ''}")
-    parts.append(f"{turn.input_tokens + turn.output_tokens} tokens")
+    if not turn.conductor:
+        parts.append(f"{turn.input_tokens + turn.output_tokens} tokens")
     parts.append(fmt_ms(turn.latency_ms))
     t.append("  · " + " · ".join(parts), style="dim")
     return t

@@ -83,6 +83,9 @@ class AgentStarted(EventBase):
     context_tokens: int = 0
     """Size of the view the turn starts from (instructions, payload, conversation), in tokens
     (`baton.models.base.estimate_tokens`: one estimate for every model, so policies compare)."""
+    conductor: bool = False
+    """The agent is a conductor (`baton.runtime.conduct`): its steps are decided in code, within
+    its round budget; it has no model and makes no model calls."""
 
 
 @dataclass(slots=True, kw_only=True)

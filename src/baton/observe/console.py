@@ -135,6 +135,8 @@ class ConsoleSink:
             t.append("● ", style=agent_style(event.agent))
             _agent(t, event.agent)
             t.append(" takes the baton", style="bold")
+            if event.conductor:
+                t.append(" (conductor)", style="dim")
             if event.reason:
                 t.append("  (", style="dim")
                 t.append(safe_clip(event.reason, 80, "dim"))

@@ -543,6 +543,8 @@ class OTelSink:
                 attrs["baton.context.policy"] = event.policy
             if event.context_tokens:
                 attrs["baton.context.tokens"] = event.context_tokens
+            if event.conductor:  # decided in code: no gen_ai.request.model, no model spans
+                attrs["baton.agent.conductor"] = True
         span = self._tracer.start_span(
             f"invoke_agent {agent}",
             context=trace.set_span_in_context(run.span),

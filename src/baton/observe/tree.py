@@ -106,6 +106,10 @@ class Turn(BaseModel):
     agent: str = Field(description="The agent.")
     hop: int = Field(description="Hand-offs before the turn began.")
     reason: str = Field(default="", description="Why it took the baton.")
+    conductor: bool = Field(
+        default=False,
+        description="The agent is a conductor: it decides in code and calls no model.",
+    )
     start: float = Field(description="Epoch seconds.")
     end: float = Field(description="Epoch seconds (the next turn's start, or the run's end).")
     steps: list[Step] = Field(default_factory=list, description="Its steps, in order.")
@@ -384,7 +388,14 @@ def build_run(events: Sequence[Event], index: int = 1) -> RunNode:
         if isinstance(e, AgentStarted) and e.agent:
             if turn is not None:
                 turn.end = e.ts
-            turn = Turn(agent=e.agent, hop=e.hop, reason=e.reason, start=e.ts, end=last.ts)
+            turn = Turn(
+                agent=e.agent,
+                hop=e.hop,
+                reason=e.reason,
+                conductor=e.conductor,
+                start=e.ts,
+                end=last.ts,
+            )
             node.turns.append(turn)
             continue
         if isinstance(e, ModelCalled):

@@ -31,10 +31,10 @@ Decision = Literal["approved", "rejected", "pending", "expired"]
 
 
 def request_approval(
-    k: Kernel,
-    r: RunState,
-    t: TurnState,
-    pc: PendingCall,
+    kernel: Kernel,
+    run: RunState,
+    turn: TurnState,
+    pending: PendingCall,
     policy: ApprovalPolicy,
     kind: Literal["tool", "handoff"],
     arguments: dict[str, Any],
@@ -43,47 +43,49 @@ def request_approval(
     target: str | None = None,
     note: str = "",
 ) -> Paused:
-    """Pause the run on `pc` with a new approval card (`note`: why the policy could not
+    """Pause the run on `pending` with a new approval card (`note`: why the policy could not
     decide, shown on the card and logged)."""
     if note:
-        k.cfg.log.warning("approval needed for %s: %s", tool or target, note)
-    redactor = k.cfg.redactor
+        kernel.cfg.log.warning("approval needed for %s: %s", tool or target, note)
+    redactor = kernel.cfg.redactor
     shown_args = redactor.redact_value(arguments) if redactor is not None else arguments
     state = (
-        redactor.redact_value(dict(r.session.state)) if redactor is not None else r.session.state
+        redactor.redact_value(dict(run.session.state))
+        if redactor is not None
+        else run.session.state
     )
     what = f"tool {tool}" if kind == "tool" else f"hand-off to {target}"
     card = ApprovalCard(
         id=new_id("apr_"),
-        session_id=r.session.session_id,
-        run_id=r.run_id,
-        trace_id=r.trace_id,
-        agent=t.agent,
+        session_id=run.session.session_id,
+        run_id=run.run_id,
+        trace_id=run.trace_id,
+        agent=turn.agent,
         kind=kind,
         tool=tool,
         target=target,
-        call_id=pc.call.id,
+        call_id=pending.call.id,
         arguments=dict(shown_args),
         reason=(policy.reason or f"{what} needs a person's approval")
         + (f"; {note}" if note else ""),
         state=dict(state),
         timeout_s=policy.timeout_s
         if policy.timeout_s is not None
-        else k.cfg.guards.approval_timeout_s,
+        else kernel.cfg.guards.approval_timeout_s,
         required_roles=list(policy.roles),
         dual=policy.dual,
     )
-    r.approval = card
-    k.emit(r, ApprovalRequested(**r.base(t.agent), card=card), redacted=True)
+    run.approval = card
+    kernel.emit(run, ApprovalRequested(**run.base(turn.agent), card=card), redacted=True)
     return Paused(card)
 
 
-def waiting_call(r: RunState) -> PendingCall:
+def waiting_call(run: RunState) -> PendingCall:
     """The call the run's approval card is about."""
-    card, t = r.approval, r.turn
-    if card is None or t is None:
-        raise ApprovalError(f"session {r.session.session_id!r} is not waiting for an approval")
-    found = find_call(t, card.call_id)
+    card, turn = run.approval, run.turn
+    if card is None or turn is None:
+        raise ApprovalError(f"session {run.session.session_id!r} is not waiting for an approval")
+    found = find_call(turn, card.call_id)
     if found is not None:
         return found
     raise ApprovalError(
@@ -92,23 +94,23 @@ def waiting_call(r: RunState) -> PendingCall:
     )
 
 
-def find_call(t: TurnState, call_id: str) -> PendingCall | None:
+def find_call(turn: TurnState, call_id: str) -> PendingCall | None:
     """The open call `call_id` of the turn, or of a sub-run it delegated to (a worker)."""
-    for pc in t.calls:
-        if pc.content is None:
-            if pc.call.id == call_id:
-                return pc
-            if pc.sub is not None and pc.sub.turn is not None:
-                found = find_call(pc.sub.turn, call_id)
+    for pending in turn.calls:
+        if pending.content is None:
+            if pending.call.id == call_id:
+                return pending
+            if pending.sub is not None and pending.sub.turn is not None:
+                found = find_call(pending.sub.turn, call_id)
                 if found is not None:
                     return found
     return None
 
 
-def policy_in_force(k: Kernel, card: ApprovalCard) -> ApprovalPolicy | None:
+def policy_in_force(kernel: Kernel, card: ApprovalCard) -> ApprovalPolicy | None:
     """The policy the team's code now gives the card's call (None: the code no longer gates
     it, or no longer has it)."""
-    plan = k.plans.get(card.agent)
+    plan = kernel.plans.get(card.agent)
     if plan is None:
         return None
     if card.kind == "tool":
@@ -117,10 +119,10 @@ def policy_in_force(k: Kernel, card: ApprovalCard) -> ApprovalPolicy | None:
     return plan.agent.handoff_approval(card.target or "")
 
 
-def _as_in_force(k: Kernel, card: ApprovalCard) -> None:
+def _as_in_force(kernel: Kernel, card: ApprovalCard) -> None:
     """Bring the card's requirements to what the policy in force says (a policy the code no
     longer has leaves the card's own, the stricter reading)."""
-    policy = policy_in_force(k, card)
+    policy = policy_in_force(kernel, card)
     if policy is None:
         return
     card.required_roles = list(policy.roles)
@@ -130,8 +132,8 @@ def _as_in_force(k: Kernel, card: ApprovalCard) -> None:
 
 
 def decide(
-    k: Kernel,
-    r: RunState,
+    kernel: Kernel,
+    run: RunState,
     approval_id: str,
     *,
     approve: bool,
@@ -148,20 +150,20 @@ def decide(
     out (the caller escalates), `pending` when a dual card still needs its second approver.
     `authenticated`: the caller verified who `by` is (recorded with the decision).
     """
-    card = r.approval
+    card = run.approval
     if card is None or card.id != approval_id:
         waiting = f"it waits for {card.id}" if card is not None else "it waits for none"
         raise ApprovalError(
-            f"session {r.session.session_id!r} has no pending approval {approval_id!r} "
+            f"session {run.session.session_id!r} has no pending approval {approval_id!r} "
             f"({waiting}); list them with `baton approvals list`"
         )
     who = approver_identity(by) if isinstance(by, str) else ""
     if not who:
         raise ApprovalError("say who decides: by='alice'")
-    pc = waiting_call(r)
+    pending = waiting_call(run)
     agent = card.agent
-    _as_in_force(k, card)
-    if expire(k, r, at):
+    _as_in_force(kernel, card)
+    if expire(kernel, run, at):
         return "expired"
     if card.required_roles and role not in card.required_roles:
         raise ApprovalError(
@@ -178,17 +180,17 @@ def decide(
     )
     decision: Decision
     if not approve:
-        pc.rejection = f"rejected by {by}" + (f": {reason}" if reason else "")
+        pending.rejection = f"rejected by {by}" + (f": {reason}" if reason else "")
         decision = "rejected"
     elif sum(1 for a in card.approvals if a.approved) >= card.needed:
-        pc.approved = True
+        pending.approved = True
         decision = "approved"
     else:
         decision = "pending"
-    k.emit(
-        r,
+    kernel.emit(
+        run,
         ApprovalDecided(
-            **r.base(agent),
+            **run.base(agent),
             approval_id=card.id,
             decision=decision,
             by=by,
@@ -198,19 +200,19 @@ def decide(
         ),
     )
     if decision != "pending":
-        r.approval = None
+        run.approval = None
     return decision
 
 
-def expire(k: Kernel, r: RunState, at: float | None = None) -> bool:
+def expire(kernel: Kernel, run: RunState, at: float | None = None) -> bool:
     """Record the timeout of the run's card if it expired; True when it did."""
-    card = r.approval
+    card = run.approval
     if card is None or not card.expired(at if at is not None else now()):
         return False
-    k.emit(
-        r,
+    kernel.emit(
+        run,
         ApprovalDecided(
-            **r.base(card.agent),
+            **run.base(card.agent),
             approval_id=card.id,
             decision="expired",
             reason="the approval timed out",

@@ -20,7 +20,7 @@ from baton.backends.base import Blackboard, Snapshots, Tasks
 from baton.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from baton.runtime.conduct import Conductor
+    from baton.runtime.conduct import Conducted
     from baton.runtime.kernel import Kind
     from baton.runtime.plan import Extra
 
@@ -49,8 +49,9 @@ class Blueprint:
 
     entries: Mapping[str, tuple[Extra, ...]] = field(default_factory=dict)
     """Agent -> the calls the topology generates for it."""
-    conductors: Mapping[str, Conductor] = field(default_factory=dict)
-    """Agent -> the conductor deciding its steps (it has no model)."""
+    conductors: Mapping[str, Conducted] = field(default_factory=dict)
+    """Agent -> the conductor deciding its steps and its round budget (the agent has no
+    model)."""
     kinds: Mapping[str, Kind] = field(default_factory=dict)
     """Call kind -> its handler and parallelism."""
     needs: tuple[Capability, ...] = ()

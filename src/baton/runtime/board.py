@@ -35,9 +35,8 @@ from baton.runtime.state import PendingCall, RunState, TurnState
 from baton.tools import error_content
 
 if TYPE_CHECKING:
-    from baton.runtime.calls import Handled, Shown
-    from baton.runtime.kernel import Kernel
-    from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.calls import Handled
+    from baton.runtime.kernel import Call, Kernel
 
 POST_TO_BOARD = "post_to_board"
 BOARD = "board"
@@ -134,18 +133,20 @@ def _check_size(board: str, key: str, value: Any, cap: int) -> None:
         )
 
 
-def _posted_before(t: TurnState, pc: PendingCall) -> bool:
+def _posted_before(turn: TurnState, pending: PendingCall) -> bool:
     """The turn already made this very post (same key, value and mode), successfully."""
     same = {
         c.id
-        for m in t.scratch
+        for m in turn.scratch
         if m.role == "assistant"
         for c in m.tool_calls or ()
-        if c.id != pc.call.id and c.name == POST_TO_BOARD and _args(c.arguments) == pc.args
+        if c.id != pending.call.id
+        and c.name == POST_TO_BOARD
+        and _args(c.arguments) == pending.args
     }
     return any(
         m.role == "tool" and m.tool_call_id in same and (m.content or "").startswith('{"ok": true')
-        for m in t.scratch
+        for m in turn.scratch
     )
 
 
@@ -178,18 +179,10 @@ class Post:
     """Writers whose posts are written even when they change nothing (the conductor's post
     of the user's message: a new message is news even when its text repeats)."""
 
-    async def __call__(
-        self,
-        k: Kernel,
-        r: RunState,
-        plan: AgentPlan,
-        t: TurnState,
-        pc: PendingCall,
-        entry: CallEntry,
-        shown: Shown,
-    ) -> Handled:
+    async def __call__(self, kernel: Kernel, call: Call) -> Handled:
         """Write one post, re-reading and re-applying it after each conflict."""
-        args = pc.args or {}
+        run, turn, pending = call.run, call.turn, call.pending
+        args = pending.args or {}
         started = time.perf_counter()
         try:
             post = PostArgs.model_validate(args)
@@ -197,24 +190,26 @@ class Post:
             why = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
             )
-            return self._done(k, r, t, pc, started, error=f"invalid arguments: {why}")
-        store = k.cfg.store
+            return self._done(
+                kernel, run, turn, pending, started, error=f"invalid arguments: {why}"
+            )
+        store = kernel.cfg.store
         if not isinstance(store, Blackboard):
             error = (
                 f"the store {type(store).__name__} has no blackboard; use a store with the "
                 "Blackboard capability (MemoryStore, SQLiteStore)"
             )
-            self._done(k, r, t, pc, started, error=error)
+            self._done(kernel, run, turn, pending, started, error=error)
             return error_content(error), Failed(error)
-        board = self.board(r.session.session_id)
-        if _posted_before(t, pc):  # a small model may repeat a call: an append lands once
+        board = self.board(run.session.session_id)
+        if _posted_before(turn, pending):  # a small model may repeat a call: an append lands once
             result = {"ok": True, "key": post.key, "unchanged": True, "note": "posted already"}
-            return self._done(k, r, t, pc, started, result=result)
-        again = pc.started  # run before and interrupted: its append may be stored already
+            return self._done(kernel, run, turn, pending, started, result=result)
+        again = pending.started  # run before and interrupted: its append may be stored already
         if not again:  # saved before the write, so a resumed run in any process knows it
-            pc.started = True
-            await k.checkpoint(r)
-        skip = t.agent not in self.always
+            pending.started = True
+            await kernel.checkpoint(run)
+        skip = turn.agent not in self.always
 
         def update(current: Any) -> Any:
             repeated = again and post.mode == "append" and isinstance(current, list)
@@ -226,7 +221,7 @@ class Post:
                 raise _Refused(str(exc)) from None
             if skip and current is not None and new == current:
                 raise _Unchanged
-            _check_size(board, post.key, new, k.cfg.guards.max_board_value_bytes)
+            _check_size(board, post.key, new, kernel.cfg.guards.max_board_value_bytes)
             return new
 
         try:
@@ -235,7 +230,7 @@ class Post:
                 board,
                 post.key,
                 update,
-                writer=t.agent,
+                writer=turn.agent,
                 attempts=self.attempts,
                 backoff_s=self.backoff_s,
             )
@@ -244,23 +239,25 @@ class Post:
             result = {"ok": True, "key": post.key, "unchanged": True}
             if held is not None:
                 result.update(version=held.version, seq=held.seq)
-            return self._done(k, r, t, pc, started, result=result)
+            return self._done(kernel, run, turn, pending, started, result=result)
         except _Refused as exc:
-            return self._done(k, r, t, pc, started, error=f"entry {post.key!r}: {exc}")
+            return self._done(
+                kernel, run, turn, pending, started, error=f"entry {post.key!r}: {exc}"
+            )
         except ConflictError as exc:
-            k.trip(r, t.agent, "board_conflict", str(exc))
-            return self._done(k, r, t, pc, started, error=str(exc))
-        k.emit(
-            r,
+            kernel.trip(run, turn.agent, "board_conflict", str(exc))
+            return self._done(kernel, run, turn, pending, started, error=str(exc))
+        kernel.emit(
+            run,
             BoardWritten(
-                **r.base(t.agent),
+                **run.base(turn.agent),
                 board=board,
                 key=post.key,
                 mode=post.mode,
                 version=written.version,
                 seq=written.seq,
                 conflicts=conflicts,
-                call_id=pc.call.id,
+                call_id=pending.call.id,
             ),
         )
         result = {
@@ -270,14 +267,14 @@ class Post:
             "seq": written.seq,
             "conflicts": conflicts,
         }
-        return self._done(k, r, t, pc, started, result=result)
+        return self._done(kernel, run, turn, pending, started, result=result)
 
     def _done(
         self,
-        k: Kernel,
-        r: RunState,
-        t: TurnState,
-        pc: PendingCall,
+        kernel: Kernel,
+        run: RunState,
+        turn: TurnState,
+        pending: PendingCall,
         started: float,
         *,
         result: dict[str, Any] | None = None,
@@ -285,13 +282,13 @@ class Post:
     ) -> Handled:
         """The call's `tool_called` event and what the model reads back."""
         content = json.dumps(result, ensure_ascii=False) if error is None else error_content(error)
-        t.tools_called += 1
+        turn.tools_called += 1
         called(
-            k,
-            r,
-            t,
-            pc,
-            arguments=pc.args or {},
+            kernel,
+            run,
+            turn,
+            pending,
+            arguments=pending.args or {},
             ok=error is None,
             error=error,
             latency_ms=(time.perf_counter() - started) * 1000,

@@ -28,6 +28,7 @@ from baton.runtime.handles import Unresolved, resolve
 from baton.runtime.handoffs import hand_back, hand_off
 from baton.runtime.history import fetch_history, parse_args
 from baton.runtime.interrupts import request_interrupt
+from baton.runtime.kernel import Call
 from baton.runtime.model_call import Parsed
 from baton.runtime.outcomes import Failed, HandedOff, Paused, ToHuman, Tripped
 from baton.runtime.plan import CallEntry
@@ -74,21 +75,23 @@ _FAILED = '{"ok": false'
 """How every failed call's result begins (`baton.tools.error_content`)."""
 
 
-def classify(r: RunState, t: TurnState, text: str | None, calls: list[Parsed]) -> None:
+def classify(run: RunState, turn: TurnState, text: str | None, calls: list[Parsed]) -> None:
     """Make the response's calls the turn's pending calls, each with its idempotency key."""
     pending = []
     for c in calls:
-        pending.append(PendingCall(c.call, c.args, c.error, key=f"{r.run_id}:{t.index}:{t.steps}"))
-        t.steps += 1
-    t.calls = pending
-    t.scratch.append(
-        r.record(
+        pending.append(
+            PendingCall(c.call, c.args, c.error, key=f"{run.run_id}:{turn.index}:{turn.steps}")
+        )
+        turn.steps += 1
+    turn.calls = pending
+    turn.scratch.append(
+        run.record(
             Message(
                 role="assistant",
                 content=text,
-                agent=t.agent,
+                agent=turn.agent,
                 tool_calls=[c.call for c in calls],
-                run_id=r.run_id,
+                run_id=run.run_id,
             )
         )
     )
@@ -107,7 +110,7 @@ _ENDS: dict[str, type[Tripped | ToHuman | Failed]] = {
 
 
 async def run_calls(
-    k: Kernel, r: RunState, plan: AgentPlan, t: TurnState
+    kernel: Kernel, run: RunState, plan: AgentPlan, turn: TurnState
 ) -> HandedOff | Tripped | ToHuman | Failed | Paused | None:
     """Answer the turn's open calls in order; the first accepted hand-off ends the turn.
     Calls of a kind the runner runs in parallel (`Kind.parallel`: a supervisor's `ask_*`)
@@ -115,91 +118,98 @@ async def run_calls(
 
     Returns how the turn ends (a hand-off, a trip, the human queue, a pause) or None when the
     holder's model should be asked again."""
-    received = t.incoming is not None and not t.fallback
+    received = turn.incoming is not None and not turn.fallback
     table = plan.table_for(received)
-    shown = Shown(t)
-    if k.parallel:
-        paused = await _run_parallel(k, r, plan, t, table, received, shown)
+    shown = Shown(turn)
+    if kernel.parallel:
+        paused = await _run_parallel(kernel, run, plan, turn, table, received, shown)
         if paused is not None:
             return paused
-    for pc in t.calls:
-        if pc.content is not None:
+    for pending in turn.calls:
+        if pending.content is not None:
             continue  # answered before a checkpoint: never run twice
-        if t.accepted is not None or t.halt is not None:
-            content = _skipped(k, r, t, pc)
-        elif pc.error is not None:
-            content = error_content(f"could not parse the arguments: {pc.error}")
-            called(k, r, t, pc, ok=False, error=pc.error)
-        elif not pc.kernel and pc.rejection is None and (lost := lost_arguments(_masker(k), pc)):
-            content = _not_kept(k, r, t, pc, lost)  # never run with a mask for a secret
+        if turn.accepted is not None or turn.halt is not None:
+            content = _skipped(kernel, run, turn, pending)
+        elif pending.error is not None:
+            content = error_content(f"could not parse the arguments: {pending.error}")
+            called(kernel, run, turn, pending, ok=False, error=pending.error)
+        elif (
+            not pending.kernel
+            and pending.rejection is None
+            and (lost := lost_arguments(_masker(kernel), pending))
+        ):
+            # never run with a mask for a secret
+            content = _not_kept(kernel, run, turn, pending, lost)
         else:
             entry = (
-                table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
-                if not pc.kernel
-                else _kernel_entry(pc)
+                table.get(pending.call.name) or plan.entry_for(pending.call.name, received)
+                if not pending.kernel
+                else _kernel_entry(pending)
             )
             if entry is None:
-                content = _unknown(k, r, plan, t, pc)
+                content = _unknown(kernel, run, plan, turn, pending)
             else:
-                handled = await k.kinds[entry.kind].handler(k, r, plan, t, pc, entry, shown)
+                handled = await kernel.kinds[entry.kind].handler(
+                    kernel, Call(run, plan, turn, pending, entry, shown)
+                )
                 if isinstance(handled, Paused):
                     return handled
                 content, effect = handled
-                _take(t, effect)
-        answer(r, t, pc, content)
-        if t.accepted is None and t.halt is None:
+                _take(turn, effect)
+        answer(run, turn, pending, content)
+        if turn.accepted is None and turn.halt is None:
             # (a call that ends the turn is followed by the hand-off's checkpoint, the
             # escalation's or the commit: nothing with side effects runs in between)
-            await k.checkpoint(r)
+            await kernel.checkpoint(run)
     ended: HandedOff | Tripped | ToHuman | Failed | None = None
-    if t.halt is not None:
-        ended = _ENDS[t.halt](t.halt_reason)
-    elif t.accepted is not None:
-        ended = HandedOff(t.accepted)
-    t.calls, t.accepted, t.halt, t.halt_reason = [], None, None, ""
+    if turn.halt is not None:
+        ended = _ENDS[turn.halt](turn.halt_reason)
+    elif turn.accepted is not None:
+        ended = HandedOff(turn.accepted)
+    turn.calls, turn.accepted, turn.halt, turn.halt_reason = [], None, None, ""
     return ended
 
 
-def _kernel_entry(pc: PendingCall) -> CallEntry:
+def _kernel_entry(pending: PendingCall) -> CallEntry:
     """What a call the kernel made does (`PendingCall.kernel`): only the kernel's hand-on to
     the user's next need makes one (`baton.runtime.pending`)."""
-    return CallEntry("hand_on", target=handoff_target(pc.call.name))
+    return CallEntry("hand_on", target=handoff_target(pending.call.name))
 
 
-def _take(t: TurnState, effect: Effect) -> None:
+def _take(turn: TurnState, effect: Effect) -> None:
     """Note what a call does to the turn: the first accepted hand-off, or a halt."""
     if isinstance(effect, HandedOff):
-        t.accepted = effect.payload
+        turn.accepted = effect.payload
     elif effect is not None:
-        t.halt = _HALTS[type(effect)]
-        t.halt_reason = effect.reason
+        turn.halt = _HALTS[type(effect)]
+        turn.halt_reason = effect.reason
 
 
-def answer(r: RunState, t: TurnState, pc: PendingCall, content: str) -> None:
+def answer(run: RunState, turn: TurnState, pending: PendingCall, content: str) -> None:
     """Record a call's result: what the model reads back in its next call (a call the kernel
     made has no model to read it: its events are its record)."""
-    pc.content = content
-    if pc.kernel:
+    pending.content = content
+    if pending.kernel:
         return
-    t.scratch.append(
-        r.record(
+    turn.scratch.append(
+        run.record(
             Message(
                 role="tool",
                 content=content,
-                agent=t.agent,
-                tool_call_id=pc.call.id,
-                name=pc.call.name,
-                run_id=r.run_id,
+                agent=turn.agent,
+                tool_call_id=pending.call.id,
+                name=pending.call.name,
+                run_id=run.run_id,
             )
         )
     )
 
 
 async def _run_parallel(
-    k: Kernel,
-    r: RunState,
+    kernel: Kernel,
+    run: RunState,
     plan: AgentPlan,
-    t: TurnState,
+    turn: TurnState,
     table: Mapping[str, CallEntry],
     received: bool,
     shown: Shown,
@@ -208,28 +218,32 @@ async def _run_parallel(
     `Kind.parallel` of each kind at a time), each recorded and checkpointed as it finishes, in
     whatever order they finish; the first pause is returned once all have stopped."""
     batch: list[tuple[PendingCall, CallEntry]] = []
-    for pc in t.calls:
-        if pc.content is None and pc.error is None and not lost_arguments(_masker(k), pc):
-            entry = table.get(pc.call.name) or plan.entry_for(pc.call.name, received)
-            if entry is not None and entry.kind in k.parallel:
-                batch.append((pc, entry))
-    if len(batch) < 2 or t.accepted is not None or t.halt is not None:
+    for pending in turn.calls:
+        if pending.content is None and pending.error is None:
+            if lost_arguments(_masker(kernel), pending):
+                continue
+            entry = table.get(pending.call.name) or plan.entry_for(pending.call.name, received)
+            if entry is not None and entry.kind in kernel.parallel:
+                batch.append((pending, entry))
+    if len(batch) < 2 or turn.accepted is not None or turn.halt is not None:
         return None  # one such call runs in order with the others
-    slots = {kind: asyncio.Semaphore(n) for kind, n in k.parallel.items()}
+    slots = {kind: asyncio.Semaphore(n) for kind, n in kernel.parallel.items()}
     paused: list[Paused] = []
 
-    async def one(pc: PendingCall, entry: CallEntry) -> None:
+    async def one(pending: PendingCall, entry: CallEntry) -> None:
         async with slots[entry.kind]:
-            handled = await k.kinds[entry.kind].handler(k, r, plan, t, pc, entry, shown)
+            handled = await kernel.kinds[entry.kind].handler(
+                kernel, Call(run, plan, turn, pending, entry, shown)
+            )
         if isinstance(handled, Paused):
             paused.append(handled)
             return
         content, effect = handled
-        _take(t, effect)
-        answer(r, t, pc, content)
-        await k.checkpoint(r)
+        _take(turn, effect)
+        answer(run, turn, pending, content)
+        await kernel.checkpoint(run)
 
-    tasks = [asyncio.ensure_future(one(pc, entry)) for pc, entry in batch]
+    tasks = [asyncio.ensure_future(one(pending, entry)) for pending, entry in batch]
     try:
         await asyncio.gather(*tasks)
     except BaseException:
@@ -240,75 +254,76 @@ async def _run_parallel(
     return paused[0] if paused else None
 
 
-def called(k: Kernel, r: RunState, t: TurnState, pc: PendingCall, **fields: Any) -> ToolCalled:
-    """Record the `tool_called` event of `pc` (ok or not); returns it (its id is a cause)."""
-    event = ToolCalled(**r.base(t.agent), tool=pc.call.name, call_id=pc.call.id, **fields)
-    k.emit(r, event)
+def called(
+    kernel: Kernel, run: RunState, turn: TurnState, pending: PendingCall, **fields: Any
+) -> ToolCalled:
+    """Record the `tool_called` event of `pending` (ok or not); returns it (its id is a cause)."""
+    event = ToolCalled(
+        **run.base(turn.agent), tool=pending.call.name, call_id=pending.call.id, **fields
+    )
+    kernel.emit(run, event)
     return event
 
 
-def _skipped(k: Kernel, r: RunState, t: TurnState, pc: PendingCall) -> str:
-    if t.accepted is not None:
-        target = handoff_target(pc.call.name)
+def _skipped(kernel: Kernel, run: RunState, turn: TurnState, pending: PendingCall) -> str:
+    if turn.accepted is not None:
+        target = handoff_target(pending.call.name)
         if target is not None:
-            k.emit(
-                r,
+            kernel.emit(
+                run,
                 HandoffRefused(
-                    **r.base(t.agent),
+                    **run.base(turn.agent),
                     target=target,
                     reason="only the first valid hand-off of a response is taken",
                 ),
             )
-        return error_content(f"not executed: the baton already passed to {t.accepted.target}")
+        return error_content(f"not executed: the baton already passed to {turn.accepted.target}")
     return error_content("not executed: the run was stopped by a guard")
 
 
-def _masker(k: Kernel) -> Redactor | None:
+def _masker(kernel: Kernel) -> Redactor | None:
     """The redactor whose masks a call's arguments may hold (the at-rest one first)."""
-    return k.cfg.at_rest or k.cfg.redactor
+    return kernel.cfg.at_rest or kernel.cfg.redactor
 
 
-def _not_kept(k: Kernel, r: RunState, t: TurnState, pc: PendingCall, lost: list[str]) -> str:
-    msg = not_kept(pc, lost)
+def _not_kept(
+    kernel: Kernel, run: RunState, turn: TurnState, pending: PendingCall, lost: list[str]
+) -> str:
+    msg = not_kept(pending, lost)
     why = (
         "the checkpoint it was loaded from masked them, because the store has no checkpoint "
         "keys (set BATON_CHECKPOINT_KEY to keep them, encrypted)"
-        if pc.masked
+        if pending.masked
         else "the model gave masks it read in the masked conversation"
     )
-    k.cfg.log.warning(
+    kernel.cfg.log.warning(
         "call %s (%s) of run %s was not run: its arguments %s hold masks, not values: %s",
-        pc.call.id,
-        pc.call.name,
-        r.run_id,
+        pending.call.id,
+        pending.call.name,
+        run.run_id,
         lost,
         why,
     )
-    called(k, r, t, pc, arguments=pc.args or {}, ok=False, error=msg)
+    called(kernel, run, turn, pending, arguments=pending.args or {}, ok=False, error=msg)
     return error_content(msg)
 
 
-def _unknown(k: Kernel, r: RunState, plan: AgentPlan, t: TurnState, pc: PendingCall) -> str:
-    table = plan.table_for(t.incoming is not None and not t.fallback)
-    available = sorted(n for n, e in table.items() if e.kind != "back" or t.incoming)
-    msg = f"unknown tool {pc.call.name!r}; available tools: {', '.join(available) or 'none'}"
-    called(k, r, t, pc, ok=False, error=msg)
+def _unknown(
+    kernel: Kernel, run: RunState, plan: AgentPlan, turn: TurnState, pending: PendingCall
+) -> str:
+    table = plan.table_for(turn.incoming is not None and not turn.fallback)
+    available = sorted(n for n, e in table.items() if e.kind != "back" or turn.incoming)
+    msg = f"unknown tool {pending.call.name!r}; available tools: {', '.join(available) or 'none'}"
+    called(kernel, run, turn, pending, ok=False, error=msg)
     return error_content(msg)
 
 
 # ------------------------------------------------------------------ handlers
-async def run_tool(
-    k: Kernel,
-    r: RunState,
-    plan: AgentPlan,
-    t: TurnState,
-    pc: PendingCall,
-    entry: CallEntry,
-    shown: Shown,
-) -> Handled:
+async def run_tool(kernel: Kernel, call: Call) -> Handled:
     """Scopes -> finite numbers -> grounded ids -> secret handles -> validated arguments ->
     approval -> run (with the call's idempotency key)."""
-    tool, args, name = entry.tool, pc.args or {}, t.agent
+    run, plan, turn, pending = call.run, call.plan, call.turn, call.pending
+    tool, args, name = call.entry.tool, pending.args or {}, turn.agent
     assert tool is not None
     lacking = plan.agent.missing_scopes(tool)
     if lacking:
@@ -316,12 +331,12 @@ async def run_tool(
             f"not executed: {name} lacks the scope(s) {', '.join(lacking)} that {tool.name} "
             "needs; use another tool or hand the request to an agent that holds them"
         )
-        k.emit(
-            r,
+        kernel.emit(
+            run,
             ToolRefused(
-                **r.base(name),
+                **run.base(name),
                 tool=tool.name,
-                call_id=pc.call.id,
+                call_id=pending.call.id,
                 reason=msg,
                 missing_scopes=lacking,
             ),
@@ -329,47 +344,47 @@ async def run_tool(
         return error_content(msg), None
     where = non_finite(args)
     if where is not None:
-        return _refuse(k, r, t, pc, args, finite_error(where)), None
-    bad = ungrounded(args, shown()) if k.cfg.guards.grounded_ids else []
+        return _refuse(kernel, run, turn, pending, args, finite_error(where)), None
+    bad = ungrounded(args, call.shown()) if kernel.cfg.guards.grounded_ids else []
     if bad:
-        return _refuse_ungrounded(k, r, t, pc, args, bad), None
-    state = r.session.state
+        return _refuse_ungrounded(kernel, run, turn, pending, args, bad), None
+    state = run.session.state
     try:  # `[secret:<slot>]` handles: the kernel gives the tool the session's value
-        real = resolve(k.cfg.redactor, args, state, lambda: visible_state(plan.agent, state))
+        real = resolve(kernel.cfg.redactor, args, state, lambda: visible_state(plan.agent, state))
     except Unresolved as exc:
-        return _refuse(k, r, t, pc, args, f"not executed: {exc}"), None
-    if tool.approval is not None and not pc.approved:
-        if pc.rejection is not None:
-            msg = f"not executed: {pc.rejection}"
-            called(k, r, t, pc, arguments=args, ok=False, error=msg)
+        return _refuse(kernel, run, turn, pending, args, f"not executed: {exc}"), None
+    if tool.approval is not None and not pending.approved:
+        if pending.rejection is not None:
+            msg = f"not executed: {pending.rejection}"
+            called(kernel, run, turn, pending, arguments=args, ok=False, error=msg)
             return error_content(msg + "; tell the user, do not retry it"), None
         clean = validated(tool, real)  # the policy reads typed, valid values only
         if isinstance(clean, str):
-            return _refuse(k, r, t, pc, args, clean), None
-        needed, why = tool.approval.needs(clean, verified_state(r.session))
+            return _refuse(kernel, run, turn, pending, args, clean), None
+        needed, why = tool.approval.needs(clean, verified_state(run.session))
         if needed:
             return request_approval(
-                k, r, t, pc, tool.approval, "tool", args, tool=tool.name, note=why
+                kernel, run, turn, pending, tool.approval, "tool", args, tool=tool.name, note=why
             )
-    limit = k.cfg.guards.tool_timeout_s
+    limit = kernel.cfg.guards.tool_timeout_s
     if tool.timeout_s is not None:
         limit = min(limit, tool.timeout_s)
     context = ToolContext(
-        idempotency_key=pc.key,
-        run_id=r.run_id,
-        session_id=r.session.session_id,
+        idempotency_key=pending.key,
+        run_id=run.run_id,
+        session_id=run.session.session_id,
         agent=name,
-        call_id=pc.call.id,
-        user_id=r.user_id,
-        state=dict(r.session.state),
+        call_id=pending.call.id,
+        user_id=run.user_id,
+        state=dict(run.session.state),
         scopes=tuple(plan.agent.scopes),
-        provenance=dict(provenance(r.session)),
+        provenance=dict(provenance(run.session)),
     )
     started = time.perf_counter()
-    pc.started = True
+    pending.started = True
     try:
-        with resuming(pc.resumes):
-            out = await timed(tool.invoke(real, k.cfg.max_result_chars, context), limit)
+        with resuming(pending.resumes):
+            out = await timed(tool.invoke(real, kernel.cfg.max_result_chars, context), limit)
         ok, content, error, truncated, n = (
             out.ok,
             out.content,
@@ -383,10 +398,10 @@ async def run_tool(
         # says whether it may still be running, so the agent does not repeat a side effect
         ok, error, truncated, n = False, tool.timeout_error(limit), False, 0
         content, fatal = error_content(error), False
-        k.trip(r, name, "tool_timeout", short)
+        kernel.trip(run, name, "tool_timeout", short)
     except GraphInterrupt as raised:  # the tool asks a person: it runs again with the answer
-        return request_interrupt(k, r, t, pc, tool.name, raised)
-    red = k.cfg.redactor
+        return request_interrupt(kernel, run, turn, pending, tool.name, raised)
+    red = kernel.cfg.redactor
     if not ok and red is not None and error is not None:
         # a raw exception may quote a secret (a DSN, a password): the model reads it redacted
         hidden = red.redact_text(error)
@@ -394,12 +409,12 @@ async def run_tool(
             same = content == error_content(error)
             content = error_content(hidden) if same else red.redact_text(content)
             error = hidden
-    t.tools_called += 1  # after the call: an interrupted call that runs again counts once
+    turn.tools_called += 1  # after the call: an interrupted call that runs again counts once
     done = called(
-        k,
-        r,
-        t,
-        pc,
+        kernel,
+        run,
+        turn,
+        pending,
         arguments=args,
         ok=ok,
         error=error,
@@ -419,25 +434,30 @@ async def run_tool(
             # other agent is shown it in its known facts or a hand-off's state
             and (red is None or (red.key_label(key) is None and red.redact_value(v) is v))
         }
-        k.set_state(r, slots, name, "tool", done.id, tool=tool.name, origin="tool")
+        kernel.set_state(run, slots, name, "tool", done.id, tool=tool.name, origin="tool")
     if fatal:
         return content, Failed(error or "")
     return content, None
 
 
 def _refuse(
-    k: Kernel, r: RunState, t: TurnState, pc: PendingCall, args: dict[str, Any], msg: str
+    kernel: Kernel,
+    run: RunState,
+    turn: TurnState,
+    pending: PendingCall,
+    args: dict[str, Any],
+    msg: str,
 ) -> str:
     """A call refused before its tool ran: recorded, and the model reads why."""
-    called(k, r, t, pc, arguments=args, ok=False, error=msg)
+    called(kernel, run, turn, pending, arguments=args, ok=False, error=msg)
     return error_content(msg)
 
 
 def _refuse_ungrounded(
-    k: Kernel,
-    r: RunState,
-    t: TurnState,
-    pc: PendingCall,
+    kernel: Kernel,
+    run: RunState,
+    turn: TurnState,
+    pending: PendingCall,
     args: dict[str, Any],
     bad: list[tuple[str, str]],
 ) -> str:
@@ -446,36 +466,29 @@ def _refuse_ungrounded(
         f"not executed: {listed} appears nowhere in the conversation, the known facts or "
         "earlier tool results; use only ids you were given, or ask the user for it"
     )
-    k.trip(r, t.agent, "ungrounded_id", f"{pc.call.name}: {listed}")
-    called(k, r, t, pc, arguments=args, ok=False, error=msg)
+    kernel.trip(run, turn.agent, "ungrounded_id", f"{pending.call.name}: {listed}")
+    called(kernel, run, turn, pending, arguments=args, ok=False, error=msg)
     return error_content(msg)
 
 
-async def run_history(
-    k: Kernel,
-    r: RunState,
-    plan: AgentPlan,
-    t: TurnState,
-    pc: PendingCall,
-    entry: CallEntry,
-    shown: Shown,
-) -> Handled:
+async def run_history(kernel: Kernel, call: Call) -> Handled:
     """`fetch_history`: earlier turns of the conversation, from the store."""
-    assert t.incoming is not None  # only in the table of a turn received by hand-off
-    args = pc.args or {}
+    run, turn, pending = call.run, call.turn, call.pending
+    assert turn.incoming is not None  # only in the table of a turn received by hand-off
+    args = pending.args or {}
     started = time.perf_counter()
-    parsed = parse_args(args, t.incoming.history_ref)
+    parsed = parse_args(args, turn.incoming.history_ref)
     if isinstance(parsed, str):
         ok, error, content = False, parsed, error_content(parsed)
     else:
         ok, error = True, None
-        content = await fetch_history(k.cfg.store, t.incoming.history_ref, *parsed)
-    t.tools_called += 1
+        content = await fetch_history(kernel.cfg.store, turn.incoming.history_ref, *parsed)
+    turn.tools_called += 1
     called(
-        k,
-        r,
-        t,
-        pc,
+        kernel,
+        run,
+        turn,
+        pending,
         arguments=args,
         ok=ok,
         error=error,

@@ -81,23 +81,23 @@ class LiveRun:
 _GUARD = threading.Lock()
 
 
-def answer_open_calls(r: RunState, ended: str) -> None:
+def answer_open_calls(run: RunState, ended: str) -> None:
     """Give every call of the latest response that has no result one that says how the run
     `ended` ("was cancelled", "failed"), and whether the call may have taken effect (its tool
     had started)."""
-    t = r.turn
-    if t is None:
+    turn = run.turn
+    if turn is None:
         return
-    for pc in t.open_calls():
-        if pc.started:
+    for pending in turn.open_calls():
+        if pending.started:
             note = (
                 f"not completed: the run {ended} while this call ran, so it may have taken "
                 "effect; check before calling it again"
             )
         else:
             note = f"not executed: the run {ended} before this call ran"
-        answer(r, t, pc, error_content(note))
-    r.approval = r.interrupt = None
+        answer(run, turn, pending, error_content(note))
+    run.approval = run.interrupt = None
 
 
 def consume_cancellation() -> bool:

@@ -1,12 +1,15 @@
 """Conductors: a holder whose next step is decided in code, not by a model.
 
 A pipeline runs its stages in order, a debate runs rounds: the order is the topology's, not
-a model's choice. Such a topology gives its lead agent a `Conductor`: in the turn loop the
-kernel asks it, where it would ask the model, for the next step — calls to make (the stages'
-or workers' `ask_*` tools, plain tools) or the answer. Everything after that is the kernel's
-as usual: the calls are classified, run (in parallel where their kind allows), recorded,
-checkpointed and resumed. A conductor derives its decision from the turn's scratch alone (the
-calls made and their results), so a resumed run decides exactly as the interrupted one would.
+a model's choice. Such a topology declares its lead agent a conductor in its blueprint
+(`Conducted(conductor, rounds=...)`): the agent has no model and its own round budget, and
+in the turn loop the kernel asks the conductor, where it would ask a model, for the next
+step — calls to make (the stages' or workers' `ask_*` tools, plain tools) or the answer.
+Everything after that is the kernel's as usual: the calls are classified, run (in parallel
+where their kind allows), recorded, checkpointed and resumed. A conductor derives its decision
+from the turn's scratch alone (the calls made and their results), so a resumed run decides
+exactly as the interrupted one would. Traces, the console and the dashboard show its turns as
+a conductor's (`AgentStarted.conductor`), never as a model's.
 """
 
 from __future__ import annotations
@@ -16,9 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from baton.core.errors import ModelError
+from baton.core.errors import ConfigError
 from baton.core.messages import ToolCall
-from baton.models.base import ModelRequest, ModelResponse
 from baton.runtime.model_call import Parsed, Reply
 from baton.runtime.outcomes import Failed, ToHuman, Tripped
 from baton.runtime.state import RunState, TurnState
@@ -31,24 +33,29 @@ class Conductor(Protocol):
     """Decides the lead's next step from the run and its turn so far."""
 
     async def __call__(
-        self, k: Kernel, r: RunState, t: TurnState
+        self, kernel: Kernel, run: RunState, turn: TurnState
     ) -> Reply | Failed | ToHuman | Tripped:
         """Calls to make next (with text, or None), the answer (text and no calls), why the
         run fails, why it goes to the human queue, or a guard it tripped (recorded with
-        `k.trip`; the run escalates). It may record events (`k.emit`) and use the store
-        (`k.cfg.store`)."""
+        `kernel.trip`; the run escalates). It may record events (`kernel.emit`) and use the
+        store (`kernel.cfg.store`)."""
         ...
 
 
-class NoModel:
-    """The model of a conductor's lead agent: the conductor decides, no model is called."""
+@dataclass(frozen=True, slots=True)
+class Conducted:
+    """How a blueprint declares a conductor agent: what decides its steps, and how many
+    decisions it may make. Its compiled plan has no model, so nothing can ask one."""
 
-    name = "conductor"
+    decide: Conductor
+    """The conductor: asked for the next step wherever the kernel would ask a model."""
+    rounds: int
+    """Decisions it may make in one turn (calls to make, or the answer); asked once more, it
+    trips the `max_rounds` guard and the run escalates."""
 
-    async def generate(self, request: ModelRequest) -> ModelResponse:
-        raise ModelError(
-            f"agent {request.agent} is a conductor: it decides in code, never asks a model"
-        )
+    def __post_init__(self) -> None:
+        if self.rounds < 1:
+            raise ConfigError(f"a conductor needs a round budget of at least 1, got {self.rounds}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +89,10 @@ class Done:
         return self.content
 
 
-def answered(t: TurnState) -> Iterator[Done]:
+def answered(turn: TurnState) -> Iterator[Done]:
     """The turn's answered calls, in the order their results came back."""
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
-    for m in t.scratch:
+    for m in turn.scratch:
         if m.role == "assistant":
             for c in m.tool_calls or ():
                 try:

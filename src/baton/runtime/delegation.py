@@ -31,9 +31,8 @@ from baton.runtime.timeouts import timed
 from baton.tools import error_content
 
 if TYPE_CHECKING:
-    from baton.runtime.calls import Handled, Shown
-    from baton.runtime.kernel import Kernel
-    from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.calls import Handled
+    from baton.runtime.kernel import Call, Kernel
 
 ASK_PREFIX = "ask_"
 ASK = "ask"
@@ -79,88 +78,82 @@ class Ask:
     """Worker -> seconds its sub-run may take; past it the call is answered with a timeout
     error (the worker's unfinished work is dropped)."""
 
-    async def __call__(
-        self,
-        kernel: Kernel,
-        r: RunState,
-        plan: AgentPlan,
-        t: TurnState,
-        pc: PendingCall,
-        entry: CallEntry,
-        shown: Shown,
-    ) -> Handled:
+    async def __call__(self, kernel: Kernel, call: Call) -> Handled:
         """Run (or continue) the worker's sub-run for one call."""
-        k = sub_runs(kernel)
+        run, turn, pending, entry = call.run, call.turn, call.pending, call.entry
+        subs = sub_runs(kernel)
         worker = entry.target
         assert worker is not None
-        child = pc.sub
+        child = pending.sub
         if child is None:
             try:
-                args = AskArgs.model_validate(pc.args or {})
+                args = AskArgs.model_validate(pending.args or {})
             except ValidationError as exc:
                 why = "; ".join(
                     f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"
                     for e in exc.errors()
                 )
-                return error_content(f"invalid arguments for {pc.call.name}: {why}"), None
-            if r.delegations >= self.max_delegations:
+                return error_content(f"invalid arguments for {pending.call.name}: {why}"), None
+            if run.delegations >= self.max_delegations:
                 detail = (
-                    f"max_delegations: {t.agent} asked workers {r.delegations} times in this "
+                    f"max_delegations: {turn.agent} asked workers {run.delegations} times in this "
                     f"run (limit {self.max_delegations})"
                 )
-                k.trip(r, t.agent, "max_delegations", detail)
+                subs.trip(run, turn.agent, "max_delegations", detail)
                 return error_content(detail), Tripped(detail)
-            r.delegations += 1
+            run.delegations += 1
             question = args.question
             if args.context:
                 question = f"{question}\n\nContext: {args.context}"
-            child = pc.sub = r.subrun(worker, question, pc.call.id)
-            child.turn = k.new_turn(child, worker, None, child.user_msg_id, f"asked by {t.agent}")
-            pc.started = True
+            child = pending.sub = run.subrun(worker, question, pending.call.id)
+            child.turn = subs.new_turn(
+                child, worker, None, child.user_msg_id, f"asked by {turn.agent}"
+            )
+            pending.started = True
         started = time.perf_counter()
         try:
-            outcome = await timed(k.turn(child), self.timeouts.get(worker))
+            outcome = await timed(subs.turn(child), self.timeouts.get(worker))
         except TimeoutError:
-            pc.sub = None
+            pending.sub = None
             limit = self.timeouts[worker]
             error = f"{worker} did not answer within {limit:g}s"
-            k.trip(r, t.agent, "worker_timeout", error)
-            return self._done(k, r, t, pc, started, error_content(error), error)
+            subs.trip(run, turn.agent, "worker_timeout", error)
+            return self._done(subs, run, turn, pending, started, error_content(error), error)
         if isinstance(outcome, Paused):  # a worker's call waits for a person: so does the run
-            root = r.root
+            root = run.root
             if root.approval is None and root.interrupt is None:
                 # one card at a time: a second is asked again on resume (an interrupt's card
                 # is the root's already)
                 root.approval = child.approval
             child.approval = None
             return outcome
-        _merge_usage(r, child)
-        pc.sub = None  # answered: nothing of it needs saving any more
+        _merge_usage(run, child)
+        pending.sub = None  # answered: nothing of it needs saving any more
         if isinstance(outcome, Answered):  # a worker with an `output_type` answers data
             answer = child.final if child.final is not None else outcome.text
             content = json.dumps({"worker": worker, "answer": answer}, ensure_ascii=False)
-            return self._done(k, r, t, pc, started, content, None)
+            return self._done(subs, run, turn, pending, started, content, None)
         reason = outcome.reason if isinstance(outcome, (Failed, Tripped, ToHuman)) else "no answer"
         error = f"{worker} could not answer: {reason}"
-        return self._done(k, r, t, pc, started, error_content(error), error)
+        return self._done(subs, run, turn, pending, started, error_content(error), error)
 
     def _done(
         self,
-        k: Kernel,
-        r: RunState,
-        t: TurnState,
-        pc: PendingCall,
+        kernel: Kernel,
+        run: RunState,
+        turn: TurnState,
+        pending: PendingCall,
         started: float,
         content: str,
         error: str | None,
     ) -> Handled:
         """The call's `tool_called` event (after its sub-run's events) and its result."""
         called(
-            k,
-            r,
-            t,
-            pc,
-            arguments=pc.args or {},
+            kernel,
+            run,
+            turn,
+            pending,
+            arguments=pending.args or {},
             ok=error is None,
             error=error,
             latency_ms=(time.perf_counter() - started) * 1000,
@@ -169,9 +162,9 @@ class Ask:
         return content, None
 
 
-def _merge_usage(r: RunState, child: RunState) -> None:
+def _merge_usage(run: RunState, child: RunState) -> None:
     """The worker's tokens, model calls and cost count for the run that asked it."""
     for agent, used in child.usage.items():
-        r.usage.setdefault(agent, Usage()).add(used)
-    r.model_calls += child.model_calls
-    r.cost += child.cost
+        run.usage.setdefault(agent, Usage()).add(used)
+    run.model_calls += child.model_calls
+    run.cost += child.cost

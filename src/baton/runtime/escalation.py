@@ -19,74 +19,74 @@ if TYPE_CHECKING:
     from baton.runtime.kernel import Kernel
 
 
-async def escalate(k: Kernel, r: RunState, reason: str, to_human: bool) -> TurnState | None:
+async def escalate(kernel: Kernel, run: RunState, reason: str, to_human: bool) -> TurnState | None:
     """Record the card; the fallback agent's turn, or None when the card went to the human
     queue. `to_human`: an agent (or the router) asked for a person, whatever the fallback."""
-    holder = r.turn.agent if r.turn is not None else None
+    holder = run.turn.agent if run.turn is not None else None
     card = EscalationCard(
-        session_id=r.session.session_id,
-        trace_id=r.trace_id,
-        user_id=r.user_id,
-        path=list(r.path),
+        session_id=run.session.session_id,
+        trace_id=run.trace_id,
+        user_id=run.user_id,
+        path=list(run.path),
         reasons=[reason],
-        state=dict(r.session.state),
-        last_user_message=r.message,
-        last_reply=r.last_reply,
+        state=dict(run.session.state),
+        last_user_message=run.message,
+        last_reply=run.last_reply,
     )
-    r.card = card
-    fallback = HUMAN if to_human else k.policy.fallback
-    k.emit(r, Escalated(**r.base(holder), to=fallback, card=card))
-    if fallback == HUMAN or fallback not in k.plans:
-        await queue_once(k, r, card)
+    run.card = card
+    fallback = HUMAN if to_human else kernel.policy.fallback
+    kernel.emit(run, Escalated(**run.base(holder), to=fallback, card=card))
+    if fallback == HUMAN or fallback not in kernel.plans:
+        await queue_once(kernel, run, card)
         return None
     payload = HandoffPayload(
         reason="escalation: " + reason,
         objective="Take over the user's request; the automated desk could not finish it.",
-        state=dict(r.session.state),
-        reply_to_user=r.last_reply,
+        state=dict(run.session.state),
+        reply_to_user=run.last_reply,
         # state travels (filtered by `accepts`) in the payload, not in the card text
         constraints=[card.render(include_state=False)],
-        trace_id=r.trace_id,
-        session_id=r.session.session_id,
-        user_id=r.user_id,
+        trace_id=run.trace_id,
+        session_id=run.session.session_id,
+        user_id=run.user_id,
         source=holder or "router",
         target=fallback,
-        hop=r.hop + 1,
-        path=list(r.path),
-        history_ref=r.session.session_id,
+        hop=run.hop + 1,
+        path=list(run.path),
+        history_ref=run.session.session_id,
     )
-    if k.cfg.redactor is not None:
-        payload = k.cfg.redactor.redact_value(payload)
-    r.path.append(fallback)
-    r.turns += 1
+    if kernel.cfg.redactor is not None:
+        payload = kernel.cfg.redactor.redact_value(payload)
+    run.path.append(fallback)
+    run.turns += 1
     return TurnState(
-        index=r.turns - 1,
+        index=run.turns - 1,
         agent=fallback,
         incoming=payload,
-        since=r.user_msg_id,
+        since=run.user_msg_id,
         reason=payload.reason,
-        policy=k.policy_for(payload, fallback),
+        policy=kernel.policy_for(payload, fallback),
         fallback=True,
     )
 
 
-async def to_queue(k: Kernel, r: RunState, why: Tripped | str) -> None:
+async def to_queue(kernel: Kernel, run: RunState, why: Tripped | str) -> None:
     """The fallback agent could not finish: its card goes to the human queue."""
-    assert r.card is not None
+    assert run.card is not None
     reason = why.reason if isinstance(why, Tripped) else why
-    fallback = r.turn.agent if r.turn is not None else k.policy.fallback
+    fallback = run.turn.agent if run.turn is not None else kernel.policy.fallback
     # a new card: the one the `escalated` event carries stays as it was emitted
-    reasons = [*r.card.reasons, f"fallback {fallback} could not finish: {reason}"]
-    r.card = r.card.model_copy(update={"reasons": reasons})
-    await queue_once(k, r, r.card)
+    reasons = [*run.card.reasons, f"fallback {fallback} could not finish: {reason}"]
+    run.card = run.card.model_copy(update={"reasons": reasons})
+    await queue_once(kernel, run, run.card)
 
 
-async def queue_once(k: Kernel, r: RunState, card: EscalationCard) -> None:
+async def queue_once(kernel: Kernel, run: RunState, card: EscalationCard) -> None:
     """Put the card in the human queue, unless this run already did (a run resumed after a
     crash between the queueing and its commit escalates again)."""
-    for ticket in await k.cfg.store.list_human("open"):
-        if ticket.card.trace_id == r.trace_id:
+    for ticket in await kernel.cfg.store.list_human("open"):
+        if ticket.card.trace_id == run.trace_id:
             return
-    if k.cfg.redactor is not None:  # people read the queue: the stored card is redacted
-        card = k.cfg.redactor.redact_value(card)
-    await k.cfg.store.push_human(card)
+    if kernel.cfg.redactor is not None:  # people read the queue: the stored card is redacted
+        card = kernel.cfg.redactor.redact_value(card)
+    await kernel.cfg.store.push_human(card)

@@ -54,160 +54,164 @@ UNCHECKED = "[withheld: this message was not checked by the guardrails]"
 
 
 # ------------------------------------------------------------------ the set in force
-def crossed(k: Kernel, r: RunState, source: str, target: str) -> None:
+def crossed(kernel: Kernel, run: RunState, source: str, target: str) -> None:
     """The baton crosses the edge source -> target: the edge's rules join the set in force."""
-    book = k.cfg.guardrails
-    if book is not None and r.parent is None:
-        _join(r, book.edges.get((source, target), ()))
+    book = kernel.cfg.guardrails
+    if book is not None and run.parent is None:
+        _join(run, book.edges.get((source, target), ()))
 
 
-def received(k: Kernel, r: RunState) -> None:
+def received(kernel: Kernel, run: RunState) -> None:
     """The user's message, as the transcript keeps it until the input rules let it through
     (`arrive`): withheld, so that a run stopped before the check (cancelled, failed, sent to a
     person) never stores text no rule has read, for a later view to show to a model."""
-    book = k.cfg.guardrails
-    if book is not None and book.inputs and r.parent is None:
-        _withhold(r, UNCHECKED)
+    book = kernel.cfg.guardrails
+    if book is not None and book.inputs and run.parent is None:
+        _withhold(run, UNCHECKED)
 
 
-def _join(r: RunState, names: Sequence[str]) -> None:
+def _join(run: RunState, names: Sequence[str]) -> None:
     grew = False
     for name in names:
-        if name not in r.guardrails:
-            r.guardrails.append(name)
+        if name not in run.guardrails:
+            run.guardrails.append(name)
             grew = True
     if grew:  # kept with the session (committed with the run): the next message starts here
-        r.session.control[GUARDRAILS] = list(r.guardrails)
+        run.session.control[GUARDRAILS] = list(run.guardrails)
 
 
-async def arrive(k: Kernel, r: RunState, t: TurnState) -> Blocked | None:
+async def arrive(kernel: Kernel, run: RunState, turn: TurnState) -> Blocked | None:
     """The holder takes the baton: the team's rules, those the baton carried and its own join
     the set in force, and every input rule in force that has not checked the user's message
     yet checks it now. None: the holder may answer; else how the run ends."""
-    book = k.cfg.guardrails
-    if r.parent is not None or (book is None and not r.guardrails):
+    book = kernel.cfg.guardrails
+    if run.parent is not None or (book is None and not run.guardrails):
         return None
-    kept = r.session.control.get(GUARDRAILS)
-    if t.index == 0 and t.agent == r.session.holder and isinstance(kept, list):
-        _join(r, [str(name) for name in kept])  # the baton stayed: so do its rules
+    kept = run.session.control.get(GUARDRAILS)
+    if turn.index == 0 and turn.agent == run.session.holder and isinstance(kept, list):
+        _join(run, [str(name) for name in kept])  # the baton stayed: so do its rules
     if book is not None:
-        _join(r, book.team)
-        if t.incoming is not None:
-            _join(r, book.carried(t.incoming, t.agent))
-        _join(r, book.own.get(t.agent, ()))
-    for name in list(r.guardrails):
-        if name in r.screened:
+        _join(run, book.team)
+        if turn.incoming is not None:
+            _join(run, book.carried(turn.incoming, turn.agent))
+        _join(run, book.own.get(turn.agent, ()))
+    for name in list(run.guardrails):
+        if name in run.screened:
             continue
         rule = book.rules.get(name) if book is not None else None
         if rule is None:
-            return _unknown(k, r, t.agent, name, "input")
+            return _unknown(kernel, run, turn.agent, name, "input")
         if rule.stage != "input":
             continue
-        verdict = await _decide(k, r, rule, r.message, t.agent)
+        verdict = await _decide(kernel, run, rule, run.message, turn.agent)
         if isinstance(verdict, Blocked):
             return verdict
-        r.screened.append(name)  # after the check: a run resumed mid-check checks again
-    _reveal(r)
+        run.screened.append(name)  # after the check: a run resumed mid-check checks again
+    _reveal(run)
     return None
 
 
-async def screen_reply(k: Kernel, r: RunState, outcome: Answered) -> Answered | Cleared | Blocked:
+async def screen_reply(
+    kernel: Kernel, run: RunState, outcome: Answered
+) -> Answered | Cleared | Blocked:
     """The output rules in force check the reply as the user will read it (every answer of a
     run that served several needs, together). `Cleared` with the text the user reads, or the
     `Blocked` ending; `outcome` itself when no output rule is in force."""
-    book = k.cfg.guardrails
-    t = r.turn
-    assert t is not None
-    if r.parent is not None or (book is None and not r.guardrails):
+    book = kernel.cfg.guardrails
+    turn = run.turn
+    assert turn is not None
+    if run.parent is not None or (book is None and not run.guardrails):
         return outcome
     rules: list[Guardrail] = []
-    for name in r.guardrails:
+    for name in run.guardrails:
         rule = book.rules.get(name) if book is not None else None
         if rule is None:
-            return _unknown(k, r, t.agent, name, "output")
+            return _unknown(kernel, run, turn.agent, name, "output")
         if rule.stage == "output":
             rules.append(rule)
-    held = r.listener if isinstance(r.listener, HeldStream) else None
+    held = run.listener if isinstance(run.listener, HeldStream) else None
     if not rules:
         if held is not None:
-            held.release(r, t.agent, None)
+            held.release(run, turn.agent, None)
         return outcome
-    several = r.card is None and _served_several(r)
-    shown = k.answers(r, outcome.text) if several else outcome.text
+    several = run.card is None and _served_several(run)
+    shown = kernel.answers(run, outcome.text) if several else outcome.text
     text = shown
     try:
         for rule in rules:
-            verdict = await _decide(k, r, rule, text, t.agent)
+            verdict = await _decide(kernel, run, rule, text, turn.agent)
             if isinstance(verdict, Blocked):
                 return verdict
             if verdict.action == "rewrite" and verdict.text is not None:
                 text = clean_text(verdict.text)
-                k.emit(
-                    r,
+                kernel.emit(
+                    run,
                     GuardrailRewrote(
-                        **r.base(t.agent), guardrail=rule.name, reason=clean_text(verdict.reason)
+                        **run.base(turn.agent),
+                        guardrail=rule.name,
+                        reason=clean_text(verdict.reason),
                     ),
                 )
     except BaseException:  # cancelled mid-check: the reply no rule cleared is not kept
-        _drop_answer(r)
+        _drop_answer(run)
         raise
     if text != shown:
-        _replace_answers(r, text, t.agent, every=several)
-        r.last_reply = text
-        _retype(k, r, t.agent, text)
+        _replace_answers(run, text, turn.agent, every=several)
+        run.last_reply = text
+        _retype(kernel, run, turn.agent, text)
     if held is not None:
-        held.release(r, t.agent, text)
+        held.release(run, turn.agent, text)
     return Cleared(text)
 
 
 # ------------------------------------------------------------------ one rule's verdict
 async def _decide(
-    k: Kernel, r: RunState, rule: Guardrail, text: str, agent: str
+    kernel: Kernel, run: RunState, rule: Guardrail, text: str, agent: str
 ) -> Verdict | Blocked:
     """The rule's verdict, with a failed check turned into a block (fail closed) or, by
     `on_error="allow"`, into an allow that the trace records; a block ends the run here."""
-    out = await judge(k, r, rule, text, agent)
+    out = await judge(kernel, run, rule, text, agent)
     what = "the user's message" if rule.stage == "input" else "the reply"
     if isinstance(out, str):
         if rule.on_error == "allow":
-            k.trip(
-                r,
+            kernel.trip(
+                run,
                 agent,
                 "guardrail_error",
                 f"guardrail {rule.name!r} could not check {what}: {out}; let through "
                 "(on_error='allow')",
             )
             return Verdict.allow()
-        return _blocked(k, r, agent, rule, f"the check failed: {out}", failed=True)
+        return _blocked(kernel, run, agent, rule, f"the check failed: {out}", failed=True)
     if out.action == "block":
-        return _blocked(k, r, agent, rule, clean_text(out.reason) or "blocked by the rule")
+        return _blocked(kernel, run, agent, rule, clean_text(out.reason) or "blocked by the rule")
     return out
 
 
 # ------------------------------------------------------------------ a blocked run
 def _blocked(
-    k: Kernel, r: RunState, agent: str, rule: Guardrail, reason: str, failed: bool = False
+    kernel: Kernel, run: RunState, agent: str, rule: Guardrail, reason: str, failed: bool = False
 ) -> Blocked:
-    book = k.cfg.guardrails
+    book = kernel.cfg.guardrails
     message = rule.message or (book.message if book is not None else DEFAULT_MESSAGE)
-    return _block(k, r, agent, rule.name, rule.stage, reason, message, failed)
+    return _block(kernel, run, agent, rule.name, rule.stage, reason, message, failed)
 
 
-def _unknown(k: Kernel, r: RunState, agent: str, name: str, stage: str) -> Blocked:
+def _unknown(kernel: Kernel, run: RunState, agent: str, name: str, stage: str) -> Blocked:
     """A rule in force that the team no longer has (it changed since the run began)."""
-    book = k.cfg.guardrails
+    book = kernel.cfg.guardrails
     reason = (
         f"guardrail {name!r} is in force for this run but the team has no rule of that name "
         "(the team changed since the run began); the run is blocked rather than going on "
         "unchecked: add the rule back, or start a new run"
     )
     message = book.message if book is not None else DEFAULT_MESSAGE
-    return _block(k, r, agent, name, stage, reason, message, True)
+    return _block(kernel, run, agent, name, stage, reason, message, True)
 
 
 def _block(
-    k: Kernel,
-    r: RunState,
+    kernel: Kernel,
+    run: RunState,
     agent: str,
     name: str,
     stage: str,
@@ -218,90 +222,90 @@ def _block(
     """Record the trip; the transcript keeps the message the user reads in place of every
     reply of this run, and withholds the user's message an input rule blocked."""
     message = clean_text(message)  # a configured text too must be storable
-    k.emit(
-        r,
+    kernel.emit(
+        run,
         GuardrailTripped(
-            **r.base(agent), guardrail=name, stage=stage, reason=reason, failed=failed
+            **run.base(agent), guardrail=name, stage=stage, reason=reason, failed=failed
         ),
     )
     if stage == "input":
-        _withhold(r, WITHHELD.format(name=name))
-        _drop_needs(k, r, agent)
-    _replace_answers(r, message, agent, every=True)
-    r.last_reply, r.final = message, None
+        _withhold(run, WITHHELD.format(name=name))
+        _drop_needs(kernel, run, agent)
+    _replace_answers(run, message, agent, every=True)
+    run.last_reply, run.final = message, None
     return Blocked(name, stage, reason, message)
 
 
-def _withhold(r: RunState, placeholder: str) -> None:
+def _withhold(run: RunState, placeholder: str) -> None:
     """The user message as the transcript keeps it, withheld: no later view (a `recent` or
     `full` policy, the router's judge) shows a blocked or unchecked text to a model."""
-    for i in range(r.saved_messages, len(r.messages)):
-        m = r.messages[i]
-        if m.id == r.user_msg_id:
-            r.messages[i] = replace(m, content=placeholder)
+    for i in range(run.saved_messages, len(run.messages)):
+        m = run.messages[i]
+        if m.id == run.user_msg_id:
+            run.messages[i] = replace(m, content=placeholder)
             return
 
 
-def _reveal(r: RunState) -> None:
+def _reveal(run: RunState) -> None:
     """The input rules in force let the message through: the holder and the transcript get
     it (a part already committed withheld, by a cancelled run resumed since, stays so)."""
-    for i, m in enumerate(r.messages):
-        if m.id == r.user_msg_id:
+    for i, m in enumerate(run.messages):
+        if m.id == run.user_msg_id:
             if m.content == UNCHECKED:
-                r.messages[i] = replace(m, content=r.message)
+                run.messages[i] = replace(m, content=run.message)
             return
 
 
-def _drop_answer(r: RunState) -> None:
+def _drop_answer(run: RunState) -> None:
     """Forget the holder's unchecked answer: a resumed run asks it again, and checks that."""
-    if len(r.messages) > r.saved_messages and _is_answer(r.messages[-1]):
-        del r.messages[-1]
+    if len(run.messages) > run.saved_messages and _is_answer(run.messages[-1]):
+        del run.messages[-1]
 
 
-def _drop_needs(k: Kernel, r: RunState, agent: str) -> None:
+def _drop_needs(kernel: Kernel, run: RunState, agent: str) -> None:
     """The other needs the router found in a blocked message are dropped with it."""
     from baton.runtime.pending import set_pending  # pending imports the hand-off steps
 
-    if PENDING not in r.session.control:
+    if PENDING not in run.session.control:
         return
     if any(
-        isinstance(e, StateUpdated) and e.run_id == r.run_id and e.source == "router"
-        for e in r.events
+        isinstance(e, StateUpdated) and e.run_id == run.run_id and e.source == "router"
+        for e in run.events
     ):
-        set_pending(k, r, [], agent, "guardrail")
+        set_pending(kernel, run, [], agent, "guardrail")
 
 
-def _served_several(r: RunState) -> bool:
+def _served_several(run: RunState) -> bool:
     """The run handed the baton on to the user's other needs (`Runner.answers` joins)."""
     from baton.runtime.pending import REASON  # pending imports the hand-off steps
 
-    return any([p.reason == REASON for p in r.handoffs])
+    return any([p.reason == REASON for p in run.handoffs])
 
 
 def _is_answer(m: Message) -> bool:
     return m.role == "assistant" and not m.tool_calls and bool(m.content)
 
 
-def _replace_answers(r: RunState, text: str, agent: str, every: bool) -> None:
+def _replace_answers(run: RunState, text: str, agent: str, every: bool) -> None:
     """The run's final reply in the transcript becomes `text` (`every`: each earlier answer of
     the run not committed yet is dropped, `text` standing for all of them)."""
-    parts = [i for i in range(r.saved_messages, len(r.messages)) if _is_answer(r.messages[i])]
+    parts = [i for i in range(run.saved_messages, len(run.messages)) if _is_answer(run.messages[i])]
     if not every:
         parts = parts[-1:]
     if not parts:
-        r.record(Message(role="assistant", content=text, agent=agent, run_id=r.run_id))
+        run.record(Message(role="assistant", content=text, agent=agent, run_id=run.run_id))
         return
     last = parts[-1]
-    r.messages[last] = replace(r.messages[last], content=text)
+    run.messages[last] = replace(run.messages[last], content=text)
     for i in reversed(parts[:-1]):
-        del r.messages[i]
+        del run.messages[i]
 
 
-def _retype(k: Kernel, r: RunState, agent: str, text: str) -> None:
+def _retype(kernel: Kernel, run: RunState, agent: str, text: str) -> None:
     """A typed answer that was rewritten: its value is the rewritten JSON's (None when that no
     longer validates), never the value before the rewrite."""
-    plan = k.plans.get(agent)
-    if r.final is None or plan is None or plan.output is None:
+    plan = kernel.plans.get(agent)
+    if run.final is None or plan is None or plan.output is None:
         return
     typed = plan.output.check(text)
-    r.final = typed.data if isinstance(typed, Typed) else None
+    run.final = typed.data if isinstance(typed, Typed) else None

@@ -42,97 +42,78 @@ from baton.tools import error_content
 
 if TYPE_CHECKING:
     from baton.runtime.calls import Handled, Shown
-    from baton.runtime.kernel import Kernel
-    from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.kernel import Call, Kernel
+    from baton.runtime.plan import AgentPlan
 
 
 class Refused(Exception):
     """A step refused the hand-off; the message is what the model reads."""
 
 
-async def hand_off(
-    k: Kernel,
-    r: RunState,
-    plan: AgentPlan,
-    t: TurnState,
-    pc: PendingCall,
-    entry: CallEntry,
-    shown: Shown,
-) -> Handled:
+async def hand_off(kernel: Kernel, call: Call) -> Handled:
     """`transfer_to_<target>`."""
-    assert entry.target is not None
-    return await accept(k, r, plan, t, pc, entry.target, shown, back=False)
+    assert call.entry.target is not None
+    return await accept(kernel, call, call.entry.target, back=False)
 
 
-async def hand_back(
-    k: Kernel,
-    r: RunState,
-    plan: AgentPlan,
-    t: TurnState,
-    pc: PendingCall,
-    entry: CallEntry,
-    shown: Shown,
-) -> Handled:
+async def hand_back(kernel: Kernel, call: Call) -> Handled:
     """`transfer_back`: to whoever handed the baton over (whatever `handoffs` says)."""
-    source = t.incoming.source if t.incoming is not None else None
-    if source is None or source not in k.plans:
+    run, turn = call.run, call.turn
+    source = turn.incoming.source if turn.incoming is not None else None
+    if source is None or source not in kernel.plans:
         reason = (
             "transfer_back: no agent handed you the baton in this conversation; answer the "
             "user or hand off to a named agent"
         )
-        k.emit(r, HandoffRefused(**r.base(t.agent), target=TRANSFER_BACK, reason=reason))
+        kernel.emit(
+            run, HandoffRefused(**run.base(turn.agent), target=TRANSFER_BACK, reason=reason)
+        )
         return error_content(reason), None
-    return await accept(k, r, plan, t, pc, source, shown, back=True)
+    return await accept(kernel, call, source, back=True)
 
 
 async def accept(
-    k: Kernel,
-    r: RunState,
-    plan: AgentPlan,
-    t: TurnState,
-    pc: PendingCall,
-    target: str,
-    shown: Shown,
-    back: bool,
-    kernel: str | None = None,
+    kernel: Kernel, call: Call, target: str, back: bool, note: str | None = None
 ) -> Handled:
-    """Run the acceptance steps; see the module docstring. `kernel`: the hand-off is the
-    kernel's own (its note says what stopping it leaves undone): a refusal then ends the turn
-    as a trip, since no model is there to read it and try again."""
-    source = t.agent
+    """Run the acceptance steps for `call`, a hand-off to `target`; see the module docstring.
+    `note`: the hand-off is the kernel's own (its note says what stopping it leaves undone): a
+    refusal then ends the turn as a trip, since no model is there to read it and try again."""
+    run, plan, turn, pending = call.run, call.plan, call.turn, call.pending
+    source = turn.agent
     try:
         permitted(plan, target, back)
-        within_size(k, pc)
-        payload = validated(r, source, target, pc.args or {})
+        within_size(kernel, pending)
+        payload = validated(run, source, target, pending.args or {})
         if target == HUMAN:
             why = f"{source} asked for a human: {payload.reason}"
             return error_content(why), ToHuman(why)
-        payload = grounded(k, r, source, payload, shown)
-        payload = with_secrets(k, r, plan, payload)
-        payload, sources = proven(k, r, t, payload)
-        payload, added = with_entities(k, r, payload)
-        if kernel is None:
-            rerouted = await refusal(k, r, t, pc, payload)
+        payload = grounded(kernel, run, source, payload, call.shown)
+        payload = with_secrets(kernel, run, plan, payload)
+        payload, sources = proven(kernel, run, turn, payload)
+        payload, added = with_entities(kernel, run, payload)
+        if note is None:
+            rerouted = await refusal(kernel, run, turn, pending, payload)
             if isinstance(rerouted, Tripped):
                 return error_content(rerouted.reason), rerouted
             payload = rerouted
-        trip = loop_guards(k, r, source, payload, kernel)
+        trip = loop_guards(kernel, run, source, payload, note)
         if trip is not None:
             return error_content(trip.reason), trip
-        gate = approved(k, r, plan, t, pc, payload)  # a person approves the final target
+        # a person approves the final target
+        gate = approved(kernel, run, plan, turn, pending, payload)
         if gate is not None:
             return gate
-        await duplicate_lock(k, r, source, pc, payload)
-        payload = await summarised(k, r, plan, t, payload)
+        await duplicate_lock(kernel, run, source, pending, payload)
+        payload = await summarised(kernel, run, plan, turn, payload)
     except Refused as why:
-        k.emit(r, HandoffRefused(**r.base(source), target=target, reason=str(why)))
+        kernel.emit(run, HandoffRefused(**run.base(source), target=target, reason=str(why)))
         content = error_content(f"hand-off to {target!r} refused: {why}")
-        if kernel is None:
+        if note is None:
             return content, None
-        detail = f"handoff_refused: {why} ({kernel})"
-        k.trip(r, source, "handoff_refused", detail)
+        detail = f"handoff_refused: {why} ({note})"
+        kernel.trip(run, source, "handoff_refused", detail)
         return content, Tripped(detail)
-    payload = recorded(k, r, source, payload, added, sources)
+    payload = recorded(kernel, run, source, payload, added, sources)
     return f'{{"ok": true, "handed_to": "{payload.target}"}}', HandedOff(payload)
 
 
@@ -143,13 +124,13 @@ def permitted(plan: AgentPlan, target: str, back: bool) -> None:
         raise Refused(f"{plan.agent.name} may not hand off to {target!r} (allowed: {allowed})")
 
 
-def within_size(k: Kernel, pc: PendingCall) -> None:
+def within_size(kernel: Kernel, pending: PendingCall) -> None:
     """The payload is no larger than `Guards.max_payload_bytes` (what crosses a hand-off is a
     brief, not a document)."""
-    cap = k.cfg.guards.max_payload_bytes
-    if not cap or len(pc.call.arguments) * 4 <= cap:  # 4 bytes a character at the most
+    cap = kernel.cfg.guards.max_payload_bytes
+    if not cap or len(pending.call.arguments) * 4 <= cap:  # 4 bytes a character at the most
         return
-    size = len(pc.call.arguments.encode("utf-8", "surrogatepass"))
+    size = len(pending.call.arguments.encode("utf-8", "surrogatepass"))
     if size > cap:
         raise Refused(
             f"the payload is {size:,} bytes, over the {cap:,} a hand-off may carry "
@@ -158,19 +139,19 @@ def within_size(k: Kernel, pc: PendingCall) -> None:
         )
 
 
-def validated(r: RunState, source: str, target: str, args: dict[str, Any]) -> HandoffPayload:
+def validated(run: RunState, source: str, target: str, args: dict[str, Any]) -> HandoffPayload:
     """The model's arguments plus the kernel's fields, validated."""
     try:
         return _payload(
             args,
-            trace_id=r.trace_id,
-            session_id=r.session.session_id,
-            user_id=r.user_id,
+            trace_id=run.trace_id,
+            session_id=run.session.session_id,
+            user_id=run.user_id,
             source=source,
             target=target,
-            hop=r.hop + 1,
-            path=list(r.path),
-            history_ref=r.session.session_id,
+            hop=run.hop + 1,
+            path=list(run.path),
+            history_ref=run.session.session_id,
         )
     except ValidationError as exc:
         detail = "; ".join(
@@ -180,57 +161,62 @@ def validated(r: RunState, source: str, target: str, args: dict[str, Any]) -> Ha
 
 
 def with_secrets(
-    k: Kernel, r: RunState, plan: AgentPlan, payload: HandoffPayload
+    kernel: Kernel, run: RunState, plan: AgentPlan, payload: HandoffPayload
 ) -> HandoffPayload:
     """State slots written as secret handles (`[secret:password]`) carry the session's value
     (a slot the holder may see), so the receiver's tool can use it; a handle that resolves to
     nothing refuses the hand-off with what to do."""
     if not payload.state:
         return payload
-    state = r.session.state
+    state = run.session.state
     try:
         visible = lambda: visible_state(plan.agent, state)  # noqa: E731
-        carried = resolve(k.cfg.redactor, payload.state, state, visible)
+        carried = resolve(kernel.cfg.redactor, payload.state, state, visible)
     except Unresolved as exc:
         raise Refused(str(exc)) from None
     return payload if carried is payload.state else payload.model_copy(update={"state": carried})
 
 
 def approved(
-    k: Kernel, r: RunState, plan: AgentPlan, t: TurnState, pc: PendingCall, payload: HandoffPayload
+    kernel: Kernel,
+    run: RunState,
+    plan: AgentPlan,
+    turn: TurnState,
+    pending: PendingCall,
+    payload: HandoffPayload,
 ) -> Handled | None:
     """None when the hand-off may go on; a pause (or the rejection) when it needs sign-off.
     The policy reads the hand-off's fields (the source's claims too) and the session's
     verified slots only (`baton.runtime.control.verified_state`)."""
     policy = plan.agent.handoff_approval(payload.target)
-    if policy is None or pc.approved:
+    if policy is None or pending.approved:
         return None
-    if pc.rejection is not None:
-        raise Refused(f"{pc.rejection}; tell the user, do not retry it")
+    if pending.rejection is not None:
+        raise Refused(f"{pending.rejection}; tell the user, do not retry it")
     fields = payload.model_dump(include=set(HandoffArgs.model_fields))
     if payload.unverified:  # the approver judges all the source asked for, its claims too
         fields["state"] = {**fields["state"], **payload.unverified}
-    needed, why = policy.needs(fields, verified_state(r.session))
+    needed, why = policy.needs(fields, verified_state(run.session))
     if not needed:
         return None
     paused: Paused = request_approval(
-        k, r, t, pc, policy, "handoff", fields, target=payload.target, note=why
+        kernel, run, turn, pending, policy, "handoff", fields, target=payload.target, note=why
     )
     return paused
 
 
 def grounded(
-    k: Kernel, r: RunState, source: str, payload: HandoffPayload, shown: Shown
+    kernel: Kernel, run: RunState, source: str, payload: HandoffPayload, shown: Shown
 ) -> HandoffPayload:
     """State slots with ids the holder was never shown are dropped (never invented ids)."""
-    if not (k.cfg.guards.grounded_ids and payload.state):
+    if not (kernel.cfg.guards.grounded_ids and payload.state):
         return payload
     bad = ungrounded(payload.state, shown())
     if not bad:
         return payload
     listed = ", ".join(f"{key}={v!r}" for key, v in bad)
-    k.trip(
-        r, source, "ungrounded_id", f"dropped from the hand-off state (never mentioned): {listed}"
+    kernel.trip(
+        run, source, "ungrounded_id", f"dropped from the hand-off state (never mentioned): {listed}"
     )
     dropped = {key for key, _ in bad}
     kept = {key: v for key, v in payload.state.items() if key not in dropped}
@@ -238,28 +224,28 @@ def grounded(
 
 
 def proven(
-    k: Kernel, r: RunState, t: TurnState, payload: HandoffPayload
+    kernel: Kernel, run: RunState, turn: TurnState, payload: HandoffPayload
 ) -> tuple[HandoffPayload, dict[str, SlotSource]]:
     """Where each state slot's value came from (`baton.runtime.provenance`); slots whose
     values neither the user nor a tool produced, and that were not already known, become the
     source's claims (`unverified`): shown to the receiver as such, never known facts, never
     session state (`Guards.slot_provenance`; off, every slot passes, none verified)."""
-    if not (k.cfg.guards.slot_provenance and payload.state):
+    if not (kernel.cfg.guards.slot_provenance and payload.state):
         return payload, {}
-    sources = provenance(r.session)
-    known = [(r.session.state, sources)]
-    if t.incoming is not None:
-        known.append((t.incoming.state, sources))
-    returned = _tool_result(k)
-    results = [m.content for m in r.history if m.role == "tool" and m.content and returned(m)]
-    found, claims = Provenance(r.said_by_user(), results, known).sources(payload.state)
+    sources = provenance(run.session)
+    known = [(run.session.state, sources)]
+    if turn.incoming is not None:
+        known.append((turn.incoming.state, sources))
+    returned = _tool_result(kernel)
+    results = [m.content for m in run.history if m.role == "tool" and m.content and returned(m)]
+    found, claims = Provenance(run.said_by_user(), results, known).sources(payload.state)
     if not claims:
         return payload, found
-    k.trip(
-        r,
-        t.agent,
+    kernel.trip(
+        run,
+        turn.agent,
         "unverified_slot",
-        f"passed on as {t.agent}'s claims, not known facts (neither the user nor a tool gave "
+        f"passed on as {turn.agent}'s claims, not known facts (neither the user nor a tool gave "
         f"their values): {', '.join(claims)}",
     )
     unverified = {key: payload.state[key] for key in claims}
@@ -267,10 +253,10 @@ def proven(
     return payload.model_copy(update={"state": kept, "unverified": unverified}), found
 
 
-def _tool_result(k: Kernel) -> Callable[[Message], bool]:
+def _tool_result(kernel: Kernel) -> Callable[[Message], bool]:
     """Whether a tool message is a result one of the team's tools returned: not a hand-off's
     or a built-in's answer, nor an error (a kernel refusal quotes the model's arguments)."""
-    plans = k.plans
+    plans = kernel.plans
 
     def returned(m: Message) -> bool:
         plan = plans.get(m.agent) if m.agent is not None else None
@@ -286,64 +272,64 @@ _FAILED = error_content("")[: len('{"ok": false')]
 
 
 def with_entities(
-    k: Kernel, r: RunState, payload: HandoffPayload
+    kernel: Kernel, run: RunState, payload: HandoffPayload
 ) -> tuple[HandoffPayload, dict[str, Any]]:
     """Ids and entities the user gave that the payload and the session state both lack."""
-    if not k.cfg.guards.entity_guard:
+    if not kernel.cfg.guards.entity_guard:
         return payload, {}
-    child = r.parent is not None  # a sub-run's question is its delegating model's words
+    child = run.parent is not None  # a sub-run's question is its delegating model's words
     said = {
         m.id: m.content
-        for m in r.history
-        if m.role == "user" and m.content and not (child and m.id == r.user_msg_id)
+        for m in run.history
+        if m.role == "user" and m.content and not (child and m.id == run.user_msg_id)
     }
-    known = {**r.session.state, **payload.state}
-    added = missing_entities(said, known, k.cfg.extractors, k.entity_memo)
+    known = {**run.session.state, **payload.state}
+    added = missing_entities(said, known, kernel.cfg.extractors, kernel.entity_memo)
     if not added:
         return payload, {}
     return payload.model_copy(update={"state": {**payload.state, **added}}), added
 
 
 async def refusal(
-    k: Kernel, r: RunState, t: TurnState, pc: PendingCall, payload: HandoffPayload
+    kernel: Kernel, run: RunState, turn: TurnState, pending: PendingCall, payload: HandoffPayload
 ) -> HandoffPayload | Tripped:
     """A receiver that hands the request straight back ("not mine") counts as a refusal; after
     `reroute_after_refusals` of them the router picks an agent that has not held it."""
-    incoming, guards = t.incoming, k.cfg.guards
+    incoming, guards = turn.incoming, kernel.cfg.guards
     if not (
         incoming is not None
-        and incoming.trace_id == r.trace_id
+        and incoming.trace_id == run.trace_id
         and payload.target == incoming.source
-        and t.tools_called == 0
+        and turn.tools_called == 0
     ):
         return payload
-    if pc.key not in r.refused:
-        r.refused.append(pc.key)
-    router = k.policy.router
+    if pending.key not in run.refused:
+        run.refused.append(pending.key)
+    router = kernel.policy.router
     # without a router a loop guard that trips anyway names the problem better
-    plain = router is None and check_handoff(guards, r.path, payload.target, payload.hop)
-    if not guards.reroute_after_refusals or r.refusals < guards.reroute_after_refusals or plain:
+    plain = router is None and check_handoff(guards, run.path, payload.target, payload.hop)
+    if not guards.reroute_after_refusals or run.refusals < guards.reroute_after_refusals or plain:
         return payload
-    return await _reroute(k, r, t.agent, payload)
+    return await _reroute(kernel, run, turn.agent, payload)
 
 
 async def _reroute(
-    k: Kernel, r: RunState, source: str, payload: HandoffPayload
+    kernel: Kernel, run: RunState, source: str, payload: HandoffPayload
 ) -> HandoffPayload | Tripped:
-    tried = set(r.path)
-    why = f"{r.refusals} receivers handed the request straight back ({' -> '.join(r.path)})"
+    tried = set(run.path)
+    why = f"{run.refusals} receivers handed the request straight back ({' -> '.join(run.path)})"
     target: str | None = None
-    router = k.policy.router
+    router = kernel.policy.router
     if router is not None:
-        context = {"state": dict(r.session.state)}
-        decision = await router.route(r.message, r.earlier, context)
+        context = {"state": dict(run.session.state)}
+        decision = await router.route(run.message, run.earlier, context)
         options = [decision.target, *decision.candidates]
-        target = next((o for o in options if o in k.plans and o not in tried), None)
-        k.emit(
-            r,
+        target = next((o for o in options if o in kernel.plans and o not in tried), None)
+        kernel.emit(
+            run,
             RouteDecided(
-                **r.base(source),
-                target=target or k.policy.fallback,
+                **run.base(source),
+                target=target or kernel.policy.fallback,
                 tier=f"reroute:{decision.tier}",
                 score=decision.score,
                 candidates=tuple(decision.candidates),
@@ -353,7 +339,7 @@ async def _reroute(
         )
     if target is None:
         detail = f"refusals: {why}; no other agent owns it"
-        k.trip(r, source, "refusals", detail)
+        kernel.trip(run, source, "refusals", detail)
         return Tripped(detail)
     return payload.model_copy(
         update={"target": target, "reason": f"re-routed after refusals: {payload.reason}"}
@@ -361,63 +347,67 @@ async def _reroute(
 
 
 def loop_guards(
-    k: Kernel, r: RunState, source: str, payload: HandoffPayload, note: str | None = None
+    kernel: Kernel, run: RunState, source: str, payload: HandoffPayload, note: str | None = None
 ) -> Tripped | None:
     """Hop limit, visits, ping-pong and cycles (`baton.runtime.guards`); `note` adds what a
     trip leaves undone."""
-    guard = check_handoff(k.cfg.guards, r.path, payload.target, payload.hop)
+    guard = check_handoff(kernel.cfg.guards, run.path, payload.target, payload.hop)
     if guard is None:
         return None
     detail = guard if note is None else f"{guard} ({note})"
-    k.trip(r, source, guard.split(":", 1)[0], detail)
+    kernel.trip(run, source, guard.split(":", 1)[0], detail)
     return Tripped(detail)
 
 
 async def duplicate_lock(
-    k: Kernel, r: RunState, source: str, pc: PendingCall, payload: HandoffPayload
+    kernel: Kernel, run: RunState, source: str, pending: PendingCall, payload: HandoffPayload
 ) -> None:
     """The same hand-off twice in one run is dropped (two workers resuming one run, a model
     repeating itself); the same call retried after a crash keeps its claim (its key)."""
-    window = k.cfg.guards.lock_window_s
+    window = kernel.cfg.guards.lock_window_s
     if window <= 0:
         return
-    lock = f"handoff|{r.run_id}|{payload.target}|{payload.fingerprint()}"
-    if await k.cfg.store.acquire_lease(lock, pc.key, window):
+    lock = f"handoff|{run.run_id}|{payload.target}|{payload.fingerprint()}"
+    if await kernel.cfg.store.acquire_lease(lock, pending.key, window):
         return
     detail = (
         f"duplicate_handoff: the same hand-off to {payload.target} was already made in this "
         f"run less than {window:g}s ago; dropped"
     )
-    k.emit(r, GuardTripped(**r.base(source), guard="duplicate_handoff", detail=detail))
-    state = json.dumps(r.session.state, ensure_ascii=False, default=str)
+    kernel.emit(run, GuardTripped(**run.base(source), guard="duplicate_handoff", detail=detail))
+    state = json.dumps(run.session.state, ensure_ascii=False, default=str)
     raise Refused(f"{detail}. Continue with the current state: {state}")
 
 
 async def summarised(
-    k: Kernel, r: RunState, plan: AgentPlan, t: TurnState, payload: HandoffPayload
+    kernel: Kernel, run: RunState, plan: AgentPlan, turn: TurnState, payload: HandoffPayload
 ) -> HandoffPayload:
     """The payload with a model-made summary when the receiver's policy is `summary`. A failed
     summary never fails the hand-off: the payload goes without one."""
-    if k.policy_for(payload, payload.target).kind != "summary":
+    if kernel.policy_for(payload, payload.target).kind != "summary":
         return payload
-    model = k.cfg.summariser or plan.model
+    model = kernel.cfg.summariser or plan.model
+    if model is None:  # a conductor has no model to write one with
+        return payload
     name = plan.agent.name
     started = time.perf_counter()
     response: ModelResponse | None
     try:
-        out = await timed(model.generate(summary_request(r.history)), k.cfg.guards.model_timeout_s)
+        out = await timed(
+            model.generate(summary_request(run.history)), kernel.cfg.guards.model_timeout_s
+        )
         response = out if isinstance(out, ModelResponse) else None
         text = (response.text or "").strip() if response is not None else ""
         error = None if text else "the summariser returned no text"
     except Exception as exc:
         response, text, error = None, "", f"summary failed: {type(exc).__name__}: {exc}"
     usage = response.usage if response is not None else Usage()
-    r.usage.setdefault(name, Usage()).add(usage)
-    t.usage.add(usage)
-    k.emit(
-        r,
+    run.usage.setdefault(name, Usage()).add(usage)
+    turn.usage.add(usage)
+    kernel.emit(
+        run,
         ModelCalled(
-            **r.base(name),
+            **run.base(name),
             model=model.name,
             usage=usage,
             latency_ms=(time.perf_counter() - started) * 1000,
@@ -429,8 +419,8 @@ async def summarised(
 
 
 def recorded(
-    k: Kernel,
-    r: RunState,
+    kernel: Kernel,
+    run: RunState,
     source: str,
     payload: HandoffPayload,
     added: dict[str, Any],
@@ -441,22 +431,22 @@ def recorded(
     gets the redacted payload, its secret slots as handles (the session keeps the values for
     the tools that need them, `baton.runtime.handles`)."""
     raw_state = payload.state
-    crossed(k, r, source, payload.target)  # the edge's guardrails join the set in force
-    red = k.cfg.redactor
+    crossed(kernel, run, source, payload.target)  # the edge's guardrails join the set in force
+    red = kernel.cfg.redactor
     if red is not None:
         facts = masked_facts(red, payload.state)  # (nothing else in it is sensitive)
         payload = red.redact_value(payload)
         if facts != payload.state:
             payload = payload.model_copy(update={"state": facts})
-    r.handoffs.append(payload)
-    r.path.append(payload.target)
-    sent = Handoff(**r.base(source), payload=payload)
-    k.emit(r, sent, redacted=True)  # its only free text is the payload, redacted above
+    run.handoffs.append(payload)
+    run.path.append(payload.target)
+    sent = Handoff(**run.base(source), payload=payload)
+    kernel.emit(run, sent, redacted=True)  # its only free text is the payload, redacted above
     if added:
-        k.set_state(r, added, source, "entity_guard", sent.id, origin="user")
-    k.set_state(r, raw_state, source, "handoff", sent.id, origin=sources or {})
+        kernel.set_state(run, added, source, "entity_guard", sent.id, origin="user")
+    kernel.set_state(run, raw_state, source, "handoff", sent.id, origin=sources or {})
     if payload.reply_to_user:
-        r.last_reply = payload.reply_to_user
+        run.last_reply = payload.reply_to_user
     return payload
 
 

@@ -30,7 +30,7 @@ class HeldStream:
         else:
             self.listener(event)
 
-    def release(self, r: RunState, agent: str, text: str | None) -> None:
+    def release(self, run: RunState, agent: str, text: str | None) -> None:
         """Send the held pieces when they spell `text` (or `text` is None: nothing to check),
         else `text` as one piece (a rewritten reply)."""
         held, self.held = self.held, []
@@ -38,15 +38,15 @@ class HeldStream:
             for d in held:
                 self.listener(d)
         elif text:
-            self.listener(TextDelta(**r.base(agent), text=text))
+            self.listener(TextDelta(**run.base(agent), text=text))
 
 
 def held_stream(
-    cfg: KernelSettings, listener: Callable[[Event], None] | None, r: RunState | None = None
+    cfg: KernelSettings, listener: Callable[[Event], None] | None, run: RunState | None = None
 ) -> Callable[[Event], None] | None:
     """The run's listener: held while an output rule may come into force (the team has one,
     or the run being resumed carries rules), else `listener` itself."""
     book = cfg.guardrails
-    if listener is None or not ((book is not None and book.outputs) or (r and r.guardrails)):
+    if listener is None or not ((book is not None and book.outputs) or (run and run.guardrails)):
         return listener
     return HeldStream(listener)

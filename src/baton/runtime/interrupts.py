@@ -26,43 +26,48 @@ if TYPE_CHECKING:
 
 
 def request_interrupt(
-    k: Kernel, r: RunState, t: TurnState, pc: PendingCall, name: str, raised: GraphInterrupt
+    kernel: Kernel,
+    run: RunState,
+    turn: TurnState,
+    pending: PendingCall,
+    name: str,
+    raised: GraphInterrupt,
 ) -> Paused:
-    """Pause the run on `pc` with a new interrupt card (one card per run: a second pause of
+    """Pause the run on `pending` with a new interrupt card (one card per run: a second pause of
     parallel calls is asked again when the run resumes)."""
     value = _json_value(raised.value)
     card = InterruptCard(
         id=new_id("int_"),
-        session_id=r.session.session_id,
-        run_id=r.root.run_id,
-        trace_id=r.trace_id,
-        agent=t.agent,
-        call_id=pc.call.id,
+        session_id=run.session.session_id,
+        run_id=run.root.run_id,
+        trace_id=run.trace_id,
+        agent=turn.agent,
+        call_id=pending.call.id,
         name=name,
         value=value,
         index=raised.index,
     )
-    root = r.root
+    root = run.root
     if root.approval is None and root.interrupt is None:
         root.interrupt = card
-    k.emit(r, InterruptRaised(**r.base(t.agent), card=card))
+    kernel.emit(run, InterruptRaised(**run.base(turn.agent), card=card))
     return Paused(card)
 
 
-def give_answer(k: Kernel, r: RunState, value: Any, interrupt_id: str | None = None) -> str:
+def give_answer(kernel: Kernel, run: RunState, value: Any, interrupt_id: str | None = None) -> str:
     """Record the person's answer to the run's interrupt on its waiting call; returns the
     interrupt's id. Raises `InterruptError` (changing nothing) when the run waits for no
     interrupt, for another one than `interrupt_id`, or `value` is not JSON."""
-    card, t = r.interrupt, r.turn
-    sid = r.session.session_id
-    if card is None or t is None:
+    card, turn = run.interrupt, run.turn
+    sid = run.session.session_id
+    if card is None or turn is None:
         raise InterruptError(f"session {sid!r} is not waiting for an answer to an interrupt")
     if interrupt_id is not None and interrupt_id != card.id:
         raise InterruptError(
             f"session {sid!r} waits for an answer to interrupt {card.id}, not {interrupt_id!r}"
         )
-    pc = find_call(t, card.call_id)
-    if pc is None:
+    pending = find_call(turn, card.call_id)
+    if pending is None:
         raise InterruptError(
             f"interrupt {card.id} names call {card.call_id}, which the interrupted turn does "
             "not hold; the checkpoint is inconsistent: discard the run"
@@ -82,14 +87,14 @@ def give_answer(k: Kernel, r: RunState, value: Any, interrupt_id: str | None = N
             f"the answer to interrupt {card.id} nests more than {MAX_JSON_DEPTH} levels deep; "
             "send a flatter value"
         )
-    if len(pc.resumes) != card.index:  # an older answer was lost: never misalign them
+    if len(pending.resumes) != card.index:  # an older answer was lost: never misalign them
         raise InterruptError(
             f"interrupt {card.id} is the call's interrupt #{card.index} but the call holds "
-            f"{len(pc.resumes)} answers; the checkpoint is inconsistent: discard the run"
+            f"{len(pending.resumes)} answers; the checkpoint is inconsistent: discard the run"
         )
-    pc.resumes.append(clean_value(value))
-    r.interrupt = None
-    k.emit(r, InterruptResumed(**r.base(card.agent), interrupt_id=card.id, name=card.name))
+    pending.resumes.append(clean_value(value))
+    run.interrupt = None
+    kernel.emit(run, InterruptResumed(**run.base(card.agent), interrupt_id=card.id, name=card.name))
     return card.id
 
 

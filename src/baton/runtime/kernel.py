@@ -8,14 +8,15 @@ the one extension that may start and play a turn. Step modules import this modul
 `baton.runtime.runner`.
 
 A call kind (`Kind`) is declared up front, when the runner is built: its handler and, for a
-kind whose calls in one response may run together, how many at a time.
+kind whose calls in one response may run together, how many at a time. A handler takes the
+kernel and one `Call`: the call with the run, plan and turn it was made in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 if TYPE_CHECKING:
     from baton.core.events import Event
@@ -28,11 +29,32 @@ if TYPE_CHECKING:
     from baton.runtime.plan import AgentPlan, CallEntry, KernelSettings, SwarmPolicy
     from baton.runtime.state import PendingCall, RunState, TurnState
 
-Handler = Callable[
-    ["Kernel", "RunState", "AgentPlan", "TurnState", "PendingCall", "CallEntry", "Shown"],
-    Awaitable["Handled"],
-]
-"""Answers one call of a kind: `(kernel, run, plan, turn, call, entry, shown)`."""
+
+class Call(NamedTuple):
+    """One call a handler answers, with the run, plan and turn it was made in.
+
+    Frozen and slotted; a named tuple because one is built for every call the kernel answers,
+    and a named tuple is built three times faster than a frozen dataclass (see
+    docs/benchmarks.md)."""
+
+    run: RunState
+    """The run (a worker's sub-run, for a call made inside one)."""
+    plan: AgentPlan
+    """The compiled plan of the agent that made the call (its fallback plan when it stands in)."""
+    turn: TurnState
+    """The turn the call was made in."""
+    pending: PendingCall
+    """The call itself: the model's tool call, its parsed arguments, its idempotency key and
+    what it did so far (a pause, a sub-run, recorded results)."""
+    entry: CallEntry
+    """What the name is in the agent's call table: its kind, and its tool or target."""
+    shown: Shown
+    """What the holder was shown this turn (read only when an id needs checking)."""
+
+
+Handler = Callable[["Kernel", Call], Awaitable["Handled"]]
+"""Answers one call of a kind: `handler(kernel, call)`; returns the content the model reads
+and the call's effect on the turn, or a pause."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +79,13 @@ class Kernel(Protocol):
     """The kinds whose calls run together -> how many at a time (derived from `kinds`)."""
     entity_memo: EntityMemo
 
-    def emit(self, r: RunState, event: Event, redacted: bool = False) -> None: ...
+    def emit(self, run: RunState, event: Event, redacted: bool = False) -> None: ...
 
-    def trip(self, r: RunState, agent: str, guard: str, detail: str) -> None: ...
+    def trip(self, run: RunState, agent: str, guard: str, detail: str) -> None: ...
 
     def set_state(
         self,
-        r: RunState,
+        run: RunState,
         slots: dict[str, Any],
         agent: str,
         source: str,
@@ -72,21 +94,21 @@ class Kernel(Protocol):
         origin: SlotSource | dict[str, SlotSource] | None = None,
     ) -> None: ...
 
-    async def checkpoint(self, r: RunState) -> None: ...
+    async def checkpoint(self, run: RunState) -> None: ...
 
     def policy_for(self, incoming: HandoffPayload, receiver: str) -> ContextPolicy: ...
 
-    def answers(self, r: RunState, text: str) -> str: ...
+    def answers(self, run: RunState, text: str) -> str: ...
 
 
 class SubRuns(Kernel, Protocol):
     """A kernel that plays a bounded sub-run's turn (delegation: `ask_<worker>`)."""
 
-    async def turn(self, r: RunState) -> TurnOutcome: ...
+    async def turn(self, run: RunState) -> TurnOutcome: ...
 
     def new_turn(
         self,
-        r: RunState,
+        run: RunState,
         agent: str,
         incoming: HandoffPayload | None,
         since: str | None,

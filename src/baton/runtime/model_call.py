@@ -41,7 +41,9 @@ Reply = tuple[str | None, list[Parsed]]
 """The model's text and its parsed calls."""
 
 
-async def ask(k: Kernel, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | Failed | Tripped:
+async def ask(
+    kernel: Kernel, run: RunState, plan: AgentPlan, turn: TurnState
+) -> Reply | Failed | Tripped:
     """The holder's next step: one model call, and one re-ask if its calls do not parse, it
     said nothing, or its answer does not validate into the agent's output type; a reply still
     empty or invalid after that fails the turn. A typed answer comes back as its normalised
@@ -49,38 +51,40 @@ async def ask(k: Kernel, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | 
     output = plan.output
     request = ModelRequest(
         agent=plan.agent.name,
-        messages=[*t.view, *t.scratch],
-        tools=plan.specs_for(t.incoming is not None and not t.fallback),
+        messages=[*turn.view, *turn.scratch],
+        tools=plan.specs_for(turn.incoming is not None and not turn.fallback),
         output_schema=output.schema if output is not None else None,
         output_name=output.name if output is not None else None,
     )
-    response = await call(k, r, plan, t, request)
+    response = await call(kernel, run, plan, turn, request)
     if not isinstance(response, ModelResponse):
         return response
     calls = parse(response)
     first_empty = empty(response, calls)
     typed: Typed | str | None = None  # a typed answer, validated or why it is not valid
     if any([c.error for c in calls]):  # a list: a generator costs a frame per call
-        retry = await call(k, r, plan, t, reask_request(request, response, calls))
+        retry = await call(kernel, run, plan, turn, reask_request(request, response, calls))
         if not isinstance(retry, ModelResponse):
             return retry
         response, calls = retry, parse(retry)
     elif first_empty:
-        retry = await call(k, r, plan, t, empty_reask(request, response))
+        retry = await call(kernel, run, plan, turn, empty_reask(request, response))
         if not isinstance(retry, ModelResponse):
             return retry
         response, calls = retry, parse(retry)
     elif output is not None and not calls:
         typed = output.check(response.text)
         if isinstance(typed, str):
-            retry = await call(k, r, plan, t, output_reask(request, response, typed, output))
+            retry = await call(
+                kernel, run, plan, turn, output_reask(request, response, typed, output)
+            )
             if not isinstance(retry, ModelResponse):
                 return retry
             response, calls, typed = retry, parse(retry), None
     if empty(response, calls):
         how = "twice" if first_empty else "to a re-ask"
         return Failed(
-            f"model {plan.model.name!r} returned an empty reply {how} for agent "
+            f"model {plan.asked_model.name!r} returned an empty reply {how} for agent "
             f"{plan.agent.name} (no text, no tool call); the run stops instead of answering "
             "the user with nothing"
         )
@@ -89,60 +93,61 @@ async def ask(k: Kernel, r: RunState, plan: AgentPlan, t: TurnState) -> Reply | 
             typed = output.check(response.text)
         if isinstance(typed, str):
             return Failed(
-                f"the answer of agent {plan.agent.name} (model {plan.model.name!r}) does not "
+                f"the answer of agent {plan.agent.name} (model {plan.asked_model.name!r}) does not "
                 f"match its output type after a re-ask: {typed}"
             )
-        response.text, r.final = typed.text, typed.data
-    if not calls and r.listener is not None and not isinstance(plan.model, StreamingModel):
-        _delta(r, plan.agent.name, response.text or "")  # a model that does not stream: one delta
+        response.text, run.final = typed.text, typed.data
+    if not calls and run.listener is not None and not isinstance(plan.asked_model, StreamingModel):
+        _delta(run, plan.agent.name, response.text or "")  # a model that does not stream: one delta
     return response.text, calls
 
 
 async def call(
-    k: Kernel,
-    r: RunState,
+    kernel: Kernel,
+    run: RunState,
     plan: AgentPlan,
-    t: TurnState,
+    turn: TurnState,
     request: ModelRequest,
     quiet: bool = False,
 ) -> ModelResponse | Failed | Tripped:
     """One model call, checked and recorded, or how the turn ends (a budget spent, timeout,
     provider failure, invalid response). `quiet`: its text never streams to the run's
     listener (a guard agent's verdict is not a reply)."""
-    spent = over_budget(k, r, plan, starting=True)
+    model = plan.model if plan.model is not None else plan.asked_model  # (raises: a conductor)
+    spent = over_budget(kernel, run, plan, starting=True)
     if spent is not None:
         return spent
-    r.model_calls += 1
+    run.model_calls += 1
     started = time.perf_counter()
     answer: ModelResponse | Exception
     try:
-        if r.listener is not None and not quiet and isinstance(plan.model, StreamingModel):
-            answer = await timed(_streamed(r, plan, request), k.cfg.guards.model_timeout_s)
+        if run.listener is not None and not quiet and isinstance(model, StreamingModel):
+            answer = await timed(_streamed(run, plan, request), kernel.cfg.guards.model_timeout_s)
         else:
-            answer = await timed(plan.model.generate(request), k.cfg.guards.model_timeout_s)
+            answer = await timed(model.generate(request), kernel.cfg.guards.model_timeout_s)
     except Exception as exc:
         answer = exc
-    checked = _checked(k, r, plan, t, request, answer, started)
+    checked = _checked(kernel, run, plan, turn, request, answer, started, model.name)
     if isinstance(checked, ModelResponse):
         if not checked.tool_calls and (checked.text or "").strip():
             return checked  # an answer already paid for reaches the user; nothing more is spent
-        return over_budget(k, r, plan, starting=False) or checked
+        return over_budget(kernel, run, plan, starting=False) or checked
     return checked
 
 
-def over_budget(k: Kernel, r: RunState, plan: AgentPlan, starting: bool) -> Tripped | None:
+def over_budget(kernel: Kernel, run: RunState, plan: AgentPlan, starting: bool) -> Tripped | None:
     """The `budget` trip when the run spent a per-run budget (before a call: up to its limit;
     after one: past it), else None."""
-    guards = k.cfg.guards
+    guards = kernel.cfg.guards
     if (
         guards.max_model_calls_per_run is None
         and guards.max_tokens_per_run is None
         and guards.max_cost_per_run is None
     ):
         return None  # no budget set (the default): nothing to count
-    tokens = sum([u.total_tokens for u in r.usage.values()])
-    detail = check_budget(guards, r.model_calls, tokens, r.cost, starting)
-    model = plan.model.name
+    tokens = sum([u.total_tokens for u in run.usage.values()])
+    detail = check_budget(guards, run.model_calls, tokens, run.cost, starting)
+    model = plan.asked_model.name
     if detail is None and guards.max_cost_per_run is not None and model not in guards.token_prices:
         detail = (
             f"max_cost_per_run: model {model!r} has no price in Guards.token_prices, "
@@ -150,13 +155,13 @@ def over_budget(k: Kernel, r: RunState, plan: AgentPlan, starting: bool) -> Trip
         )
     if detail is None:
         return None
-    k.trip(r, plan.agent.name, "budget", detail)
+    kernel.trip(run, plan.agent.name, "budget", detail)
     return Tripped(detail)
 
 
-async def _streamed(r: RunState, plan: AgentPlan, request: ModelRequest) -> ModelResponse:
+async def _streamed(run: RunState, plan: AgentPlan, request: ModelRequest) -> ModelResponse:
     """Drive a streaming model: each text piece goes to the run's listener as it comes."""
-    model = plan.model
+    model = plan.asked_model
     assert isinstance(model, StreamingModel)
     final: ModelResponse | None = None
     stream: AsyncIterator[str | ModelResponse] = model.stream(request)
@@ -165,7 +170,7 @@ async def _streamed(r: RunState, plan: AgentPlan, request: ModelRequest) -> Mode
             if isinstance(piece, ModelResponse):
                 final = piece
             elif piece:
-                _delta(r, plan.agent.name, piece)
+                _delta(run, plan.agent.name, piece)
     finally:
         close = getattr(stream, "aclose", None)
         if close is not None:
@@ -175,26 +180,28 @@ async def _streamed(r: RunState, plan: AgentPlan, request: ModelRequest) -> Mode
     return final
 
 
-def _delta(r: RunState, agent: str, text: str) -> None:
-    if r.listener is not None and text:
-        r.listener(TextDelta(**r.base(agent), text=text))
+def _delta(run: RunState, agent: str, text: str) -> None:
+    if run.listener is not None and text:
+        run.listener(TextDelta(**run.base(agent), text=text))
 
 
 def _checked(
-    k: Kernel,
-    r: RunState,
+    kernel: Kernel,
+    run: RunState,
     plan: AgentPlan,
-    t: TurnState,
+    turn: TurnState,
     request: ModelRequest,
     response: ModelResponse | Exception,
     started: float,
+    model: str,
 ) -> ModelResponse | Failed | Tripped:
-    name, model = plan.agent.name, plan.model.name
+    """`response` checked (a timeout, a provider failure, an invalid response end the turn)
+    and recorded as a `model_called` event of `model` (its name)."""
+    name = plan.agent.name
     if isinstance(response, (TimeoutError, ModelTimeout)):
-        detail = (
-            f"model_timeout: {model} did not answer {name} within {k.cfg.guards.model_timeout_s}s"
-        )
-        k.emit(r, GuardTripped(**r.base(name), guard="model_timeout", detail=detail))
+        limit = kernel.cfg.guards.model_timeout_s
+        detail = f"model_timeout: {model} did not answer {name} within {limit}s"
+        kernel.emit(run, GuardTripped(**run.base(name), guard="model_timeout", detail=detail))
         return Tripped(detail)
     if isinstance(response, Exception):  # provider failure: end the run cleanly
         # a provider's error text is as untrusted as its replies (a lone surrogate, ...)
@@ -203,11 +210,11 @@ def _checked(
         )
         if not isinstance(response, ModelError):
             msg += " (check the provider's URL, key and model name)"
-        return _failed(k, r, name, model, request, started, msg)
+        return _failed(kernel, run, name, model, request, started, msg)
     problem = malformed(response)
     if problem is not None:
         msg = f"model {model!r} returned an invalid response for {name}: {problem}"
-        return _failed(k, r, name, model, request, started, msg)
+        return _failed(kernel, run, name, model, request, started, msg)
     if response.text is not None:
         response.text = clean_text(response.text)
     for i, c in enumerate(response.tool_calls):
@@ -222,14 +229,14 @@ def _checked(
         found = parse_text_mode(response.text, plan.callable_names, structured)
         response.text, response.tool_calls = found.text, found.calls
         response.text_tool_calls = False
-    r.usage.setdefault(name, Usage()).add(response.usage)
-    t.usage.add(response.usage)
+    run.usage.setdefault(name, Usage()).add(response.usage)
+    turn.usage.add(response.usage)
     u = response.usage
-    r.cost += k.cfg.guards.cost(model, u.input_tokens, u.output_tokens) or 0.0
-    k.emit(
-        r,
+    run.cost += kernel.cfg.guards.cost(model, u.input_tokens, u.output_tokens) or 0.0
+    kernel.emit(
+        run,
         ModelCalled(
-            **r.base(name),
+            **run.base(name),
             model=model,
             usage=response.usage,
             latency_ms=(time.perf_counter() - started) * 1000,
@@ -242,18 +249,18 @@ def _checked(
 
 
 def _failed(
-    k: Kernel,
-    r: RunState,
+    kernel: Kernel,
+    run: RunState,
     name: str,
     model: str,
     request: ModelRequest,
     started: float,
     msg: str,
 ) -> Failed:
-    k.emit(
-        r,
+    kernel.emit(
+        run,
         ModelCalled(
-            **r.base(name),
+            **run.base(name),
             model=model,
             usage=Usage(),
             latency_ms=(time.perf_counter() - started) * 1000,

@@ -36,9 +36,8 @@ from baton.runtime.outcomes import Answered, HandedOff, Paused, TurnOutcome
 from baton.runtime.state import PendingCall
 
 if TYPE_CHECKING:
-    from baton.runtime.calls import Handled, Shown
-    from baton.runtime.kernel import Kernel
-    from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.calls import Handled
+    from baton.runtime.kernel import Call, Kernel
     from baton.runtime.state import RunState, TurnState
 
 REASON = "pending intent"
@@ -48,8 +47,8 @@ KIND = "hand_on"
 
 
 def set_pending(
-    k: Kernel,
-    r: RunState,
+    kernel: Kernel,
+    run: RunState,
     needs: list[dict[str, str]],
     agent: str | None,
     source: str,
@@ -57,7 +56,7 @@ def set_pending(
 ) -> None:
     """Write the control slot (removed when `needs` is empty) and record it as a
     `state_updated`."""
-    control = r.session.control
+    control = run.session.control
     if needs:
         if control.get(PENDING) == needs:
             return
@@ -66,7 +65,9 @@ def set_pending(
         del control[PENDING]
     else:
         return
-    k.emit(r, StateUpdated(**r.base(agent), slots={PENDING: needs}, source=source, cause=cause))
+    kernel.emit(
+        run, StateUpdated(**run.base(agent), slots={PENDING: needs}, source=source, cause=cause)
+    )
 
 
 def asks_user(text: str) -> bool:
@@ -74,48 +75,48 @@ def asks_user(text: str) -> bool:
     return text.rstrip().endswith(("?", "？"))
 
 
-def _left(k: Kernel, r: RunState, holder: str) -> list[dict[str, str]]:
+def _left(kernel: Kernel, run: RunState, holder: str) -> list[dict[str, str]]:
     """The needs still to hand on: the holder's own are served by its answer; a route the
     router no longer has, or the team no longer runs, takes none."""
-    router = k.policy.router
+    router = kernel.policy.router
     routes = {route.name for route in router.routes} if router is not None else set()
     return [
         n
-        for n in pending_needs(r.session)
-        if n["route"] != holder and n["route"] in routes and n["route"] in k.plans
+        for n in pending_needs(run.session)
+        if n["route"] != holder and n["route"] in routes and n["route"] in kernel.plans
     ]
 
 
-async def hand_on(k: Kernel, r: RunState, answered: Answered) -> TurnOutcome:
+async def hand_on(kernel: Kernel, run: RunState, answered: Answered) -> TurnOutcome:
     """After the holder's answer: the answer itself when no need waits (or it asks the user
     something), else the kernel's hand-off to the next need's agent, as any hand-off goes: a
     `HandedOff`, a pause for approval, or a trip."""
-    t = r.turn
-    assert t is not None
-    if r.parent is not None or not k.policy.multi_intent or not pending_needs(r.session):
+    turn = run.turn
+    assert turn is not None
+    if run.parent is not None or not kernel.policy.multi_intent or not pending_needs(run.session):
         return answered  # (a worker's sub-run never hands on the user's needs)
-    left = _left(k, r, t.agent)
+    left = _left(kernel, run, turn.agent)
     if not left or asks_user(answered.text):
-        set_pending(k, r, left, t.agent, REASON)
+        set_pending(kernel, run, left, turn.agent, REASON)
         return answered
-    t.calls = [_call(r, t, left, answered.text)]
-    ended = await run_calls(k, r, k.plans[t.agent], t)
+    turn.calls = [_call(run, turn, left, answered.text)]
+    ended = await run_calls(kernel, run, kernel.plans[turn.agent], turn)
     assert ended is not None  # `hand_on_call` ends the turn whatever happens
     return ended
 
 
-def _call(r: RunState, t: TurnState, left: list[dict[str, str]], reply: str) -> PendingCall:
+def _call(run: RunState, turn: TurnState, left: list[dict[str, str]], reply: str) -> PendingCall:
     """The kernel's hand-off call to the first of `left`, with its idempotency key."""
     need, rest = left[0], left[1:]
     args = {
         "reason": REASON,
         "objective": need["text"],
-        "completed_steps": [f"{t.agent} answered the user's other request"],
+        "completed_steps": [f"{turn.agent} answered the user's other request"],
         "constraints": [f"leave this to {n['route']} (it follows you): {n['text']}" for n in rest],
         "reply_to_user": reply or None,
     }
-    key = f"{r.run_id}:{t.index}:{t.steps}"
-    t.steps += 1
+    key = f"{run.run_id}:{turn.index}:{turn.steps}"
+    turn.steps += 1
     call = ToolCall(
         id=f"hand_on_{key}",
         name=handoff_tool_name(need["route"]),
@@ -124,27 +125,20 @@ def _call(r: RunState, t: TurnState, left: list[dict[str, str]], reply: str) -> 
     return PendingCall(call, args, None, key=key, kernel=True)
 
 
-async def hand_on_call(
-    k: Kernel,
-    r: RunState,
-    plan: AgentPlan,
-    t: TurnState,
-    pc: PendingCall,
-    entry: CallEntry,
-    shown: Shown,
-) -> Handled:
+async def hand_on_call(kernel: Kernel, call: Call) -> Handled:
     """The kernel's hand-on: `accept`'s steps; whatever stops it escalates with the needs."""
-    assert entry.target is not None
-    waiting = _left(k, r, t.agent)
+    run, turn, target = call.run, call.turn, call.entry.target
+    assert target is not None
+    waiting = _left(kernel, run, turn.agent)
     names = "; ".join(f"{n['route']}: {n['text']!r}" for n in waiting)
     note = f"the user's other needs were not handed on: {names}"
-    handled = await accept(k, r, plan, t, pc, entry.target, shown, back=False, kernel=note)
+    handled = await accept(kernel, call, target, back=False, note=note)
     if isinstance(handled, Paused):
         return handled
     content, effect = handled
-    rest = [n for n in waiting if n["route"] != entry.target]
+    rest = [n for n in waiting if n["route"] != target]
     if isinstance(effect, HandedOff):
-        set_pending(k, r, rest, t.agent, REASON)
+        set_pending(kernel, run, rest, turn.agent, REASON)
     else:  # a person takes them all up: the card names them
-        set_pending(k, r, [], t.agent, REASON)
+        set_pending(kernel, run, [], turn.agent, REASON)
     return content, effect

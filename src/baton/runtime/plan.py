@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from baton.agents import Agent
 from baton.backends.base import Store
-from baton.core.errors import ConfigError
+from baton.core.errors import ConfigError, ModelError
 from baton.core.messages import ToolSpec
 from baton.handoff import (
     FETCH_HISTORY,
@@ -37,7 +37,7 @@ from baton.runtime.output import OutputSpec, compile_output
 from baton.tools import Tool
 
 if TYPE_CHECKING:
-    from baton.runtime.conduct import Conductor
+    from baton.runtime.conduct import Conducted
     from baton.runtime.entities import Extractor
     from baton.runtime.redact import Redactor
     from baton.runtime.rulebook import Rulebook
@@ -66,10 +66,12 @@ class CallEntry:
 
 @dataclass(frozen=True)
 class AgentPlan:
-    """An agent compiled for the kernel: its model, call table and the specs its model sees."""
+    """An agent compiled for the kernel: its model (or its conductor), call table and the
+    specs its model sees."""
 
     agent: Agent
-    model: Model
+    model: Model | None
+    """The model asked for each step; None for a conductor, which has none."""
     tools: dict[str, Tool]
     specs: list[ToolSpec]
     handoff_targets: frozenset[str]
@@ -82,8 +84,19 @@ class AgentPlan:
     """The table when it received the baton by hand-off; None means the same as `table`."""
     output: OutputSpec | None = None
     """Its `output_type` compiled (schema, validator, prompt note); None for free text."""
-    conductor: Conductor | None = None
-    """Decides the agent's steps in code instead of its model (`baton.runtime.conduct`)."""
+    conductor: Conducted | None = None
+    """Decides the agent's steps in code, within its own round budget, instead of a model
+    (`baton.runtime.conduct`); None for an agent with a model."""
+
+    @property
+    def asked_model(self) -> Model:
+        """The model the kernel asks for the agent's steps; a conductor has none, and asking
+        for it raises `ModelError`."""
+        if self.model is None:
+            raise ModelError(
+                f"agent {self.agent.name} is a conductor: it decides in code, never asks a model"
+            )
+        return self.model
 
     def specs_for(self, received: bool) -> list[ToolSpec]:
         """The tool specs the model sees this turn."""
@@ -150,26 +163,29 @@ def compile_plans(
     default_model: Model | str | None = None,
     *,
     extra_entries: Mapping[str, Sequence[Extra]] | None = None,
-    conductors: Mapping[str, Conductor] | None = None,
+    conductors: Mapping[str, Conducted] | None = None,
 ) -> dict[str, AgentPlan]:
     """Compile every agent of a topology (raises `ConfigError` on the first mistake).
 
     `extra_entries`: agent -> the calls the topology generates for it, each checked here,
     in one place, against every name the agent already has (its tools, hand-offs, built-ins
     and the other generated calls). `conductors`: agent -> the conductor that decides its
-    steps instead of a model (`baton.runtime.conduct`)."""
+    steps, and its round budget (`baton.runtime.conduct`); such an agent has no model."""
     for name in [*(extra_entries or {}), *(conductors or {})]:
         if name not in agents:
             raise ConfigError(f"the topology names {name!r}, which is not one of its agents")
     plans = {}
     for a in agents.values():
-        plan = _compile(a, agents, default_model)
+        conducted = (conductors or {}).get(a.name)
+        if conducted is not None and a.model is not None:
+            raise ConfigError(
+                f"agent {a.name!r} is a conductor: it decides in code and has no model; "
+                "remove its model"
+            )
+        plan = _compile(a, agents, default_model, conducted)
         extras = (extra_entries or {}).get(a.name, ())
         if extras:
             plan = _with_extras(plan, extras)
-        conductor = (conductors or {}).get(a.name)
-        if conductor is not None:
-            plan = replace(plan, conductor=conductor)
         plans[a.name] = plan
     return plans
 
@@ -195,10 +211,17 @@ def _with_extras(plan: AgentPlan, extras: Sequence[Extra]) -> AgentPlan:
 
 
 def _compile(
-    agent: Agent, agents: Mapping[str, Agent], default_model: Model | str | None
+    agent: Agent,
+    agents: Mapping[str, Agent],
+    default_model: Model | str | None,
+    conducted: Conducted | None = None,
 ) -> AgentPlan:
     _check(agent, agents)
-    model = resolve_model(agent.model if agent.model is not None else default_model)
+    model = (
+        None
+        if conducted is not None  # a conductor decides in code: no model is resolved
+        else resolve_model(agent.model if agent.model is not None else default_model)
+    )
     specs = [t.spec for t in agent.tools]
     specs += [human_spec() if t == HUMAN else handoff_spec(agents[t]) for t in agent.handoffs]
     table: dict[str, CallEntry] = {t.name: CallEntry("tool", tool=t) for t in agent.tools}
@@ -235,6 +258,7 @@ def _compile(
         table=table,
         received_table=received if extra else None,
         output=output,
+        conductor=conducted,
     )
 
 

@@ -158,7 +158,7 @@ _STRUCTURAL = frozenset((
     "tool", "call_id", "ok", "result_chars", "truncated", "source", "cause", "guard", "to",
     "status", "path", "user_id", "policy", "context_tokens", "handoff_usage", "history_ref",
     "created_at", "priority", "parent_run_id", "parent_call_id", "task_id", "from_status",
-    "to_status", "attempt", "final",
+    "to_status", "attempt", "final", "conductor",
 ))
 # fmt: on
 

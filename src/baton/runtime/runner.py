@@ -46,7 +46,7 @@ from baton.runtime.escalation import escalate, to_queue
 from baton.runtime.guardrails import arrive, received, screen_reply
 from baton.runtime.held_stream import held_stream
 from baton.runtime.kernel import Kind
-from baton.runtime.model_call import ask
+from baton.runtime.model_call import Reply, ask
 from baton.runtime.outcomes import (
     Answered,
     Blocked,
@@ -125,7 +125,7 @@ class Runner:
         model or tool misbehaviour. `start`: what a topology starts the run from; `request_id`:
         the request it answers (`RunState`); `trace_id`: the trace it joins (a new one if
         None)."""
-        r = RunState(
+        run = RunState(
             session,
             message,
             user_id or session.user_id,
@@ -134,62 +134,62 @@ class Runner:
             request_id=request_id,
         )
         if trace_id is not None:
-            r.trace_id = trace_id
-        self.emit(r, RunStarted(**r.base(None), message=message, user_id=r.user_id))
-        r.user_msg_id = r.record(Message(role="user", content=message, run_id=r.run_id)).id
-        received(self, r)  # withheld from the transcript until the input guardrails pass it
-        return await self.settle(r, self.start(r))
+            run.trace_id = trace_id
+        self.emit(run, RunStarted(**run.base(None), message=message, user_id=run.user_id))
+        run.user_msg_id = run.record(Message(role="user", content=message, run_id=run.run_id)).id
+        received(self, run)  # withheld from the transcript until the input guardrails pass it
+        return await self.settle(run, self.start(run))
 
-    async def start(self, r: RunState) -> RunResult:
+    async def start(self, run: RunState) -> RunResult:
         """Read the session's transcript, pick the first holder, and drive the run."""
-        await self.load_earlier(r)
-        r.last_reply = next(
-            (m.content for m in reversed(r.earlier) if m.role == "assistant" and m.content), None
+        await self.load_earlier(run)
+        run.last_reply = next(
+            (m.content for m in reversed(run.earlier) if m.role == "assistant" and m.content), None
         )
-        first = await self.first_turn(r)
+        first = await self.first_turn(run)
         if first is None:  # the router sent the request straight to the human queue
-            return await self.finish(r, ToHuman(r.card.reasons[0] if r.card else ""))
-        r.turn = first
-        return await self.drive(r)
+            return await self.finish(run, ToHuman(run.card.reasons[0] if run.card else ""))
+        run.turn = first
+        return await self.drive(run)
 
-    async def load_earlier(self, r: RunState) -> None:
+    async def load_earlier(self, run: RunState) -> None:
         """The session's recent transcript (a new session has none; one whose last run ended
         with nobody holding the baton, an escalation, has one: it is routed again with it)."""
-        if r.session.holder is not None or r.saved_messages or r.session.version:
-            found = await self.cfg.store.get_messages(r.session.session_id, limit=200)
+        if run.session.holder is not None or run.saved_messages or run.session.version:
+            found = await self.cfg.store.get_messages(run.session.session_id, limit=200)
             # a paused run committed its own messages so far: they are `messages`, not earlier
-            r.earlier = [m for m in found if m.run_id != r.run_id]
+            run.earlier = [m for m in found if m.run_id != run.run_id]
 
     async def resume(
-        self, r: RunState, listener: Listener | None = None, why: str = ""
+        self, run: RunState, listener: Listener | None = None, why: str = ""
     ) -> RunResult:
         """Continue a run from its checkpoint (after a crash, or once its approval is decided)."""
-        r.listener = held_stream(self.cfg, listener, r)
-        agent = r.turn.agent if r.turn is not None else None
-        self.emit(r, RunResumed(**r.base(agent), checkpoint=r.seq, reason=why))
-        return await self.settle(r, self.drive(r))
+        run.listener = held_stream(self.cfg, listener, run)
+        agent = run.turn.agent if run.turn is not None else None
+        self.emit(run, RunResumed(**run.base(agent), checkpoint=run.seq, reason=why))
+        return await self.settle(run, self.drive(run))
 
-    async def expired(self, r: RunState) -> RunResult:
+    async def expired(self, run: RunState) -> RunResult:
         """A run whose approval timed out: its waiting calls are answered as not executed and
         the run escalates like any guard trip."""
-        t, card = r.turn, r.approval
-        assert t is not None and card is not None
+        turn, card = run.turn, run.approval
+        assert turn is not None and card is not None
         detail = (
             f"approval_timeout: approval {card.id} for {card.tool or card.target} got no "
             f"decision within {card.timeout_s:g}s"
         )
-        for pc in t.open_calls():
-            answer(r, t, pc, error_content("not executed: the approval timed out"))
-        t.calls, r.approval = [], None
-        self.trip(r, t.agent, "approval_timeout", detail)
-        return await self.settle(r, self.drive(r, self.turn_done(r, t, Tripped(detail))))
+        for pending in turn.open_calls():
+            answer(run, turn, pending, error_content("not executed: the approval timed out"))
+        turn.calls, run.approval = [], None
+        self.trip(run, turn.agent, "approval_timeout", detail)
+        return await self.settle(run, self.drive(run, self.turn_done(run, turn, Tripped(detail))))
 
-    async def cancel(self, r: RunState, reason: str) -> RunResult:
+    async def cancel(self, run: RunState, reason: str) -> RunResult:
         """End a run that is not going on (crashed, or waiting for approval) as cancelled."""
-        return await self.settle(r, self.cancelled(r, reason))
+        return await self.settle(run, self.cancelled(run, reason))
 
     # ------------------------------------------------------------------ how a run stops
-    async def settle(self, r: RunState, work: Awaitable[RunResult]) -> RunResult:
+    async def settle(self, run: RunState, work: Awaitable[RunResult]) -> RunResult:
         """Await the run's loops; whatever stops them ends in a recorded state.
 
         A cancellation is committed as `cancelled` (`baton.runtime.cancel`) and raised on,
@@ -197,7 +197,7 @@ class Runner:
         says how to continue without repeating a side effect. Any other unexpected error ends
         the run `failed`, with what it did so far committed.
         """
-        sid = r.session.session_id
+        sid = run.session.session_id
         live = self.live[sid] = LiveRun()
         result: RunResult | None = None
         try:
@@ -205,215 +205,226 @@ class Runner:
             return result
         except asyncio.CancelledError:
             asked = live.reason
-            if live.released and r.ended is None:  # left unfinished at its last checkpoint
+            if live.released and run.ended is None:  # left unfinished at its last checkpoint
                 if consume_cancellation():
                     raise RunReleased(
-                        f"run {r.run_id} of session {sid} was released at checkpoint {r.seq} "
+                        f"run {run.run_id} of session {sid} was released at checkpoint {run.seq} "
                         "before it finished; resume it (team.resume, or team.run with the same "
                         "request_id) in this process or another"
                     ) from None
                 raise
-            if r.ended is not None:  # it finished (and committed) as the cancellation landed
-                result = r.ended
+            if run.ended is not None:  # it finished (and committed) as the cancellation landed
+                result = run.ended
             else:
-                result = await self.cancelled(r, asked or CALLER)
+                result = await self.cancelled(run, asked or CALLER)
             if asked is None or not consume_cancellation():
                 raise
             return result
         except ConflictError:
             raise
         except StoreError as exc:
-            raise StoreError(self.stopped_by_store(r, exc)) from exc
+            raise StoreError(self.stopped_by_store(run, exc)) from exc
         except BatonError:
             raise
         except Exception as exc:  # a bug in a plug-in or in Baton: the run fails, recorded
-            self.cfg.log.exception("run %s failed unexpectedly", r.run_id)
-            if r.ended is not None:
+            self.cfg.log.exception("run %s failed unexpectedly", run.run_id)
+            if run.ended is not None:
                 raise
-            answer_open_calls(r, "failed")
-            result = await self.finish(r, Failed(f"internal error: {type(exc).__name__}: {exc}"))
+            answer_open_calls(run, "failed")
+            result = await self.finish(run, Failed(f"internal error: {type(exc).__name__}: {exc}"))
             return result
         finally:
             if self.live.get(sid) is live:
                 del self.live[sid]
             live.end(result)
 
-    async def cancelled(self, r: RunState, reason: str) -> RunResult:
+    async def cancelled(self, run: RunState, reason: str) -> RunResult:
         """Record the run as cancelled: its open calls answered, what it did committed with a
         `cancelled` checkpoint (resumable until the session's next message)."""
-        answer_open_calls(r, "was cancelled")
-        return await self.finish(r, Cancelled(reason))
+        answer_open_calls(run, "was cancelled")
+        return await self.finish(run, Cancelled(reason))
 
-    def stopped_by_store(self, r: RunState, exc: StoreError) -> str:
+    def stopped_by_store(self, run: RunState, exc: StoreError) -> str:
         """What a store failure mid-run means for the run, and how to go on safely."""
-        sid = r.session.session_id
-        if r.seq == 0:
+        sid = run.session.session_id
+        if run.seq == 0:
             return (
-                f"{exc}. Nothing of run {r.run_id} was saved and none of its tools ran: "
+                f"{exc}. Nothing of run {run.run_id} was saved and none of its tools ran: "
                 "it is safe to send the message again once the store works"
             )
         return (
-            f"{exc}. Run {r.run_id} stopped; its checkpoint {r.seq} is saved: "
+            f"{exc}. Run {run.run_id} stopped; its checkpoint {run.seq} is saved: "
             f"team.resume({sid!r}) (or `baton resume {sid}`) continues it once the store works, "
             "and calls made after that checkpoint run again under the same idempotency keys. "
             "Do not send the message again: that would start the request over"
         )
 
-    async def drive(self, r: RunState, outcome: TurnOutcome | None = None) -> RunResult:
+    async def drive(self, run: RunState, outcome: TurnOutcome | None = None) -> RunResult:
         """Turns until one ends in something other than a hand-off (`outcome`: how the
         current turn already ended). An answer while the user's other needs wait hands the
         baton on to the next one (`pending.hand_on`)."""
         while True:
             if outcome is None:
-                outcome = await self.turn(r)
-            if isinstance(outcome, Answered) and r.card is None:
+                outcome = await self.turn(run)
+            if isinstance(outcome, Answered) and run.card is None:
                 # the user's other needs, if any wait: the baton passes on (`pending`)
-                outcome = await hand_on(self, r, outcome)
+                outcome = await hand_on(self, run, outcome)
             # the order of the cases matters: a trip before the escalation escalates; any
             # ending of the fallback agent's turn but an answer (or a pause) goes to the queue
             match outcome:
                 case HandedOff(payload):
-                    r.turn = self.receiver_turn(r, payload)
-                case Tripped(reason) | ToHuman(reason) if r.card is None:
-                    fallback = await escalate(self, r, reason, isinstance(outcome, ToHuman))
+                    run.turn = self.receiver_turn(run, payload)
+                case Tripped(reason) | ToHuman(reason) if run.card is None:
+                    fallback = await escalate(self, run, reason, isinstance(outcome, ToHuman))
                     if fallback is None:
-                        return await self.finish(r, outcome)
-                    r.turn = fallback
-                case Tripped() | ToHuman() | Failed() if r.card is not None:
+                        return await self.finish(run, outcome)
+                    run.turn = fallback
+                case Tripped() | ToHuman() | Failed() if run.card is not None:
                     # the fallback agent could not finish
-                    await to_queue(self, r, outcome.reason)
-                    return await self.finish(r, Tripped(outcome.reason))
+                    await to_queue(self, run, outcome.reason)
+                    return await self.finish(run, Tripped(outcome.reason))
                 case Answered():  # the output guardrails read the reply before the user does
-                    return await self.finish(r, await screen_reply(self, r, outcome))
+                    return await self.finish(run, await screen_reply(self, run, outcome))
                 case _:
-                    return await self.finish(r, outcome)
+                    return await self.finish(run, outcome)
             outcome = None
-            await self.checkpoint(r)
+            await self.checkpoint(run)
 
     # ------------------------------------------------------------------ the turn loop
-    async def turn(self, r: RunState) -> TurnOutcome:
+    async def turn(self, run: RunState) -> TurnOutcome:
         """The holder's turn: model calls and their tool calls until it answers, hands off, or
         the turn ends (a guard, a failure, a pause)."""
-        t = r.turn
-        assert t is not None
-        plan = self.plans[t.agent]
-        if t.fallback:
+        turn = run.turn
+        assert turn is not None
+        plan = self.plans[turn.agent]
+        if turn.fallback:
             plan = plan.fallback
-        if not t.started:
-            blocked = await arrive(self, r, t)  # input guardrails new to the run check first
+        if not turn.started:
+            blocked = await arrive(self, run, turn)  # input guardrails new to the run check first
             if blocked is not None:
-                return self.turn_done(r, t, blocked)
-            self.start_turn(r, t, plan)
+                return self.turn_done(run, turn, blocked)
+            self.start_turn(run, turn, plan)
         while True:
-            if t.calls:  # the latest response's calls (a resumed turn may hold some answered)
-                ended = await run_calls(self, r, plan, t)
+            if turn.calls:  # the latest response's calls (a resumed turn may hold some answered)
+                ended = await run_calls(self, run, plan, turn)
                 if isinstance(ended, Paused):
                     return ended
                 if ended is not None:
-                    return self.turn_done(r, t, ended)
-            if t.iteration >= plan.agent.max_iterations:
-                detail = (
-                    f"max_iterations: {t.agent} made {plan.agent.max_iterations} model calls "
-                    "without answering"
-                )
-                self.trip(r, t.agent, "max_iterations", detail)
-                return self.turn_done(r, t, Tripped(detail))
-            reply = (
-                await ask(self, r, plan, t)
-                if plan.conductor is None
-                else await plan.conductor(self, r, t)
-            )
-            t.iteration += 1
+                    return self.turn_done(run, turn, ended)
+            conducted = plan.conductor
+            reply: Reply | Failed | Tripped | ToHuman
+            if conducted is None:
+                if turn.iteration >= plan.agent.max_iterations:
+                    detail = (
+                        f"max_iterations: {turn.agent} made {plan.agent.max_iterations} model "
+                        "calls without answering"
+                    )
+                    self.trip(run, turn.agent, "max_iterations", detail)
+                    return self.turn_done(run, turn, Tripped(detail))
+                reply = await ask(self, run, plan, turn)
+            else:
+                if turn.iteration >= conducted.rounds:
+                    detail = (
+                        f"max_rounds: the conductor {turn.agent} used its round budget "
+                        f"({conducted.rounds} rounds) without answering"
+                    )
+                    self.trip(run, turn.agent, "max_rounds", detail)
+                    return self.turn_done(run, turn, Tripped(detail))
+                reply = await conducted.decide(self, run, turn)
+            turn.iteration += 1
             if isinstance(reply, (Failed, Tripped, ToHuman)):  # (ToHuman: a conductor's)
-                return self.turn_done(r, t, reply)
+                return self.turn_done(run, turn, reply)
             text, calls = reply
             if not calls:
                 answer = text or ""
-                r.record(Message(role="assistant", content=answer, agent=t.agent, run_id=r.run_id))
-                r.last_reply = answer
-                return self.turn_done(r, t, Answered(answer))
-            classify(r, t, text, calls)
-            await self.checkpoint(r)
+                run.record(
+                    Message(role="assistant", content=answer, agent=turn.agent, run_id=run.run_id)
+                )
+                run.last_reply = answer
+                return self.turn_done(run, turn, Answered(answer))
+            classify(run, turn, text, calls)
+            await self.checkpoint(run)
 
-    def start_turn(self, r: RunState, t: TurnState, plan: AgentPlan) -> None:
+    def start_turn(self, run: RunState, turn: TurnState, plan: AgentPlan) -> None:
         """Build the holder's view (fixed for the turn) and announce the turn."""
         agent = plan.agent
-        policy = t.policy
+        policy = turn.policy
         note = plan.output.note if plan.output is not None else None
         system = Message(
             role="system",
             content=system_prompt(
-                agent, t.incoming, r.session.state, note, self.needs(r), self.cfg.redactor
+                agent, turn.incoming, run.session.state, note, self.needs(run), self.cfg.redactor
             ),
             agent=agent.name,
         )
-        t.view = build_view(agent, system, r.history, t.since, scratch=(), policy=policy)
-        t.context_tokens = sum(estimate_tokens(m.content) for m in t.view)
-        t.started = True
+        turn.view = build_view(agent, system, run.history, turn.since, scratch=(), policy=policy)
+        turn.context_tokens = sum(estimate_tokens(m.content) for m in turn.view)
+        turn.started = True
         self.emit(
-            r,
+            run,
             AgentStarted(
-                **r.base(agent.name),
-                reason=t.reason,
+                **run.base(agent.name),
+                reason=turn.reason,
                 policy=str(policy) if policy is not None else None,
-                context_tokens=t.context_tokens,
+                context_tokens=turn.context_tokens,
+                conductor=plan.conductor is not None,
             ),
         )
 
     @staticmethod
-    def needs(r: RunState) -> list[dict[str, str]]:
+    def needs(run: RunState) -> list[dict[str, str]]:
         """The user's needs the holder must leave to others (`pending`): none for a worker's
         sub-run."""
-        return pending_needs(r.session) if r.parent is None else []
+        return pending_needs(run.session) if run.parent is None else []
 
-    def turn_done(self, r: RunState, t: TurnState, outcome: TurnOutcome) -> TurnOutcome:
+    def turn_done(self, run: RunState, turn: TurnState, outcome: TurnOutcome) -> TurnOutcome:
         """Record what the receiver's turn after a hand-off cost; pass the outcome on."""
-        incoming = t.incoming
-        if t.accounted:  # (a paused hand-on to the user's next need ends its turn again)
+        incoming = turn.incoming
+        if turn.accounted:  # (a paused hand-on to the user's next need ends its turn again)
             return outcome
-        t.accounted = True
-        if incoming is not None and t.policy is not None and incoming.trace_id == r.trace_id:
-            r.handoff_usage.append(
+        turn.accounted = True
+        if incoming is not None and turn.policy is not None and incoming.trace_id == run.trace_id:
+            run.handoff_usage.append(
                 HandoffUsage(
                     hop=incoming.hop,
                     source=incoming.source,
-                    target=t.agent,
-                    policy=str(t.policy),
-                    context_tokens=t.context_tokens,
-                    usage=t.usage,
+                    target=turn.agent,
+                    policy=str(turn.policy),
+                    context_tokens=turn.context_tokens,
+                    usage=turn.usage,
                 )
             )
         return outcome
 
-    async def first_turn(self, r: RunState) -> TurnState | None:
+    async def first_turn(self, run: RunState) -> TurnState | None:
         """The session's holder continues; else the entry agent, or the router's pick. None:
         the router sent the request to the human queue (the card is recorded)."""
-        session, policy = r.session, self.policy
+        session, policy = run.session, self.policy
         if session.holder == HUMAN:  # a person answered the last ticket and kept the baton
-            await escalate(self, r, "the conversation is with a person (ticket answered)", True)
+            await escalate(self, run, "the conversation is with a person (ticket answered)", True)
             return None
         holder = session.holder
         if holder is not None and holder in self.plans:
-            self.emit(r, RouteDecided(**r.base(None), target=holder, tier="session"))
+            self.emit(run, RouteDecided(**run.base(None), target=holder, tier="session"))
             return self.new_turn(
-                r, holder, session.incoming, session.holder_since, "continues the session"
+                run, holder, session.incoming, session.holder_since, "continues the session"
             )
         if policy.router is None:
             assert policy.entry is not None  # a swarm has an entry agent or a router
-            self.emit(r, RouteDecided(**r.base(None), target=policy.entry, tier="entry"))
-            return self.new_turn(r, policy.entry, None, r.user_msg_id, "entry agent")
+            self.emit(run, RouteDecided(**run.base(None), target=policy.entry, tier="entry"))
+            return self.new_turn(run, policy.entry, None, run.user_msg_id, "entry agent")
         context = {"state": dict(session.state)}
-        earlier = r.earlier  # the conversation so far: the judge reads its last turns
+        earlier = run.earlier  # the conversation so far: the judge reads its last turns
         needs: list[Intent] = []
         if policy.multi_intent:  # a request with several needs: the first one's route
-            split = await split_intents(policy.router, r.message, earlier, context)
+            split = await split_intents(policy.router, run.message, earlier, context)
             decision, needs = split.decision, split.pending
         else:
-            decision = await policy.router.route(r.message, earlier, context)
+            decision = await policy.router.route(run.message, earlier, context)
         self.emit(
-            r,
+            run,
             RouteDecided(
-                **r.base(None),
+                **run.base(None),
                 target=decision.target,
                 tier=decision.tier,
                 score=decision.score,
@@ -424,30 +435,30 @@ class Runner:
         )
         if decision.target in self.plans:
             reason = f"routed by the {decision.tier} tier"
-            routed = r.events[-1].id
+            routed = run.events[-1].id
             # a new conversation's needs replace any an earlier one left; only routes the
             # router has (and the team runs) become needs
             routes = {route.name for route in policy.router.routes}
             kept = [n.to_slot() for n in needs if n.route in routes and n.route in self.plans]
-            set_pending(self, r, kept, None, "router", routed)
-            return self.new_turn(r, decision.target, None, r.user_msg_id, reason)
-        await escalate(self, r, f"no agent owns the request (router: {decision.tier})", True)
+            set_pending(self, run, kept, None, "router", routed)
+            return self.new_turn(run, decision.target, None, run.user_msg_id, reason)
+        await escalate(self, run, f"no agent owns the request (router: {decision.tier})", True)
         return None
 
     def new_turn(
         self,
-        r: RunState,
+        run: RunState,
         agent: str,
         incoming: HandoffPayload | None,
         since: str | None,
         reason: str,
     ) -> TurnState:
         """The next turn of the run, held by `agent`."""
-        r.path.append(agent)
-        r.turns += 1
+        run.path.append(agent)
+        run.turns += 1
         policy = self.policy_for(incoming, agent) if incoming is not None else None
         return TurnState(
-            index=r.turns - 1,
+            index=run.turns - 1,
             agent=agent,
             incoming=incoming,
             since=since,
@@ -455,14 +466,14 @@ class Runner:
             policy=policy,
         )
 
-    def receiver_turn(self, r: RunState, payload: HandoffPayload) -> TurnState:
+    def receiver_turn(self, run: RunState, payload: HandoffPayload) -> TurnState:
         """The receiver's turn after an accepted hand-off (the path already names it)."""
-        r.turns += 1
+        run.turns += 1
         return TurnState(
-            index=r.turns - 1,
+            index=run.turns - 1,
             agent=payload.target,
             incoming=payload,
-            since=r.user_msg_id,
+            since=run.user_msg_id,
             reason=payload.reason,
             policy=self.policy_for(payload, payload.target),
         )
@@ -478,23 +489,23 @@ class Runner:
         return plan.agent.context if plan is not None else STRUCTURED
 
     # ------------------------------------------------------------------ the end of a run
-    async def finish(self, r: RunState, outcome: TurnOutcome) -> RunResult:
+    async def finish(self, run: RunState, outcome: TurnOutcome) -> RunResult:
         """Save the session, the run's messages and events (or, paused, the checkpoint)."""
         if isinstance(outcome, Paused):
-            await self.commit_so_far(r, paused=True)
-            return self.result(r, self.paused_status(r), None, None)
-        session, t = r.session, r.turn
+            await self.commit_so_far(run, paused=True)
+            return self.result(run, self.paused_status(run), None, None)
+        session, turn = run.session, run.turn
         status: RunStatus = "completed"
         output: str | None = None
         error: str | None = None
-        holder = t.agent if t is not None else None
-        incoming = t.incoming if t is not None else None
-        since = t.since if t is not None else r.user_msg_id
+        holder = turn.agent if turn is not None else None
+        incoming = turn.incoming if turn is not None else None
+        since = turn.since if turn is not None else run.user_msg_id
         match outcome:
-            case Answered(text) | Cleared(text) if r.card is not None:  # the fallback answered
-                status, output, since = "escalated", text, r.user_msg_id
+            case Answered(text) | Cleared(text) if run.card is not None:  # the fallback answered
+                status, output, since = "escalated", text, run.user_msg_id
             case Answered(text):
-                output = self.answers(r, text)
+                output = self.answers(run, text)
             case Cleared(text):  # the whole reply, as the output guardrails let it through
                 output = text
             case Blocked(message=message):
@@ -507,108 +518,110 @@ class Runner:
                 # (after the user's first need was answered, they read that answer too)
                 status, output = "escalated", self.policy.escalation_message
                 # a conversation a person holds stays with the person
-                stays = session.holder == HUMAN and not r.path
+                stays = session.holder == HUMAN and not run.path
                 holder = HUMAN if stays else self.policy.entry
-                incoming, since = None, r.user_msg_id
+                incoming, since = None, run.user_msg_id
         session.holder = holder
         session.holder_since = since
         session.incoming = incoming
-        session.user_id = r.user_id
+        session.user_id = run.user_id
         session.updated_at = time.time()
-        if r.request_id is not None:  # answered: committed with the run, never run again
+        if run.request_id is not None:  # answered: committed with the run, never run again
             answered = session.requests
-            answered[r.request_id] = r.run_id
+            answered[run.request_id] = run.run_id
             while len(answered) > MAX_REQUESTS:
                 del answered[next(iter(answered))]
         self.emit(
-            r,
+            run,
             RunFinished(
-                **r.base(holder),
+                **run.base(holder),
                 status=status,
                 output=output,
-                path=list(r.path),
-                usage=dict(r.usage),
-                latency_ms=(time.time() - r.started_at) * 1000,
+                path=list(run.path),
+                usage=dict(run.usage),
+                latency_ms=(time.time() - run.started_at) * 1000,
                 error=error,
-                handoff_usage=list(r.handoff_usage),
+                handoff_usage=list(run.handoff_usage),
             ),
         )
-        messages, events = r.messages[r.saved_messages :], r.events[r.saved_events :]
+        messages, events = run.messages[run.saved_messages :], run.events[run.saved_events :]
         # a cancelled run stays resumable (its turn goes on from here) until the next message
-        kept = self.resumable(r, "cancelled") if status == "cancelled" and t is not None else None
+        kept = (
+            self.resumable(run, "cancelled") if status == "cancelled" and turn is not None else None
+        )
         version = session.version
         try:
-            await self.commit(r, messages, events, run_id=r.run_id, checkpoint=kept)
+            await self.commit(run, messages, events, run_id=run.run_id, checkpoint=kept)
         except ConflictError:
             # another writer committed the session since this run read it: this run gives up
             # cleanly (nothing of it is stored) and leaves no checkpoint that would conflict
             # again on every resume; the caller may run the message again on the fresh state
-            await self.cfg.store.delete_checkpoint(session.session_id, r.run_id)
+            await self.cfg.store.delete_checkpoint(session.session_id, run.run_id)
             raise
         except asyncio.CancelledError:
             if session.version != version:  # committed all the same: the run is over
-                r.turn = None
-                r.ended = self.result(r, status, output, error)
+                run.turn = None
+                run.ended = self.result(run, status, output, error)
             raise
-        r.turn = None
-        result = r.ended = self.result(r, status, output, error)
+        run.turn = None
+        result = run.ended = self.result(run, status, output, error)
         return result
 
     @staticmethod
-    def answers(r: RunState, text: str) -> str:
+    def answers(run: RunState, text: str) -> str:
         """The run's output: the holder's answer `text` (the run's last reply), after the
         answers given before each hand-on to the user's other needs (`pending`), so the user
         reads every one."""
         said = [
             m.content
-            for m in r.messages[:-1]
+            for m in run.messages[:-1]
             if m.role == "assistant" and not m.tool_calls and m.content
         ]
         return "\n\n".join([*said, text]) if said else text
 
     def result(
-        self, r: RunState, status: RunStatus, output: str | None, error: str | None
+        self, run: RunState, status: RunStatus, output: str | None, error: str | None
     ) -> RunResult:
         """The `RunResult` of a finished or paused run."""
         paused = status in ("awaiting_approval", "interrupted")
         return RunResult(
             status=status,
             output=output,
-            path=r.path,
-            handoffs=r.handoffs,
-            usage=r.usage,
-            usage_by_handoff=r.handoff_usage,
-            trace_id=r.trace_id,
-            session_id=r.session.session_id,
-            run_id=r.run_id,
-            events=r.events,
-            escalation=r.card,
-            approval=r.approval,
-            interrupt=r.interrupt,
-            holder=r.turn.agent if paused and r.turn is not None else r.session.holder,
-            state=self.shown_state(r),
-            provenance=dict(provenance(r.session)),
+            path=run.path,
+            handoffs=run.handoffs,
+            usage=run.usage,
+            usage_by_handoff=run.handoff_usage,
+            trace_id=run.trace_id,
+            session_id=run.session.session_id,
+            run_id=run.run_id,
+            events=run.events,
+            escalation=run.card,
+            approval=run.approval,
+            interrupt=run.interrupt,
+            holder=run.turn.agent if paused and run.turn is not None else run.session.holder,
+            state=self.shown_state(run),
+            provenance=dict(provenance(run.session)),
             error=error,
-            final=self.final_value(r) if status == "completed" else None,
+            final=self.final_value(run) if status == "completed" else None,
         )
 
-    def shown_state(self, r: RunState) -> dict[str, Any]:
+    def shown_state(self, run: RunState) -> dict[str, Any]:
         """The session's slots as a result shows them: secrets masked (the live run keeps the
         values, for the tools that need them)."""
         red = self.cfg.redactor
-        state = r.session.state
+        state = run.session.state
         return dict(state) if red is None else dict(red.redact_value(state))
 
-    def final_value(self, r: RunState) -> Any:
+    def final_value(self, run: RunState) -> Any:
         """The typed answer of a run whose holder answered with an `output_type`, rebuilt
         from the JSON data the run's state keeps (so a resumed run returns it too)."""
-        plan = self.plans.get(r.session.holder or "")
-        if r.final is None or plan is None or plan.output is None:
+        plan = self.plans.get(run.session.holder or "")
+        if run.final is None or plan is None or plan.output is None:
             return None
-        return plan.output.rebuild(r.final)
+        return plan.output.rebuild(run.final)
 
     # ------------------------------------------------------------------ recording
-    async def checkpoint(self, r: RunState) -> None:
+    async def checkpoint(self, run: RunState) -> None:
         """Save the run's state after a step (the latest checkpoint of its session).
 
         The store reads the state before this returns: a persistent store serialises it, a
@@ -617,35 +630,35 @@ class Runner:
         step (a call's result, a hand-off's acceptance); a step interrupted at an await has
         changed nothing that matters, and runs again on resume.
         """
-        r = r.root  # a sub-run's progress is saved with the run that delegated it
+        run = run.root  # a sub-run's progress is saved with the run that delegated it
         store = self.cfg.store
         if self.fence is not None and store.shared:
-            await self.fence(r.session.session_id)
-        r.seq += 1
+            await self.fence(run.session.session_id)
+        run.seq += 1
         try:
-            await store.put_checkpoint(self._checkpoint(r, "running", r))
+            await store.put_checkpoint(self._checkpoint(run, "running", run))
         except StoreError:
-            r.seq -= 1  # not saved: `seq` counts what the store holds
+            run.seq -= 1  # not saved: `seq` counts what the store holds
             raise
 
-    async def commit_so_far(self, r: RunState, paused: bool) -> None:
+    async def commit_so_far(self, run: RunState, paused: bool) -> None:
         """Commit what the run did so far (its messages and events: a paused run shows in
         the transcript, the trace and the audit chain) together with its checkpoint, in one
         transaction. For a pause, and for a person's decision before its call runs."""
         if self.fence is not None and self.cfg.store.shared:
-            await self.fence(r.session.session_id)
-        messages, events = r.messages[r.saved_messages :], r.events[r.saved_events :]
-        saved = (r.saved_messages, r.saved_events, r.seq)
-        kept = self.resumable(r, self.paused_status(r) if paused else "running")
+            await self.fence(run.session.session_id)
+        messages, events = run.messages[run.saved_messages :], run.events[run.saved_events :]
+        saved = (run.saved_messages, run.saved_events, run.seq)
+        kept = self.resumable(run, self.paused_status(run) if paused else "running")
         try:
-            await self.commit(r, messages, events, checkpoint=kept)
+            await self.commit(run, messages, events, checkpoint=kept)
         except BaseException:
-            r.saved_messages, r.saved_events, r.seq = saved
+            run.saved_messages, run.saved_events, run.seq = saved
             raise
 
     async def commit(
         self,
-        r: RunState,
+        run: RunState,
         messages: list[Message],
         events: list[Event],
         *,
@@ -655,7 +668,7 @@ class Runner:
         """`Store.commit_run` of the run's session, with the transcript and the slots masked
         as the store keeps them (`KernelSettings.at_rest`; the run goes on with the real
         text, and a checkpoint keeps it for a resumed run)."""
-        mask, session = self.cfg.at_rest, r.session
+        mask, session = self.cfg.at_rest, run.session
         if mask is None:
             await self.cfg.store.commit_run(
                 session, messages, events, run_id=run_id, checkpoint=checkpoint
@@ -674,67 +687,67 @@ class Runner:
             session.version = stored.version  # the store's verdict, committed or not
 
     @staticmethod
-    def paused_status(r: RunState) -> Literal["awaiting_approval", "interrupted"]:
+    def paused_status(run: RunState) -> Literal["awaiting_approval", "interrupted"]:
         """What a paused run waits for: a person's answer to an interrupt, or a decision."""
-        return "interrupted" if r.interrupt is not None else "awaiting_approval"
+        return "interrupted" if run.interrupt is not None else "awaiting_approval"
 
-    def resumable(self, r: RunState, status: CheckpointStatus) -> Checkpoint:
+    def resumable(self, run: RunState, status: CheckpointStatus) -> Checkpoint:
         """The checkpoint to commit with the run's messages and events so far: a copy of the
         state as it will be once that commit succeeds (everything saved, the session's next
         version)."""
-        r.seq += 1
-        r.saved_messages, r.saved_events = len(r.messages), len(r.events)
-        state = r.snapshot()
+        run.seq += 1
+        run.saved_messages, run.saved_events = len(run.messages), len(run.events)
+        state = run.snapshot()
         state.session.version += 1  # what the store holds once this commit succeeds
-        return self._checkpoint(r, status, state)
+        return self._checkpoint(run, status, state)
 
-    def _checkpoint(self, r: RunState, status: CheckpointStatus, state: RunState) -> Checkpoint:
-        """The checkpoint of `r` (its agent, and the approval it waits for, in `meta`), its
+    def _checkpoint(self, run: RunState, status: CheckpointStatus, state: RunState) -> Checkpoint:
+        """The checkpoint of `run` (its agent, and the approval it waits for, in `meta`), its
         state masked for a persistent store that cannot encrypt it (`at_rest`)."""
-        meta: dict[str, Any] = {"agent": r.turn.agent if r.turn is not None else None}
-        if r.request_id is not None:
-            meta["request_id"] = r.request_id
-        if r.approval is not None:
-            meta["approval"] = r.approval.model_dump(mode="json")
-        if r.interrupt is not None:
-            meta["interrupt"] = r.interrupt.model_dump(mode="json")
+        meta: dict[str, Any] = {"agent": run.turn.agent if run.turn is not None else None}
+        if run.request_id is not None:
+            meta["request_id"] = run.request_id
+        if run.approval is not None:
+            meta["approval"] = run.approval.model_dump(mode="json")
+        if run.interrupt is not None:
+            meta["interrupt"] = run.interrupt.model_dump(mode="json")
         saved = checkpoint_state(self.cfg.at_rest, self.cfg.store, state, self.plans)
         # the committed transcript is masked at rest: a checkpoint names it only when it holds
         # the same text (no masking, or masked alike); a sealed one keeps the real text whole
         saved.committed_as_stored = self.cfg.at_rest is None or saved is not state
         return Checkpoint(
-            session_id=r.session.session_id,
-            run_id=r.run_id,
-            seq=r.seq,
+            session_id=run.session.session_id,
+            run_id=run.run_id,
+            seq=run.seq,
             status=status,
             state=saved,
             meta=meta,
         )
 
-    def emit(self, r: RunState, event: Event, redacted: bool = False) -> None:
+    def emit(self, run: RunState, event: Event, redacted: bool = False) -> None:
         """Record `event` and send it to the sinks (and the run's listener), redacted first
         unless `redacted` says its free text already went through the redactor."""
         redactor = self.cfg.redactor
         if redactor is not None and not redacted:
             event = redactor.redact_event(event)
-        r.events.append(event)
+        run.events.append(event)
         for sink in self.cfg.sinks:
             try:
                 sink.emit(event)
             except Exception:  # a broken sink must never break a run; say so once per run
-                if not r.sink_failed:
-                    r.sink_failed = True
+                if not run.sink_failed:
+                    run.sink_failed = True
                     self.cfg.log.exception("event sink %r failed; the run goes on", sink)
-        if r.listener is not None:
-            r.listener(event)
+        if run.listener is not None:
+            run.listener(event)
 
-    def trip(self, r: RunState, agent: str, guard: str, detail: str) -> None:
+    def trip(self, run: RunState, agent: str, guard: str, detail: str) -> None:
         """Record a guard that stopped something."""
-        self.emit(r, GuardTripped(**r.base(agent), guard=guard, detail=detail))
+        self.emit(run, GuardTripped(**run.base(agent), guard=guard, detail=detail))
 
     def set_state(
         self,
-        r: RunState,
+        run: RunState,
         slots: dict[str, Any],
         agent: str,
         source: str,
@@ -746,14 +759,14 @@ class Runner:
         (`source`: the step) and where each value came from (`origin`: a `SlotSource` for all,
         or per slot; a slot without one is not verified). A slot named like a kernel control
         slot is refused: business state never passes for control state."""
-        state = r.session.state
+        state = run.session.state
         changed = {k: v for k, v in slots.items() if k not in state or state[k] != v}
         if not changed:
             return
         if not RESERVED.isdisjoint(changed):
             taken = sorted(RESERVED.intersection(changed))
             self.trip(
-                r,
+                run,
                 agent,
                 "reserved_slot",
                 f"dropped from the {source}'s state: {', '.join(taken)} (the kernel's own "
@@ -764,10 +777,10 @@ class Runner:
                 return
         state.update(changed)
         if isinstance(origin, str):
-            record_sources(r.session, dict.fromkeys(changed, origin))
+            record_sources(run.session, dict.fromkeys(changed, origin))
         else:
-            record_sources(r.session, {k: (origin or {}).get(k) for k in changed})
+            record_sources(run.session, {k: (origin or {}).get(k) for k in changed})
         self.emit(
-            r,
-            StateUpdated(**r.base(agent), slots=changed, source=source, tool=tool, cause=cause),
+            run,
+            StateUpdated(**run.base(agent), slots=changed, source=source, tool=tool, cause=cause),
         )

@@ -33,20 +33,22 @@ _JUDGE_NOTE = (
 )
 
 
-async def judge(k: Kernel, r: RunState, rule: Guardrail, text: str, agent: str) -> Verdict | str:
+async def judge(
+    kernel: Kernel, run: RunState, rule: Guardrail, text: str, agent: str
+) -> Verdict | str:
     """The rule's verdict on `text`, or why the check could not give one (it raised, timed
     out, answered something that is not a `Verdict`, or an input rule asked to rewrite)."""
     ctx = GuardrailContext(
         guardrail=rule.name,
         stage=rule.stage,
         agent=agent,
-        session_id=r.session.session_id,
-        user_id=r.user_id,
-        run_id=r.run_id,
+        session_id=run.session.session_id,
+        user_id=run.user_id,
+        run_id=run.run_id,
     )
     try:
         if rule.agent is not None:
-            out: Any = await timed(_ask_judge(k, r, rule, text), rule.timeout_s)
+            out: Any = await timed(_ask_judge(kernel, run, rule, text), rule.timeout_s)
         else:
             out = await timed(_run_check(rule, text, ctx), rule.timeout_s)
     except TimeoutError:
@@ -78,10 +80,10 @@ async def _run_check(rule: Guardrail, text: str, ctx: GuardrailContext) -> Any:
     return out
 
 
-async def _ask_judge(k: Kernel, r: RunState, rule: Guardrail, text: str) -> Verdict | str:
+async def _ask_judge(kernel: Kernel, run: RunState, rule: Guardrail, text: str) -> Verdict | str:
     """One call of the guard agent's model (budgets, `model_called`, usage under its name);
     its answer parsed into a `Verdict`, or why it is not one."""
-    book = k.cfg.guardrails
+    book = kernel.cfg.guardrails
     guard = rule.agent
     assert book is not None and guard is not None
     plan = book.judges[guard.name]
@@ -101,7 +103,7 @@ async def _ask_judge(k: Kernel, r: RunState, rule: Guardrail, text: str) -> Verd
         output_name=spec.name,
     )
     scratch = TurnState(index=-1, agent=guard.name, incoming=None, since=None, reason=rule.name)
-    response = await call(k, r, plan, scratch, request, quiet=True)
+    response = await call(kernel, run, plan, scratch, request, quiet=True)
     if not isinstance(response, ModelResponse):
         return response.reason
     if response.tool_calls:

@@ -93,6 +93,7 @@ async def team(ctx: Ctx, who: Viewer) -> TeamOut:
             description=str(info.get("description") or ""),
             tools=[str(t) for t in info.get("tools", [])],
             handoffs=[str(h) for h in info.get("handoffs", [])],
+            conductor_rounds=(info.get("conductor") or {}).get("rounds"),
         )
         for name, info in (described.get("agents") or {}).items()
     }

@@ -346,6 +346,11 @@ class AgentOut(BaseModel):
     description: str = ""
     tools: list[str] = Field(default_factory=list)
     handoffs: list[str] = Field(default_factory=list)
+    conductor_rounds: int | None = Field(
+        default=None,
+        description="A conductor's round budget: it decides in code and has no model. "
+        "None for an agent with a model.",
+    )
 
 
 class TeamOut(BaseModel):

@@ -33,7 +33,7 @@ from baton.core.messages import ToolCall
 from baton.observe.declared import DeclaredNames
 from baton.runtime.blueprint import BLACKBOARD, Blueprint
 from baton.runtime.board import BOARD, POST_TO_BOARD, Post, post_spec
-from baton.runtime.conduct import Done, NoModel, answered
+from baton.runtime.conduct import Conducted, Done, answered
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.kernel import Kernel, Kind
 from baton.runtime.model_call import Parsed, Reply
@@ -125,8 +125,6 @@ class Blackboard(Team):
         lead = Agent(
             name=name,
             description="Posts the request to the board and triggers the agents it wakes.",
-            model=NoModel(),
-            max_iterations=max_rounds + 2,  # the request's post, the rounds, the last check
         )
         board_of = _naming(board, name)
         post = Extra(
@@ -136,7 +134,10 @@ class Blackboard(Team):
         blueprint = delegation(name, agents, max_parallel, asks, "blackboard") | Blueprint(
             entries={who: (post,) for who in [name, *names]},
             conductors={
-                name: _Conductor(name, tuple(names), subs, board_of, done, answer, max_rounds)
+                name: Conducted(
+                    _Conductor(name, tuple(names), subs, board_of, done, answer, max_rounds),
+                    max_rounds + 2,  # the request's post, the rounds, the last check
+                )
             },
             kinds={BOARD: Kind(Post(board_of, write_attempts, always=frozenset([name])))},
             needs=(BLACKBOARD,),
@@ -168,7 +169,7 @@ class Blackboard(Team):
         """The board, the keys each agent subscribes to (or its predicate), its posts."""
         chart = Flowchart()
         chart.node("user", "circle")
-        chart.node(self.lead, "stadium", note=f"board, up to {self.max_rounds} rounds")
+        chart.node(self.lead, "stadium", note=f"conductor, board, up to {self.max_rounds} rounds")
         chart.edge("user", self.lead, REQUEST)
         for agent, sub in self.subscriptions.items():
             chart.node(agent)
@@ -251,22 +252,22 @@ class _Conductor:
     max_rounds: int
 
     async def __call__(
-        self, k: Kernel, r: RunState, t: TurnState
+        self, kernel: Kernel, run: RunState, turn: TurnState
     ) -> Reply | Failed | ToHuman | Tripped:
-        store = k.cfg.store
+        store = kernel.cfg.store
         if not isinstance(store, BoardStore):
             return Failed(f"the store {type(store).__name__} has no blackboard")
-        board = self.board(r.session.session_id)
-        state = _replay(answered(t))
+        board = self.board(run.session.session_id)
+        state = _replay(answered(turn))
         if isinstance(state, str):
             return Failed(f"the request could not be posted to board {board!r}: {state}")
         if not state.posted:
-            return None, [_call(_POST_ID, POST_TO_BOARD, key=REQUEST, value=r.message)]
+            return None, [_call(_POST_ID, POST_TO_BOARD, key=REQUEST, value=run.message)]
         entries = await store.read_board(board)
         values = {key: e.value for key, e in entries.items()}
         if self.done is not None and self.done(values):
             return self._answer(values), []
-        news = _writers(r, board, entries, state.since)
+        news = _writers(run, board, entries, state.since)
         seq = max([state.since, *(e.seq for e in entries.values())])
         woken = [
             (a, c)
@@ -283,14 +284,14 @@ class _Conductor:
             )
             if state.failed:
                 detail += f"; could not answer in the last round: {'; '.join(state.failed)}"
-            k.trip(r, t.agent, "board_quiet", detail)
+            kernel.trip(run, turn.agent, "board_quiet", detail)
             return Tripped(detail)
         if state.number >= self.max_rounds:
             detail = (
                 f"max_rounds: the board is not done after {state.number} rounds "
                 f"({', '.join(a for a, _ in woken)} would react again)"
             )
-            k.trip(r, t.agent, "max_rounds", detail)
+            kernel.trip(run, turn.agent, "max_rounds", detail)
             return Tripped(detail)
         n = state.number + 1
         return None, [
@@ -329,12 +330,12 @@ def _replay(calls: Iterable[Done]) -> _Round | str:
 
 
 def _writers(
-    r: RunState, board: str, entries: Mapping[str, BoardEntry], since: int
+    run: RunState, board: str, entries: Mapping[str, BoardEntry], since: int
 ) -> dict[str, set[str]]:
     """Key -> who wrote it after `since`: the last writer the store holds, and every writer
     of this run's `board_written` events (two agents appending to one key both count)."""
     news = {key: {e.writer} for key, e in entries.items() if e.seq > since}
-    for e in r.events:
+    for e in run.events:
         if isinstance(e, BoardWritten) and e.board == board and e.seq > since and e.key in news:
             news[e.key].add(e.agent or "")
     return news

@@ -21,7 +21,7 @@ from typing import Any
 from baton.agents import Agent
 from baton.core.errors import ConfigError
 from baton.runtime.blueprint import Blueprint
-from baton.runtime.conduct import NoModel, answered, call
+from baton.runtime.conduct import Conducted, answered, call
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.kernel import Kernel
 from baton.runtime.model_call import Reply
@@ -59,15 +59,13 @@ class Debate(Team):
         lead = Agent(
             name=name,
             description="Runs the debate's rounds and asks the judge.",
-            model=NoModel(),
-            max_iterations=rounds + 2,
         )
         names = [d.name for d in debaters]
         judged = judge.name if judge is not None else None
         asks = len(debaters) * rounds + (1 if judge is not None else 0)
         blueprint = delegation(name, everyone, len(debaters), Ask(max_delegations=asks), "debate")
         conductor = _Conductor(names, judged, rounds, max_tokens)
-        blueprint |= Blueprint(conductors={name: conductor})
+        blueprint |= Blueprint(conductors={name: Conducted(conductor, rounds + 2)})
         super().__init__([lead, *everyone], entry=name, blueprint=blueprint, **team)
         self.debaters = names
         self.judge = judged
@@ -78,7 +76,7 @@ class Debate(Team):
         """The debaters, their rounds, and who decides."""
         chart = Flowchart()
         chart.node("user", "circle")
-        chart.node("debate", "stadium", note=f"up to {self.rounds} rounds")
+        chart.node("debate", "stadium", note=f"conductor, up to {self.rounds} rounds")
         chart.edge("user", "debate")
         for d in self.debaters:
             chart.node(d)
@@ -101,11 +99,11 @@ class _Conductor:
     rounds: int
     max_tokens: int | None
 
-    async def __call__(self, k: Kernel, r: RunState, t: TurnState) -> Reply | Failed:
+    async def __call__(self, kernel: Kernel, run: RunState, turn: TurnState) -> Reply | Failed:
         latest: dict[str, str] = {}
         heard: Counter[str] = Counter()
         verdict: str | None = None
-        for done in answered(t):
+        for done in answered(turn):
             if self.judge is not None and done.name == ask_tool_name(self.judge):
                 if done.failed:
                     return Failed(f"the judge {self.judge} could not decide: {done.answer}")
@@ -119,20 +117,20 @@ class _Conductor:
         if verdict is not None:
             return verdict, []
         rounds_done = min(heard[d] for d in self.debaters)
-        if rounds_done < self.rounds and not self._settled(r, latest, rounds_done):
-            return None, [self._ask(r.message, d, latest) for d in self.debaters]
+        if rounds_done < self.rounds and not self._settled(run, latest, rounds_done):
+            return None, [self._ask(run.message, d, latest) for d in self.debaters]
         if not latest:
             return Failed("no debater gave an answer")
         if self.judge is not None:
-            return None, [call(ask_tool_name(self.judge), question=_judging(r.message, latest))]
+            return None, [call(ask_tool_name(self.judge), question=_judging(run.message, latest))]
         return _majority(self.debaters, latest), []
 
-    def _settled(self, r: RunState, latest: dict[str, str], rounds_done: int) -> bool:
+    def _settled(self, run: RunState, latest: dict[str, str], rounds_done: int) -> bool:
         if rounds_done == 0:
             return False
         if len(latest) == len(self.debaters) and len({normalise(a) for a in latest.values()}) == 1:
             return True  # converged: every debater gives the same answer
-        spent = sum(u.total_tokens for u in r.usage.values())
+        spent = sum(u.total_tokens for u in run.usage.values())
         return self.max_tokens is not None and spent >= self.max_tokens
 
     def _ask(self, question: str, debater: str, latest: dict[str, str]) -> Any:

@@ -32,7 +32,7 @@ from baton.core.nesting import too_deep, value_too_deep
 from baton.core.text import clean_text, clean_value
 from baton.observe.declared import DeclaredNames
 from baton.runtime.blueprint import SNAPSHOTS, Blueprint
-from baton.runtime.conduct import NoModel
+from baton.runtime.conduct import Conducted
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.kernel import Kind
 from baton.runtime.plan import CallEntry, Extra
@@ -368,8 +368,6 @@ class CompiledGraph(Team):
         lead = Agent(
             name=spec.name,
             description=f"Runs the graph {spec.name}.",
-            model=NoModel(),
-            max_iterations=spec.max_steps + 2,
             output_type=spec.schema,
         )
         functions = tuple(
@@ -379,7 +377,7 @@ class CompiledGraph(Team):
         )
         blueprint = Blueprint(
             entries={spec.name: functions},
-            conductors={spec.name: GraphConductor(spec)},
+            conductors={spec.name: Conducted(GraphConductor(spec), spec.max_steps + 2)},
             kinds={NODE: Kind(RunNode(spec), parallel=16)},
             needs=(SNAPSHOTS,),
             topology="graph",

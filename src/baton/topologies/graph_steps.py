@@ -41,9 +41,8 @@ from baton.tools import Tool, ToolContext, error_content
 from baton.topologies.reducers import Reducer
 
 if TYPE_CHECKING:
-    from baton.runtime.calls import Handled, Shown
-    from baton.runtime.kernel import Kernel
-    from baton.runtime.plan import AgentPlan, CallEntry
+    from baton.runtime.calls import Handled
+    from baton.runtime.kernel import Call, Kernel
 
 START = "__start__"
 """Where every run of a graph begins: `add_edge(START, "first")`."""
@@ -165,9 +164,9 @@ class GraphSpec:
             nodes = ", ".join(sorted({w[0] for w in writes}))
             return f"the state written by {nodes} is invalid: {why}"
 
-    def start(self, r: RunState) -> Position:
+    def start(self, run: RunState) -> Position:
         """The run's first boundary: its base state with its input merged."""
-        s = r.start or {}
+        s = run.start or {}
         pos = Position(
             state=dict(s.get("state") or {}),
             step=int(s.get("step", 0)),
@@ -183,14 +182,14 @@ class GraphSpec:
                 pos.state = merged
         return pos
 
-    def replay(self, r: RunState, t: TurnState) -> Position:
+    def replay(self, run: RunState, turn: TurnState) -> Position:
         """The boundary after the super-steps the turn completed (a step whose calls have
         not all answered is the one in progress, and left out)."""
-        pos = self.start(r)
+        pos = self.start(run)
         if pos.error is not None:
             return pos
-        results = {m.tool_call_id: m.content or "" for m in t.scratch if m.role == "tool"}
-        for m in t.scratch:
+        results = {m.tool_call_id: m.content or "" for m in turn.scratch if m.role == "tool"}
+        for m in turn.scratch:
             if m.role != "assistant" or not m.tool_calls:
                 continue
             if any(c.id not in results for c in m.tool_calls):
@@ -208,7 +207,7 @@ class GraphSpec:
                 pos.error = merged
                 return pos
             ran = sorted(w[0] for w in writes)
-            pos.parent = snapshot_id(r, pos.step)
+            pos.parent = snapshot_id(run, pos.step)
             pos.state, pos.step, pos.given_next = merged, pos.step + 1, None
             pos.ran.append(ran)
             pos.joined = self._joined(pos, ran)
@@ -297,10 +296,10 @@ class GraphSpec:
         return out
 
 
-def snapshot_id(r: RunState, step: int) -> str:
+def snapshot_id(run: RunState, step: int) -> str:
     """The id of a run's snapshot at boundary `step` (the same when a resumed run saves it
     again)."""
-    return f"{r.run_id}:{step}"
+    return f"{run.run_id}:{step}"
 
 
 def _path(pos: Position) -> str:
@@ -342,27 +341,27 @@ class GraphConductor:
     spec: GraphSpec
 
     async def __call__(
-        self, k: Kernel, r: RunState, t: TurnState
+        self, kernel: Kernel, run: RunState, turn: TurnState
     ) -> Reply | Failed | ToHuman | Tripped:
         spec = self.spec
-        pos = spec.replay(r, t)
+        pos = spec.replay(run, turn)
         if pos.error is None:
-            pos.error = oversized(pos.state, k.cfg.guards.max_state_bytes, _after(pos))
+            pos.error = oversized(pos.state, kernel.cfg.guards.max_state_bytes, _after(pos))
         if pos.error is not None:
             return Failed(pos.error)
         nxt = await spec.next_nodes(pos)
         if isinstance(nxt, str):
             return Failed(nxt)
-        await self._save(k, r, pos, nxt)
+        await self._save(kernel, run, pos, nxt)
         if not nxt:
-            r.final = pos.state
+            run.final = pos.state
             return json.dumps(pos.state, ensure_ascii=False), []
         if len(pos.ran) >= spec.max_steps:
             detail = (
                 f"max_steps: graph {spec.name} ran {len(pos.ran)} super-steps without reaching "
                 f"END (path: {_path(pos)}; next: {', '.join(nxt)})"
             )
-            k.trip(r, t.agent, "max_steps", detail)
+            kernel.trip(run, turn.agent, "max_steps", detail)
             return Tripped(detail)  # the kernel escalates it
         calls = []
         for name in nxt:
@@ -375,15 +374,15 @@ class GraphConductor:
                 calls.append(call(node.call, step=pos.step))
         return None, calls
 
-    async def _save(self, k: Kernel, r: RunState, pos: Position, nxt: list[str]) -> None:
+    async def _save(self, kernel: Kernel, run: RunState, pos: Position, nxt: list[str]) -> None:
         """The boundary's snapshot (saved again, unchanged, when a resumed run comes back)."""
-        store = k.cfg.store
+        store = kernel.cfg.store
         assert isinstance(store, Snapshots)  # checked when the graph was compiled
         data = {"state": pos.state, "next": nxt, "path": pos.ran}
         snap = Snapshot(
-            thread_id=r.session.session_id,
-            id=snapshot_id(r, pos.step),
-            run_id=r.run_id,
+            thread_id=run.session.session_id,
+            id=snapshot_id(run, pos.step),
+            run_id=run.run_id,
             step=pos.step,
             parent_id=pos.parent,
             data=data,
@@ -406,39 +405,51 @@ class NodeContext:
     crash) the step returns its saved result instead of running again. Each step gets its own
     idempotency key (`ToolContext.idempotency_key`)."""
 
-    __slots__ = ("_k", "_n", "_pc", "_r", "_spec", "_t", "node")
+    __slots__ = ("_kernel", "_n", "_pending", "_run", "_spec", "_turn", "node")
 
     def __init__(
-        self, spec: GraphSpec, k: Kernel, r: RunState, t: TurnState, pc: PendingCall, node: str
+        self,
+        spec: GraphSpec,
+        kernel: Kernel,
+        run: RunState,
+        turn: TurnState,
+        pending: PendingCall,
+        node: str,
     ) -> None:
-        self._spec, self._k, self._r, self._t, self._pc = spec, k, r, t, pc
+        self._spec, self._kernel, self._run, self._turn, self._pending = (
+            spec,
+            kernel,
+            run,
+            turn,
+            pending,
+        )
         self._n = 0
         self.node = node
         """The node's name."""
 
     @property
     def thread_id(self) -> str:
-        return self._r.session.session_id
+        return self._run.session.session_id
 
     @property
     def run_id(self) -> str:
-        return self._r.run_id
+        return self._run.run_id
 
     @property
     def idempotency_key(self) -> str:
         """The node call's key (the same on every run of this node in this super-step)."""
-        return self._pc.key
+        return self._pending.key
 
     async def call(self, fn: Tool | Callable[..., Any], /, **args: Any) -> Any:
         """Run `fn` (a `Tool` or a function, validated against its signature) once; its
         result (as JSON data) is saved. Raises `ToolError` when it fails."""
-        n, pc, k, r = self._n, self._pc, self._k, self._r
+        n, pending, kernel, run = self._n, self._pending, self._kernel, self._run
         self._n += 1
         tool = self._spec.tools.get(fn)
         if tool is None:  # kept: its name is one the graph declares (`declared_names`)
             tool = self._spec.tools[fn] = fn if isinstance(fn, Tool) else Tool(fn)
-        if n < len(pc.memo):  # done before this node ran again: never twice
-            done = pc.memo[n]
+        if n < len(pending.memo):  # done before this node ran again: never twice
+            done = pending.memo[n]
             if done.step is not None and done.step != tool.name:
                 raise ReplayMismatch(
                     f"node {self.node!r} ran step {n + 1} as {done.step!r} before it was "
@@ -448,19 +459,19 @@ class NodeContext:
                 )
             return done.result
         context = ToolContext(
-            idempotency_key=f"{pc.key}:{n}",
-            run_id=r.run_id,
-            session_id=r.session.session_id,
+            idempotency_key=f"{pending.key}:{n}",
+            run_id=run.run_id,
+            session_id=run.session.session_id,
             agent=self.node,
-            call_id=f"{pc.call.id}.{n}",
-            user_id=r.user_id,
+            call_id=f"{pending.call.id}.{n}",
+            user_id=run.user_id,
         )
         started = time.perf_counter()
-        out = await tool.invoke(args, k.cfg.max_result_chars, context)
-        k.emit(
-            r,
+        out = await tool.invoke(args, kernel.cfg.max_result_chars, context)
+        kernel.emit(
+            run,
             ToolCalled(
-                **r.base(self._t.agent),
+                **run.base(self._turn.agent),
                 tool=tool.name,
                 call_id=context.call_id,
                 arguments=args,
@@ -473,8 +484,8 @@ class NodeContext:
         if not out.ok:
             raise ToolError(f"{tool.name} failed in node {self.node!r}: {out.error}")
         value = _jsonable(out.value, out.content)
-        pc.memo.append(StepResult(tool.name, value))
-        await k.checkpoint(r)
+        pending.memo.append(StepResult(tool.name, value))
+        await kernel.checkpoint(run)
         return value
 
 
@@ -491,37 +502,29 @@ class RunNode:
 
     spec: GraphSpec
 
-    async def __call__(
-        self,
-        k: Kernel,
-        r: RunState,
-        plan: AgentPlan,
-        t: TurnState,
-        pc: PendingCall,
-        entry: CallEntry,
-        shown: Shown,
-    ) -> Handled:
+    async def __call__(self, kernel: Kernel, call: Call) -> Handled:
+        run, turn, pending, entry = call.run, call.turn, call.pending, call.entry
         assert entry.target is not None
         node = self.spec.nodes[entry.target]
         assert node.fn is not None
-        pos = self.spec.replay(r, t)
+        pos = self.spec.replay(run, turn)
         state = self.spec.schema.model_validate(pos.state)
-        ctx = NodeContext(self.spec, k, r, t, pc, node.name)
+        ctx = NodeContext(self.spec, kernel, run, turn, pending, node.name)
         started = time.perf_counter()
-        pc.started = True
+        pending.started = True
         error: str | None = None
         fatal = False
         try:
-            with resuming(pc.resumes):
+            with resuming(pending.resumes):
                 out = await timed(_invoke(node, state, ctx), node.timeout_s)
             update = _update(node.name, out)
             if isinstance(update, str):
                 error = update
         except GraphInterrupt as raised:  # asks a person: runs again with the answer
-            return request_interrupt(k, r, t, pc, node.name, raised)
+            return request_interrupt(kernel, run, turn, pending, node.name, raised)
         except TimeoutError:
             error = f"node {node.name!r} did not finish within {node.timeout_s:g}s"
-            k.trip(r, t.agent, "node_timeout", error)
+            kernel.trip(run, turn.agent, "node_timeout", error)
         except CancelledItself as exc:
             error = _cancelled_itself(node.name, exc)
         except Exception as exc:
@@ -535,7 +538,7 @@ class RunNode:
             fatal = True
         if error is None:
             content = json.dumps({"node": node.name, "update": update}, ensure_ascii=False)
-            cap = k.cfg.guards.max_state_bytes
+            cap = kernel.cfg.guards.max_state_bytes
             if cap and len(content) > cap // 4 and len(content.encode("utf-8")) > cap:
                 error = (
                     f"node {node.name!r} returned an update of {json_bytes(update):,} bytes of "
@@ -546,11 +549,11 @@ class RunNode:
         if error is not None:
             content = error_content(error)
         called(
-            k,
-            r,
-            t,
-            pc,
-            arguments=pc.args or {},
+            kernel,
+            run,
+            turn,
+            pending,
+            arguments=pending.args or {},
             ok=error is None,
             error=error,
             latency_ms=(time.perf_counter() - started) * 1000,

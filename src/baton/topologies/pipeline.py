@@ -21,7 +21,7 @@ from typing import Any
 from baton.agents import Agent
 from baton.core.errors import ConfigError
 from baton.runtime.blueprint import Blueprint
-from baton.runtime.conduct import NoModel, answered, call
+from baton.runtime.conduct import Conducted, answered, call
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.kernel import Kernel
 from baton.runtime.model_call import Reply
@@ -111,8 +111,6 @@ class Pipeline(Team):
             name=name,
             description="Runs the pipeline's stages in order.",
             tools=tools,
-            model=NoModel(),
-            max_iterations=len(plan) * (retries + 1) + 1,
         )
         per_worker = {
             a.name: (timeouts or {})[a.name] for a in agents if a.name in (timeouts or {})
@@ -125,7 +123,8 @@ class Pipeline(Team):
             workers = [sup.agents[w] for w in sup.workers]
             blueprint |= delegation(sup.lead, workers, parallel, handler, "pipeline")
         conductor = _Conductor(plan, retries, escalate)
-        blueprint |= Blueprint(conductors={name: conductor})
+        rounds = len(plan) * (retries + 1) + 1  # every stage, each retry, the answer
+        blueprint |= Blueprint(conductors={name: Conducted(conductor, rounds)})
         super().__init__([lead, *agents, *helpers], entry=name, blueprint=blueprint, **team)
         self.stages = names
         self.retries = retries
@@ -151,9 +150,11 @@ class _Conductor:
     retries: int
     escalate: Callable[[str, str], str | None] | None = None
 
-    async def __call__(self, k: Kernel, r: RunState, t: TurnState) -> Reply | Failed | ToHuman:
-        index, tries, output, error = 0, 0, r.message, ""
-        for done in answered(t):
+    async def __call__(
+        self, kernel: Kernel, run: RunState, turn: TurnState
+    ) -> Reply | Failed | ToHuman:
+        index, tries, output, error = 0, 0, run.message, ""
+        for done in answered(turn):
             stage = self.stages[index]
             if done.name != stage.call:
                 continue

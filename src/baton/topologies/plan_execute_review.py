@@ -41,7 +41,7 @@ from baton.backends.base import Tasks
 from baton.core.errors import ConfigError, PlanError
 from baton.core.messages import ToolCall
 from baton.runtime.blueprint import TASKS, Blueprint
-from baton.runtime.conduct import Done, NoModel, answered
+from baton.runtime.conduct import Conducted, Done, answered
 from baton.runtime.delegation import Ask, ask_tool_name
 from baton.runtime.kernel import Kernel
 from baton.runtime.model_call import Parsed, Reply
@@ -164,8 +164,6 @@ class PlanExecuteReview(Team):
         lead = Agent(
             name=name,
             description="Plans, runs and reviews the tasks of a request.",
-            model=NoModel(),
-            max_iterations=asks + 1,
         )
         conductor = _Conductor(
             compile_output(planned, native=False),
@@ -179,7 +177,7 @@ class PlanExecuteReview(Team):
         )
         blueprint = delegation(
             name, everyone, max_parallel, Ask(max_delegations=asks), "plan-execute-review"
-        ) | Blueprint(conductors={name: conductor})
+        ) | Blueprint(conductors={name: Conducted(conductor, asks + 1)})
         blueprint |= Blueprint(needs=(TASKS,))  # the tasks are saved as they move
         super().__init__([lead, *everyone], entry=name, blueprint=blueprint, **team)
         self.planner, self.reviewer = planner.name, reviewer.name
@@ -231,11 +229,11 @@ class _Conductor:
     max_replans: int
     max_tasks: int
 
-    async def __call__(self, k: Kernel, r: RunState, t: TurnState) -> Reply | Failed:
-        state = self._replay(t)
+    async def __call__(self, kernel: Kernel, run: RunState, turn: TurnState) -> Reply | Failed:
+        state = self._replay(turn)
         board = state.board
-        calls = self._decide(state, r.message) if state.failed is None else []
-        await self._record(k, r, t, state)
+        calls = self._decide(state, run.message) if state.failed is None else []
+        await self._record(kernel, run, turn, state)
         if state.failed is not None:
             return Failed(state.failed)
         if state.answer is not None:
@@ -243,15 +241,15 @@ class _Conductor:
         if calls:
             return None, calls
         if board is not None and board.finished:
-            question = self._aggregation(r.message, board)
+            question = self._aggregation(run.message, board)
             return None, [_call("aggregate", self.writer, question=question)]
         return Failed("the plan stalled: no task can run and none is running")
 
     # -- replay: every result and every decision again, in order ---------------------------
-    def _replay(self, t: TurnState) -> _Replay:
+    def _replay(self, turn: TurnState) -> _Replay:
         state = _Replay()
-        results = {d.call_id: d for d in answered(t)}
-        for m in t.scratch:
+        results = {d.call_id: d for d in answered(turn)}
+        for m in turn.scratch:
             if m.role == "assistant":  # a decision: the steps it made happen again
                 if state.board is not None:
                     self._advance(state)
@@ -429,22 +427,24 @@ class _Conductor:
         return text + "\n\nWrite the final answer to the request from these results."
 
     # -- recording ------------------------------------------------------------------------
-    async def _record(self, k: Kernel, r: RunState, t: TurnState, state: _Replay) -> None:
+    async def _record(self, kernel: Kernel, run: RunState, turn: TurnState, state: _Replay) -> None:
         """Emit the steps not emitted yet (the replay makes every step again) and save the
         tasks that moved (`Tasks` capability of the store)."""
-        emitted = sum(1 for e in r.events if e.type == "task_transitioned" and e.run_id == r.run_id)
+        emitted = sum(
+            1 for e in run.events if e.type == "task_transitioned" and e.run_id == run.run_id
+        )
         new = state.steps[emitted:]
         if not new:
             return
-        base = r.base(t.agent)
+        base = run.base(turn.agent)
         for task, step in new:
-            k.emit(r, task_event(base, task, step))
-        store = k.cfg.store
+            kernel.emit(run, task_event(base, task, step))
+        store = kernel.cfg.store
         if isinstance(store, Tasks):
-            stored = {x.task_id: x.version for x in await store.list_tasks(run_id=r.run_id)}
+            stored = {x.task_id: x.version for x in await store.list_tasks(run_id=run.run_id)}
             for task in {task.task_id: task for task, _ in new}.values():
                 await store.put_task(
-                    r.session.session_id, r.run_id, task, stored.get(task.task_id, 0)
+                    run.session.session_id, run.run_id, task, stored.get(task.task_id, 0)
                 )
 
 

@@ -643,8 +643,12 @@ class Team:
         """The team's flowchart (a topology built on a team adds its own edges)."""
         chart = Flowchart()
         chart.node("user", "circle")
-        for agent in self.agents.values():  # tools under each name
-            chart.node(agent.name, note=", ".join(t.name for t in agent.tools))
+        for agent in self.agents.values():  # tools under each name (a conductor: that)
+            conducted = self.blueprint.conductors.get(agent.name)
+            note = ", ".join(t.name for t in agent.tools)
+            if conducted is not None:
+                note = f"conductor, {conducted.rounds} rounds" + (f", {note}" if note else "")
+            chart.node(agent.name, note=note)
         if isinstance(self.entry, str):
             chart.edge("user", self.entry)
         else:
@@ -661,16 +665,20 @@ class Team:
         return chart
 
     def describe(self) -> dict[str, Any]:
-        """A plain-dict summary of the team (agents, hand-off graph, entry, fallback)."""
+        """A plain-dict summary of the team (agents, hand-off graph, entry, fallback); a
+        conductor agent says so, with its round budget, and names no model."""
+        conductors = self.blueprint.conductors
+        agents: dict[str, Any] = {}
+        for a in self.agents.values():
+            agents[a.name] = {
+                "description": a.description,
+                "tools": [t.name for t in a.tools],
+                "handoffs": list(a.handoffs),
+            }
+            if a.name in conductors:
+                agents[a.name]["conductor"] = {"rounds": conductors[a.name].rounds}
         return {
             "entry": self.entry if isinstance(self.entry, str) else "router",
             "fallback": self.fallback,
-            "agents": {
-                a.name: {
-                    "description": a.description,
-                    "tools": [t.name for t in a.tools],
-                    "handoffs": list(a.handoffs),
-                }
-                for a in self.agents.values()
-            },
+            "agents": agents,
         }

@@ -61,10 +61,18 @@ function timelineEl(runs) {
       rows.push(
         h(
           "tr",
-          { class: "turn", testid: "timeline-turn", dataset: { agent: turn.agent } },
+          { class: "turn", testid: "timeline-turn", dataset: { agent: turn.agent, conductor: turn.conductor ? "yes" : "no" } },
           h("td", { class: "mono muted" }, `+${fmtMs((turn.start - run.start) * 1000)}`),
-          h("td", { colspan: 3 }, h("strong", {}, turn.agent), turn.reason ? ` took the baton: ${turn.reason}` : " took the baton"),
-          h("td", { class: "num" }, `${turn.input_tokens} / ${turn.output_tokens}`),
+          h(
+            "td",
+            { colspan: 3 },
+            h("strong", {}, turn.agent),
+            // a conductor decides in code: it has no model, so it shows no tokens either
+            turn.conductor ? " " : "",
+            turn.conductor ? h("span", { class: "badge", testid: "conductor-badge" }, "conductor") : "",
+            turn.reason ? ` took the baton: ${turn.reason}` : " took the baton",
+          ),
+          h("td", { class: "num" }, turn.conductor ? "—" : `${turn.input_tokens} / ${turn.output_tokens}`),
           h("td", { class: "num" }, fmtMs(turn.latency_ms)),
           h("td", { class: "bar-cell" }, bar({ ...turn, kind: "turn" })),
         ),
