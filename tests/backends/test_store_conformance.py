@@ -269,15 +269,6 @@ async def test_list_sessions_orders_by_updated_at_desc(store: Store) -> None:
     assert [r.session_id for r in await store.list_sessions(limit=2)] == [ids[0], ids[3]]
 
 
-async def test_claim_lock_expires(store: Store) -> None:
-    assert await store.claim_lock("k", 0.05) is True
-    assert await store.claim_lock("k", 0.05) is False
-    assert await store.claim_lock("other", 0.05) is True
-    await asyncio.sleep(0.08)
-    assert await store.claim_lock("k", 0.05) is True
-    assert await store.claim_lock("k", 0.05) is False
-
-
 async def test_human_queue_round_trips_the_card(store: Store) -> None:
     assert await store.list_human() == []
     cards = [make_card("s_1", 1), make_card("s_2", 2)]

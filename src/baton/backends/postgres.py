@@ -1,4 +1,4 @@
-"""`PostgresStore`: sessions, transcripts, events, the audit chain, checkpoints, locks, leases,
+"""`PostgresStore`: sessions, transcripts, events, the audit chain, checkpoints, leases,
 the human queue, the tasks of plan-execute-review runs, blackboards and graph snapshots in
 PostgreSQL (`asyncpg`, the `postgres` extra: `pip install 'baton-relay[postgres]'`).
 
@@ -21,7 +21,7 @@ Atomicity, across any number of processes:
   records. The audit chain's tip is read and extended under a transaction-level advisory
   lock (one per schema), so concurrent commits chain one after another, and the rows of
   `events` and `messages` are numbered in chain order.
-- `put_checkpoint`, `update_human`, `put_task`, `claim_lock` and `acquire_lease` are each
+- `put_checkpoint`, `update_human`, `put_task` and `acquire_lease` are each
   one conditional statement.
 - `write_entry` takes the board's next seq first (locking the board's seq row until it
   commits), then compares the entry's version and writes it: writers of one board go one
@@ -30,7 +30,7 @@ Atomicity, across any number of processes:
 - `put_snapshot` takes the thread's next seq and applies retention under an advisory lock
   per thread.
 
-Locks and leases expire by the server's clock (the same for every process). JSON is stored
+Leases expire by the server's clock (the same for every process). JSON is stored
 as text, so values read back exactly as they were written (key order, int versus float).
 PostgreSQL text cannot hold the NUL character: a name or id holding one is refused with a
 `StoreError` (inside JSON it is escaped and stored as any other character); text with a lone
@@ -125,7 +125,7 @@ T = TypeVar("T")
 
 log = logging.getLogger("baton.store")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the table layout, kept in the table `schema_version`."""
 
 DEFAULT_SCHEMA = "baton"
@@ -137,10 +137,10 @@ _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 """Schema names the store accepts: plain identifiers (quoted in SQL, so case is kept)."""
 
 _PRUNE_EVERY = 256
-"""Expired lock (and lease) keys are deleted once every this many claims (acquisitions)."""
+"""Expired leases are deleted once every this many acquisitions."""
 
 _NOW = "extract(epoch from clock_timestamp())::float8"
-"""The server's clock in seconds since the epoch: what locks and leases expire by."""
+"""The server's clock in seconds since the epoch: what leases expire by."""
 
 _CLOSE_TIMEOUT_S = 10.0
 """How long `close` waits for connections in use before it terminates them."""
@@ -297,6 +297,11 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         # The kernel's control slots (pending needs, slot provenance), as JSON, apart from the
         # business slots in `state` that hand-offs and tools write.
         "ALTER TABLE sessions ADD COLUMN control TEXT NOT NULL DEFAULT '{}'",
+    ),
+    3: (
+        # Nothing claims locks through the store (the kernel keeps a run's duplicate
+        # hand-off locks in the run): the table goes, its index with it.
+        "DROP TABLE IF EXISTS locks",
     ),
 }
 
@@ -550,7 +555,6 @@ class PostgresStore:
         self._mutex = threading.Lock()
         self._closed = False
         self._migrated = False
-        self._claims = 0
         self._leases = 0
 
     # ------------------------------------------------------------------ plumbing
@@ -1171,27 +1175,7 @@ class PostgresStore:
             return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
         return chain.model_copy(update={"events": rows.events, "messages": rows.messages})
 
-    # ------------------------------------------------------------------ locks and leases
-    async def claim_lock(self, key: str, window_s: float) -> bool:
-        """Claim `key` for `window_s` seconds; False if a live claim already exists. One
-        statement, hence atomic across processes; expiry by the server's clock."""
-        self._claims += 1
-        prune = self._claims % _PRUNE_EVERY == 0
-
-        async def claim(conn: Any) -> bool:
-            got = await conn.fetchval(
-                f"INSERT INTO locks (key, expires_at) VALUES ($1, {_NOW} + $2::float8) "
-                "ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at "
-                f"WHERE locks.expires_at <= {_NOW} RETURNING 1",
-                key,
-                float(window_s),
-            )
-            if prune:
-                await conn.execute(f"DELETE FROM locks WHERE expires_at <= {_NOW}")
-            return got is not None
-
-        return await self._run("claim_lock", claim, write=True)
-
+    # ------------------------------------------------------------------ leases
     async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
         """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
         False while another owner's lease is live. One statement, hence atomic across

@@ -1,4 +1,4 @@
-"""`RedisStore`: sessions, transcripts, events, the audit chain, checkpoints, locks, leases,
+"""`RedisStore`: sessions, transcripts, events, the audit chain, checkpoints, leases,
 the human queue, the tasks of plan-execute-review runs, blackboards and graph snapshots in
 Redis (`redis.asyncio`, the `redis` extra: `pip install 'baton-relay[redis]'`).
 
@@ -19,7 +19,7 @@ Keys, each under the prefix `{P}` (`{sid}` a session id, `{tid}` a trace or thre
   record; `{P}audit:s:{sid}` list of a session's positions.
 - `{P}cp:{sid}` hash: the session's checkpoint; zsets `{P}cps` and `{P}cps:{status}` of
   session ids by updated_at.
-- `{P}lock:{key}`, `{P}lease:{key}` strings that expire (PX); expiry is the server's clock.
+- `{P}lease:{key}` strings that expire (PX); expiry is the server's clock.
 - `{P}ticket:{id}` hash (card, status, body); `{P}tickets:next`; zsets `{P}tickets` and
   `{P}tickets:{status}` of ticket ids.
 - `{P}task` hash: `[run, task id]` -> `[session, status, version, updated_at]` newline task
@@ -281,13 +281,6 @@ redis.call('HSET', key, 'data', ARGV[6])
 return 1
 """
 
-# KEYS[1] the lock; ARGV: token, milliseconds. The token makes a retried claim see its own.
-_CLAIM_LOCK = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
-return 0
-"""
-
 # KEYS[1] the lease; ARGV: owner, milliseconds.
 _ACQUIRE_LEASE = """
 local held = redis.call('GET', KEYS[1])
@@ -435,7 +428,6 @@ class _Client:
         self.put_checkpoint = register(_PUT_CHECKPOINT)
         self.delete_checkpoint = register(_DELETE_CHECKPOINT)
         self.swap_checkpoint_data = register(_SWAP_CHECKPOINT_DATA)
-        self.claim_lock = register(_CLAIM_LOCK)
         self.acquire_lease = register(_ACQUIRE_LEASE)
         self.release_lease = register(_RELEASE_LEASE)
         self.push_human = register(_PUSH_HUMAN)
@@ -970,17 +962,7 @@ class RedisStore:
             return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
         return chain.model_copy(update={"events": rows.events, "messages": rows.messages})
 
-    # ------------------------------------------------------------------ locks and leases
-    async def claim_lock(self, key: str, window_s: float) -> bool:
-        """Claim `key` for `window_s` seconds; False if a live claim already exists (expiry
-        by the server's clock, the same for every process)."""
-
-        async def work(c: _Client) -> bool:
-            got = await c.claim_lock(keys=[self._key("lock:", key)], args=[_token(), _ms(window_s)])
-            return bool(got)
-
-        return await self._run("claim_lock", work, write=True)
-
+    # ------------------------------------------------------------------ leases
     async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
         """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
         False while another owner's lease is live. One script, hence atomic across

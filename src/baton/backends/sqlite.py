@@ -1,11 +1,11 @@
-"""`SQLiteStore`: sessions, transcripts, events, checkpoints, locks, leases, the human queue,
+"""`SQLiteStore`: sessions, transcripts, events, checkpoints, leases, the human queue,
 the tasks of plan-execute-review runs, blackboards and graph snapshots in one SQLite file.
 
 Open it with a URL: `sqlite:///relative/path.db` (relative to the working directory),
 `sqlite:////absolute/path.db`, or `sqlite:///:memory:` (a private in-memory database).
 Several processes may share one file: WAL lets readers run while one writer commits, the
 busy timeout makes writers wait for each other, commits compare and set the session's version
-under the write lock, lock, lease, checkpoint and task writes are single atomic
+under the write lock, lease, checkpoint and task writes are single atomic
 statements, and a blackboard write compares and sets its entry's version and takes the
 board's next seq in one transaction.
 The sqlite3 calls run in one worker thread per store, so a writer waiting for the lock never
@@ -88,13 +88,13 @@ from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
 from baton.core.tasks import Task, TaskStatus
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """Version of the table layout, kept in `PRAGMA user_version`."""
 
 _MEMORY = ":memory:"
 _PREFIX = "sqlite:///"
 _PRUNE_EVERY = 256
-"""Expired lock (and lease) keys are deleted once every this many claims (acquisitions)."""
+"""Expired leases are deleted once every this many acquisitions."""
 
 _AUDIT_PAGE = 1000
 """Audit records read per query while verifying."""
@@ -290,6 +290,11 @@ _MIGRATIONS: dict[int, tuple[Migration, ...]] = {
         # The kernel's control slots (pending needs, slot provenance), as JSON, apart from the
         # business slots in `state` that hand-offs and tools write.
         "ALTER TABLE sessions ADD COLUMN control TEXT NOT NULL DEFAULT '{}'",
+    ),
+    10: (
+        # Nothing claims locks through the store (the kernel keeps a run's duplicate
+        # hand-off locks in the run): the table goes, its index with it.
+        "DROP TABLE IF EXISTS locks",
     ),
 }
 
@@ -515,7 +520,6 @@ class SQLiteStore:
         self._pool: ThreadPoolExecutor | None = None
         """The worker thread, started by the first call that needs it."""
         self._closed = False
-        self._claims = 0
         self._leases = 0
         self._schema = SCHEMA_VERSION
         self._audit_columns = _AUDIT_COLUMNS
@@ -1046,30 +1050,6 @@ class SQLiteStore:
             (max(limit, 0),),
         )
         return [self._session(r) for r in rows]
-
-    async def claim_lock(self, key: str, window_s: float) -> bool:
-        """Claim `key` for `window_s` seconds; False if a live claim already exists.
-
-        Expiry uses wall-clock time because other processes sharing the file must agree on it.
-        """
-
-        def claim(conn: sqlite3.Connection) -> bool:
-            t = time.time()
-            # One statement, hence atomic across connections: insert, or take over the key
-            # only if its claim has expired; rowcount is 0 when a live claim exists.
-            cur = conn.execute(
-                "INSERT INTO locks (key, expires_at) VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at "
-                "WHERE locks.expires_at <= ?",
-                (key, t + window_s, t),
-            )
-            claimed = cur.rowcount == 1
-            self._claims += 1
-            if self._claims % _PRUNE_EVERY == 0:
-                conn.execute("DELETE FROM locks WHERE expires_at <= ?", (t,))
-            return claimed
-
-        return await self._run("claim_lock", claim)
 
     async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
         """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
