@@ -37,6 +37,7 @@ from baton.backends._conflicts import board_conflict, board_json, version_confli
 from baton.backends._records import AUDIT_COLUMNS, SESSION_COLUMNS, commit_rows
 from baton.backends._snapshots import check_keep_last, snapshot_json
 from baton.backends._sql import (
+    AUDIT_TIP,
     DROP_CHECKPOINT,
     EVENT_ROWS,
     INSERT_AUDIT,
@@ -278,7 +279,7 @@ _SESSION_COLUMNS_V7 = _SESSION_COLUMNS_V8.replace("requests,", "'{}' AS requests
 
 def _audit_tip(conn: sqlite3.Connection) -> tuple[int, str]:
     """(seq, hash) of the last audit record, or (0, GENESIS) for an empty chain."""
-    row = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+    row = conn.execute(AUDIT_TIP).fetchone()
     return (0, GENESIS) if row is None else (int(row[0]), str(row[1]))
 
 
