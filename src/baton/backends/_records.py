@@ -220,10 +220,8 @@ def event_row_of_json(seq: int, text: str) -> EventRow:
 # ---------------------------------------------------------------- a run's commit
 @dataclass(frozen=True, slots=True)
 class CommitRows:
-    """What one `commit_run` writes, encoded before any lock is taken."""
+    """What one `commit_run` writes beside the session, encoded before any lock is taken."""
 
-    session: tuple[Any, ...]
-    """`session_row`: at the version after the one read."""
     messages: list[tuple[Any, ...]]
     """`message_row` of each message."""
     events: list[tuple[Any, ...]]
@@ -241,13 +239,12 @@ def commit_rows(
     keys: CheckpointKeyProvider | None,
     checkpoint: Checkpoint | None,
 ) -> CommitRows:
-    """Everything a commit of `session` writes. The last event's audit record carries the
-    digests of the messages committed with it."""
+    """What a commit of `session` writes beside the session itself. The last event's audit
+    record carries the digests of the messages committed with it."""
     sid = session.session_id
     message_rows = [message_row(sid, m) for m in messages]
     texts = [e.model_dump_json() for e in events]
     return CommitRows(
-        session_row(session),
         message_rows,
         [event_row(e, text) for e, text in zip(events, texts, strict=True)],
         prepare(events, texts, messages=message_digests(message_rows), session_id=sid),
@@ -287,6 +284,17 @@ def checkpoint(keys: CheckpointKeyProvider | None, row: Row) -> Checkpoint:
     except (TypeError, ValueError) as exc:
         raise Unreadable("checkpoints", sid, exc) from exc
     return opened(keys, cp)
+
+
+def checkpoint_from_hash(
+    keys: CheckpointKeyProvider | None, sid: str, fields: dict[str, str]
+) -> Checkpoint:
+    """A checkpoint from its Redis hash (the fields of `CHECKPOINT_COLUMNS` but the session)."""
+    try:
+        row = [sid, *(fields[f] for f in ("run_id", "seq", "status", "data", "meta", "updated_at"))]
+    except KeyError as exc:
+        raise Unreadable("checkpoints", sid, exc) from exc
+    return checkpoint(keys, row)
 
 
 # ---------------------------------------------------------------- the human queue

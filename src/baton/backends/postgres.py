@@ -883,6 +883,7 @@ class PostgresStore(SQLStore):
         `created_at`; later ones keep it.
         """
         sid, read = session.session_id, session.version
+        session_row = records.session_row(session)
         rows = commit_rows(session, messages, events, self.checkpoint_keys, checkpoint)
         audit_lock = _lock_key("audit", self.schema)
 
@@ -892,7 +893,7 @@ class PostgresStore(SQLStore):
                     f"INSERT INTO sessions ({SESSION_COLUMNS}) "
                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
                     "ON CONFLICT (id) DO NOTHING RETURNING 1",
-                    *rows.session,
+                    *session_row,
                 )
             else:
                 saved = await conn.fetchval(
@@ -900,8 +901,8 @@ class PostgresStore(SQLStore):
                     "UPDATE sessions SET user_id = $2, holder = $3, holder_since = $4, "
                     "incoming = $5, state = $6, updated_at = $7, version = $8, requests = $9, "
                     "control = $10 WHERE id = $1 AND version = $11 RETURNING 1",
-                    *rows.session[:6],
-                    *rows.session[7:],
+                    *session_row[:6],
+                    *session_row[7:],
                     read,
                 )
             if saved is None:

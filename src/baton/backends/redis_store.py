@@ -64,8 +64,7 @@ from contextlib import suppress
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import ValidationError
-
+from baton.backends import _records as records
 from baton.backends._aio import glob_escape, settle
 from baton.backends._conflicts import (
     board_conflict,
@@ -80,17 +79,14 @@ from baton.backends._conflicts import (
     unknown_ticket,
     version_conflict,
 )
+from baton.backends._records import commit_rows
 from baton.backends._snapshots import check_keep_last, snapshot_json
 from baton.backends.audit import (
     GENESIS,
     AuditRecord,
-    EventRow,
-    MessageRow,
     VerifyResult,
     agree,
     link,
-    message_digest,
-    prepare,
     resolve_key,
     verify,
 )
@@ -107,15 +103,12 @@ from baton.backends.sealing import (
     CheckpointKeyProvider,
     RawCheckpoint,
     RekeyReport,
-    opened,
     rekey_store,
     resolve_keys,
-    stored_data,
 )
 from baton.core.errors import ConfigError, StoreError
-from baton.core.events import EscalationCard, Event, event_from_json
+from baton.core.events import EscalationCard, Event
 from baton.core.messages import Message
-from baton.core.payload import HandoffPayload
 from baton.core.tasks import Task, TaskStatus
 from baton.core.urls import unsplit
 
@@ -649,10 +642,18 @@ class RedisStore:
 
     def _corrupt(self, what: str, key: object, exc: Exception) -> StoreError:
         return StoreError(
-            f"Redis store {self.where} (prefix {self.prefix!r}): {what} {key!r} cannot be read "
-            f"({exc}); it was written by something else than this Baton version, or edited; "
-            "delete it, or give the store a prefix of its own"
+            f"Redis store {self.where} (prefix {self.prefix!r}): record {key!r} of {what} "
+            f"cannot be read ({exc}); it was written by something else than this Baton "
+            "version, or edited; delete it, or give the store a prefix of its own"
         )
+
+    def _decoded(self, decode: Callable[..., T], *stored: Any) -> T:
+        """`decode(*stored)` (`baton.backends._records`), or the store's `StoreError` when
+        the record cannot be read."""
+        try:
+            return decode(*stored)
+        except records.Unreadable as exc:
+            raise self._corrupt(exc.table, exc.key, exc.cause) from exc.cause
 
     async def drop(self) -> None:
         """Delete every key under the prefix (SCAN and UNLINK), e.g. after a test. Keys of
@@ -681,36 +682,7 @@ class RedisStore:
             return found
 
         fields = await self._run("get_session", work)
-        return self._session(session_id, fields) if fields else None
-
-    def _session(self, sid: str, fields: dict[str, str]) -> SessionRecord:
-        try:
-            record = json.loads(fields["record"])
-            incoming = fields.get("incoming") or None
-            payload = None if incoming is None else HandoffPayload.model_validate_json(incoming)
-            state, requests = record["state"], record["requests"]
-            control = record.get("control", {})  # (absent from records of older releases)
-            if not isinstance(state, dict):
-                raise ValueError(f"state is a {type(state).__name__}, not an object")
-            if not isinstance(requests, dict):
-                raise ValueError(f"requests is a {type(requests).__name__}, not an object")
-            if not isinstance(control, dict):
-                raise ValueError(f"control is a {type(control).__name__}, not an object")
-            return SessionRecord(
-                session_id=sid,
-                user_id=record["user_id"],
-                holder=record["holder"],
-                holder_since=record["holder_since"],
-                incoming=payload,
-                state=state,
-                created_at=float(fields["created_at"]),
-                updated_at=float(fields["updated_at"]),
-                version=int(fields["version"]),
-                requests=requests,
-                control=control,
-            )
-        except (KeyError, TypeError, ValueError, ValidationError) as exc:
-            raise self._corrupt("session", sid, exc) from exc
+        return self._decoded(records.session_from_hash, session_id, fields) if fields else None
 
     async def commit_run(
         self,
@@ -729,48 +701,19 @@ class RedisStore:
         `session.version` is incremented in place. The first commit of a session sets its
         `created_at`; later ones keep it.
         """
-        sid = session.session_id
-        try:
-            record = json.dumps(
-                {
-                    "user_id": session.user_id,
-                    "holder": session.holder,
-                    "holder_since": session.holder_since,
-                    "state": session.state,
-                    "requests": session.requests,
-                    "control": session.control,
-                },
-                ensure_ascii=False,
-            )
-        except (TypeError, ValueError) as exc:
-            raise StoreError(
-                f"session {sid!r} state cannot be saved as JSON ({exc}); keep state values to "
-                "strings, numbers, booleans, None, lists and dicts with string keys"
-            ) from exc
-        incoming = "" if session.incoming is None else session.incoming.model_dump_json()
-        read = session.version
+        sid, read = session.session_id, session.version
+        record, incoming = records.session_hash(session)
+        rows = commit_rows(session, messages, events, self.checkpoint_keys, checkpoint)
         head: list[Any] = [self.prefix, _token(), sid, read]
         body: list[Any] = [record, incoming, _num(session.created_at), _num(session.updated_at)]
-        if checkpoint is not None:
-            cp = checkpoint
-            body += ["put", "", cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp)]
+        if rows.checkpoint is not None:
+            body += ["put", "", *_checkpoint_fields(rows.checkpoint)]
         else:
             body += ["drop" if run_id is not None else "", run_id or "", "", "", "", "", "", ""]
-        message_rows: list[str] = []
-        digests: list[tuple[str, str]] = []
-        for m in messages:
-            data = m.model_dump_json()
-            ts = float(m.ts)
-            columns = json.dumps([m.id, sid, m.run_id, m.role, m.agent, ts], ensure_ascii=False)
-            message_rows.append(f"{columns}\n{data}")
-            digests.append((m.id, message_digest(m.id, sid, m.run_id, m.role, m.agent, ts, data)))
-        texts = [e.model_dump_json() for e in events]
-        body.append(len(message_rows))
-        body += message_rows
-        body.append(len(events))
-        for e, text in zip(events, texts, strict=True):
-            body += [e.session_id, e.trace_id, text]
-        unsealed = prepare(events, texts, messages=digests, session_id=sid)
+        body += [len(rows.messages), *map(records.message_line, rows.messages), len(rows.events)]
+        for _, event_sid, trace_id, _, _, text, _ in rows.events:
+            body += [event_sid, trace_id, text]
+        unsealed = rows.audit
 
         async def work(c: _Client) -> None:
             tip = self._tip
@@ -783,11 +726,11 @@ class RedisStore:
                 if unsealed:
                     assert tip is not None
                     expected = _tip_text(*tip)
-                    records = link(unsealed, tip[0], tip[1], self.audit_key)
-                    audit = [len(records)]
-                    for r in records:
-                        audit += [r.seq, r.session_id, _audit_json(r), r.hash]
-                    last = (records[-1].seq, records[-1].hash)
+                    chained = link(unsealed, tip[0], tip[1], self.audit_key)
+                    audit = [len(chained)]
+                    for r in chained:
+                        audit += [r.seq, r.session_id, records.audit_json(r), r.hash]
+                    last = (chained[-1].seq, chained[-1].hash)
                 head[4:] = [expected]
                 result = await c.commit(args=[*head, *body, *audit])
                 kind, _, rest = str(result).partition(":")
@@ -815,15 +758,10 @@ class RedisStore:
             return []
         start = 0 if limit is None else -limit
         rows = await self._gather("get_messages", self._key("msg:s:", session_id), "msg", start)
-        out: list[Message] = []
-        for row in rows:
-            if row is None:
-                continue
-            try:
-                out.append(Message.model_validate_json(row.partition("\n")[2]))
-            except ValidationError as exc:
-                raise self._corrupt("message of session", session_id, exc) from exc
-        return out
+        lines = [row for row in rows if row is not None]
+        return [
+            self._decoded(records.message, session_id, line.partition("\n")[2]) for line in lines
+        ]
 
     async def _gather(
         self, action: str, index: str, table: str, start: int = 0, stop: int = -1
@@ -849,17 +787,8 @@ class RedisStore:
             rows = await self._gather("get_events", self._key("ev:t:", trace_id), "ev")
         else:
             rows = [text for _, text in await self._numbered("get_events", "ev", "ev:n")]
-        out: list[Event] = []
-        for text in rows:
-            if text is None:
-                continue
-            try:
-                event = event_from_json(text)
-            except ValidationError as exc:
-                raise self._corrupt("event", text[:80], exc) from exc
-            if trace_id is None or event.trace_id == trace_id:
-                out.append(event)
-        return out
+        found = [self._decoded(records.event, text[:80], text) for text in rows if text is not None]
+        return [e for e in found if trace_id is None or e.trace_id == trace_id]
 
     async def _numbered(
         self, action: str, table: str, counter: str | None, last: int | None = None
@@ -901,7 +830,7 @@ class RedisStore:
             return list(zip(sids, await pipe.execute(), strict=True))
 
         found = await self._run("list_sessions", work)
-        return [self._session(sid, fields) for sid, fields in found if fields]
+        return [self._decoded(records.session_from_hash, s, f) for s, f in found if f]
 
     # ------------------------------------------------------------------ audit
     async def audit_records(
@@ -915,7 +844,7 @@ class RedisStore:
             rows = await self._gather(
                 "audit_records", self._key("audit:s:", session_id), "audit", start
             )
-            return [_audit_record(0, text) for text in rows if text is not None]
+            return [records.audit_record_of_json(0, text) for text in rows if text is not None]
 
         async def work(c: _Client) -> list[tuple[int, str]]:
             head = _parse_tip(await c.redis.get(self._key("audit:tip")))[0]
@@ -923,7 +852,7 @@ class RedisStore:
             return await self._range(c, "audit", first, head)
 
         found = await self._run("audit_records", work)
-        return [_audit_record(seq, text) for seq, text in found]
+        return [records.audit_record_of_json(seq, text) for seq, text in found]
 
     async def verify_audit(self, anchor: tuple[int, str] | None = None) -> VerifyResult:
         """Verify the whole audit chain (keyed with `audit_key` if set), then that the stored
@@ -947,15 +876,15 @@ class RedisStore:
             )
 
         audit, events, messages = await self._run("verify_audit", read)
-        records = [_audit_record(seq, text) for seq, text in audit]
-        chain = verify(records, anchor=anchor, key=self.audit_key)
+        chained = [records.audit_record_of_json(seq, text) for seq, text in audit]
+        chain = verify(chained, anchor=anchor, key=self.audit_key)
         if not chain.ok:
             return chain
         rows = agree(
-            records,
-            [_event_row(seq, text) for seq, text in events],
-            [_message_row(seq, text) for seq, text in messages],
-            records_again=records,
+            chained,
+            [records.event_row_of_json(seq, text) for seq, text in events],
+            [records.message_row_of_line(seq, text) for seq, text in messages],
+            records_again=chained,
             head_seq=chain.head_seq,
         )
         if not rows.ok:
@@ -991,7 +920,7 @@ class RedisStore:
         across processes.
         """
         cp = checkpoint
-        fields = [cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp)]
+        fields = _checkpoint_fields(records.checkpoint_row(self.checkpoint_keys, cp))
 
         async def work(c: _Client) -> str:
             got = await c.put_checkpoint(args=[self.prefix, _token(), cp.session_id, *fields])
@@ -1003,22 +932,6 @@ class RedisStore:
             raise stale_checkpoint(cp, int(rest))
         if kind == "paused":
             raise paused_elsewhere(cp, rest)
-
-    def _checkpoint_texts(self, cp: Checkpoint) -> tuple[str, str, str]:
-        """(data, meta, updated_at) of a checkpoint as stored (data sealed with keys)."""
-        where = f"checkpoint of session {cp.session_id!r} (run {cp.run_id!r}, seq {cp.seq})"
-        try:
-            data = cp.state_json()
-        except ValueError as exc:
-            raise StoreError(f"{where} cannot be saved: {exc}; give it a state") from exc
-        try:
-            meta = json.dumps(cp.meta, ensure_ascii=False)
-        except (TypeError, ValueError) as exc:
-            raise StoreError(
-                f"{where}: meta cannot be saved as JSON ({exc}); keep meta values to strings, "
-                "numbers, booleans, None, lists and dicts with string keys"
-            ) from exc
-        return stored_data(self.checkpoint_keys, cp, data), meta, _num(cp.updated_at)
 
     async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
         """The session's checkpoint (state as JSON in `data`), or None."""
@@ -1049,22 +962,7 @@ class RedisStore:
         return out
 
     def _checkpoint(self, sid: str, fields: dict[str, str]) -> Checkpoint:
-        try:
-            meta = json.loads(fields["meta"])
-            if not isinstance(meta, dict):
-                raise ValueError(f"meta is a {type(meta).__name__}, not an object")
-            cp = Checkpoint(
-                session_id=sid,
-                run_id=fields["run_id"],
-                seq=int(fields["seq"]),
-                status=fields["status"],  # type: ignore[arg-type]
-                data=fields["data"],
-                meta=meta,
-                updated_at=float(fields["updated_at"]),
-            )
-        except (KeyError, ValueError) as exc:
-            raise self._corrupt("checkpoint of session", sid, exc) from exc
-        return opened(self.checkpoint_keys, cp)
+        return self._decoded(records.checkpoint_from_hash, self.checkpoint_keys, sid, fields)
 
     async def delete_checkpoint(self, session_id: str, run_id: str) -> None:
         """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
@@ -1117,7 +1015,7 @@ class RedisStore:
     async def push_human(self, card: EscalationCard) -> int:
         """Put an escalation card in the human queue; returns its ticket id."""
         text = card.model_dump_json()
-        body = json.dumps([None, None, "", time.time()])
+        body = records.ticket_body(HumanTicket(0, card), time.time())
 
         async def work(c: _Client) -> int:
             return int(await c.push_human(args=[self.prefix, _token(), text, body]))
@@ -1136,12 +1034,12 @@ class RedisStore:
             return list(zip(ids, await pipe.execute(), strict=True))
 
         found = await self._run("list_human", work)
-        out = [self._ticket(int(i), fields) for i, fields in found if fields]
+        out = [self._decoded(records.ticket_from_hash, int(i), f) for i, f in found if f]
         return [t for t in out if status is None or t.status == status]
 
     async def get_human(self, ticket_id: int) -> HumanTicket | None:
         """One ticket, or None."""
-        if isinstance(ticket_id, bool) or not isinstance(ticket_id, int):
+        if not records.is_ticket_id(ticket_id):
             return None
 
         async def work(c: _Client) -> dict[str, str]:
@@ -1149,33 +1047,17 @@ class RedisStore:
             return found
 
         fields = await self._run("get_human", work)
-        return self._ticket(ticket_id, fields) if fields else None
-
-    def _ticket(self, ticket_id: int, fields: dict[str, str]) -> HumanTicket:
-        try:
-            card = EscalationCard.model_validate_json(fields["card"])
-            claimed_by, answer, note, updated = json.loads(fields["body"])
-            return HumanTicket(
-                id=ticket_id,
-                card=card,
-                status=fields["status"],  # type: ignore[arg-type]
-                claimed_by=claimed_by,
-                answer=answer,
-                note=note,
-                updated_at=float(updated),
-            )
-        except (KeyError, TypeError, ValueError, ValidationError) as exc:
-            raise self._corrupt("ticket", ticket_id, exc) from exc
+        return self._decoded(records.ticket_from_hash, ticket_id, fields) if fields else None
 
     async def update_human(self, ticket: HumanTicket, expect: TicketStatus) -> None:
         """Save the ticket's status, claimed_by, answer and note if its stored status is still
         `expect` (else `ConflictError`); stamps `updated_at`, on `ticket` too. One script,
         hence atomic across processes: two people claiming one ticket cannot both succeed."""
         check_ticket(ticket)
-        if isinstance(ticket.id, bool) or not isinstance(ticket.id, int):
+        if not records.is_ticket_id(ticket.id):
             raise unknown_ticket(ticket.id)
         t = time.time()
-        body = json.dumps([ticket.claimed_by, ticket.answer, ticket.note, t], ensure_ascii=False)
+        body = records.ticket_body(ticket, t)
 
         async def work(c: _Client) -> str:
             got = await c.update_human(
@@ -1201,10 +1083,9 @@ class RedisStore:
         hence atomic across processes."""
         check_task_owner(session_id, run_id, task)
         tid, new = task.task_id, expected_version + 1
-        saved = {"version": new, "session_id": session_id, "run_id": run_id}
-        data = task.model_copy(update=saved).model_dump_json()
-        columns = json.dumps([session_id, task.status, new, time.time()], ensure_ascii=False)
-        field = _task_field(run_id, tid)
+        data = records.task_data(session_id, run_id, task, new)
+        line = records.task_line(session_id, task.status, new, time.time(), data)
+        field = records.task_field(run_id, tid)
 
         async def work(c: _Client) -> str:
             got = await c.put_task(
@@ -1215,7 +1096,7 @@ class RedisStore:
                     session_id,
                     run_id,
                     expected_version,
-                    f"{columns}\n{data}",
+                    line,
                 ]
             )
             if got == "ok":  # with the write, as `commit_run` does
@@ -1231,14 +1112,14 @@ class RedisStore:
 
     async def get_task(self, run_id: str, task_id: str) -> Task | None:
         """The stored task (with its version), or None."""
-        field = _task_field(run_id, task_id)
+        field = records.task_field(run_id, task_id)
 
         async def work(c: _Client) -> str | None:
             found: str | None = await c.redis.hget(self._key("task"), field)
             return found
 
         row = await self._run("get_task", work)
-        return None if row is None else self._task(field, row)
+        return None if row is None else self._decoded(records.task_from_line, field, row)
 
     async def list_tasks(
         self,
@@ -1260,25 +1141,13 @@ class RedisStore:
             return list(zip(fields, rows, strict=True))
 
         found = await self._run("list_tasks", work)
-        tasks = [self._task(f, row) for f, row in found if row is not None]
+        tasks = [self._decoded(records.task_from_line, f, row) for f, row in found if row]
         return [
             t
             for t in tasks
             if (session_id is None or t.session_id == session_id)
             and (status is None or t.status == status)
         ]
-
-    def _task(self, field: str, row: str) -> Task:
-        columns, _, data = row.partition("\n")
-        try:
-            session_id, _, version, _ = json.loads(columns)
-            run_id = json.loads(field)[0]
-            task = Task.model_validate_json(data)
-        except (TypeError, ValueError, ValidationError) as exc:
-            raise self._corrupt("task", field, exc) from exc
-        # the columns are what compare-and-set used: they win over the JSON
-        task.version, task.session_id, task.run_id = version, session_id, run_id
-        return task
 
     # ------------------------------------------------------------------ blackboard
     async def read_board(self, board: str) -> dict[str, BoardEntry]:
@@ -1314,7 +1183,7 @@ class RedisStore:
         text = board_json(board, key, value)
         new = expected_version + 1
         t = time.time()
-        row = f"[{new},{_num(t)},{json.dumps(writer, ensure_ascii=False)},{text}]"
+        row = records.board_line(new, t, writer, text)
 
         async def work(c: _Client) -> str:
             got = await c.write_entry(
@@ -1355,13 +1224,8 @@ class RedisStore:
 
         await self._run("delete_board", work, write=True)
 
-    def _board_entry(self, board: str, key: str, row: str) -> BoardEntry:
-        seq, _, rest = row.partition(" ")
-        try:
-            version, updated, writer, value = json.loads(rest)
-            return BoardEntry(board, key, value, int(version), int(seq), writer, float(updated))
-        except (TypeError, ValueError) as exc:
-            raise self._corrupt("board entry", f"{board}/{key}", exc) from exc
+    def _board_entry(self, board: str, key: str, line: str) -> BoardEntry:
+        return self._decoded(records.board_entry_from_line, board, key, line)
 
     # ------------------------------------------------------------------ graph snapshots
     async def put_snapshot(self, snapshot: Snapshot, keep_last: int | None = None) -> Snapshot:
@@ -1374,8 +1238,7 @@ class RedisStore:
         check_keep_last(keep_last)
         text = snapshot_json(snapshot)
         s = snapshot
-        run, parent = (json.dumps(v, ensure_ascii=False) for v in (s.run_id, s.parent_id))
-        row = f"[{run},{json.dumps(s.step)},{parent},{_num(s.created_at)},{text}]"
+        row = records.snapshot_line(s, text)
 
         async def work(c: _Client) -> int:
             got = await c.put_snapshot(
@@ -1384,10 +1247,7 @@ class RedisStore:
             )
             return int(got)
 
-        seq = await self._run("put_snapshot", work, write=True)
-        return Snapshot(
-            s.thread_id, s.id, s.run_id, s.step, s.parent_id, json.loads(text), seq, s.created_at
-        )
+        return records.stored_snapshot(s, text, await self._run("put_snapshot", work, write=True))
 
     async def get_snapshot(self, thread_id: str, snapshot_id: str) -> Snapshot | None:
         """The snapshot, or None."""
@@ -1432,12 +1292,8 @@ class RedisStore:
 
         await self._run("delete_snapshots", work, write=True)
 
-    def _snapshot(self, thread_id: str, sid: str, seq: Any, row: str) -> Snapshot:
-        try:
-            run_id, step, parent_id, created, data = json.loads(row)
-            return Snapshot(thread_id, sid, run_id, step, parent_id, data, int(float(seq)), created)
-        except (TypeError, ValueError) as exc:
-            raise self._corrupt("snapshot", f"{thread_id}/{sid}", exc) from exc
+    def _snapshot(self, thread_id: str, sid: str, seq: Any, line: str) -> Snapshot:
+        return self._decoded(records.snapshot_from_line, thread_id, sid, seq, line)
 
     # ------------------------------------------------------------------ lifecycle
     async def close(self) -> None:
@@ -1463,75 +1319,8 @@ class RedisStore:
         return f"RedisStore({_redacted(self.url)!r}, prefix={self.prefix!r})"
 
 
-# ---------------------------------------------------------------- rows of the audit check
-_AUDIT_FIELDS = (
-    "seq",
-    "event_id",
-    "type",
-    "session_id",
-    "trace_id",
-    "ts",
-    "data",
-    "prev_hash",
-    "hash",
-    "messages",
-)
-
-
-def _audit_json(r: AuditRecord) -> str:
-    return json.dumps({f: getattr(r, f) for f in _AUDIT_FIELDS}, ensure_ascii=False)
-
-
-def _audit_record(seq: int, text: str) -> AuditRecord:
-    """A stored audit record; one that cannot be read whole comes back with empty fields, so
-    that `verify` reports it as edited instead of failing to read it."""
-    try:
-        fields = json.loads(text)
-        if not isinstance(fields, dict):
-            raise ValueError("not an object")
-    except ValueError:
-        fields = {}
-    if not fields:
-        return AuditRecord(
-            seq=seq,
-            event_id="",
-            type="",
-            session_id="",
-            trace_id="",
-            ts=0.0,
-            data=text,
-            prev_hash="",
-            hash="",
-        )
-    try:
-        return AuditRecord.model_validate(fields)
-    except ValidationError:
-        values = {f: fields.get(f, "") for f in _AUDIT_FIELDS}
-        if not isinstance(values["seq"], int):
-            values["seq"] = seq
-        return AuditRecord(**values)
-
-
-def _event_row(seq: int, text: str) -> EventRow:
-    """An event as `agree` compares it: its columns from its own JSON."""
-    try:
-        e = json.loads(text)
-        return EventRow(
-            seq, e["id"], e["type"], e["session_id"], e["trace_id"], e["run_id"], e["ts"], text
-        )
-    except (KeyError, TypeError, ValueError):
-        return EventRow(seq, "", "", "", "", "", 0.0, text)
-
-
-def _message_row(seq: int, text: str) -> MessageRow:
-    columns, _, data = text.partition("\n")
-    try:
-        mid, sid, run_id, role, agent, ts = json.loads(columns)
-        return MessageRow(seq, mid, sid, run_id, role, agent, ts, data)
-    except (TypeError, ValueError):
-        return MessageRow(seq, "", "", None, "", None, 0.0, data)
-
-
-def _task_field(run_id: str, task_id: str) -> str:
-    """The hash field of a (run, task id): JSON, so that no two pairs share one."""
-    return json.dumps([run_id, task_id], ensure_ascii=False)
+def _checkpoint_fields(row: tuple[Any, ...]) -> list[Any]:
+    """A checkpoint row (`baton.backends._records.checkpoint_row`) as the scripts take it:
+    run, seq, status, data, meta, updated_at."""
+    _, run_id, seq, status, data, meta, updated_at = row
+    return [run_id, seq, status, data, meta, _num(updated_at)]

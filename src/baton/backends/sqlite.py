@@ -758,6 +758,7 @@ class SQLiteStore(SQLStore):
         The first commit of a session sets its `created_at`; later ones keep it.
         """
         sid, read = session.session_id, session.version
+        session_row = records.session_row(session)
         rows = commit_rows(session, messages, events, self.checkpoint_keys, checkpoint)
 
         def write(conn: sqlite3.Connection) -> None:
@@ -774,7 +775,7 @@ class SQLiteStore(SQLStore):
                     "incoming = excluded.incoming, state = excluded.state, "
                     "updated_at = excluded.updated_at, version = excluded.version, "
                     "requests = excluded.requests, control = excluded.control",
-                    rows.session,
+                    session_row,
                 )
                 if rows.checkpoint is not None:
                     conn.execute(SAVE_CHECKPOINT, rows.checkpoint)
