@@ -655,6 +655,42 @@ class RedisStore:
         except records.Unreadable as exc:
             raise self._corrupt(exc.table, exc.key, exc.cause) from exc.cause
 
+    async def _hash(self, action: str, key: str) -> dict[str, str]:
+        """The fields of hash `key` (none when it does not exist)."""
+
+        async def work(c: _Client) -> dict[str, str]:
+            found: dict[str, str] = await c.redis.hgetall(key)
+            return found
+
+        return await self._run(action, work)
+
+    async def _field(self, action: str, key: str, field: str) -> str | None:
+        """One field of hash `key`, or None."""
+
+        async def work(c: _Client) -> str | None:
+            found: str | None = await c.redis.hget(key, field)
+            return found
+
+        return await self._run(action, work)
+
+    async def _hashes(
+        self, action: str, index: str, family: str, stop: int = -1, *, newest: bool = False
+    ) -> list[tuple[str, dict[str, str]]]:
+        """(member, fields of hash `{P}{family}{member}`) for the members of zset `{P}{index}`
+        by score (the highest first with `newest`, up to position `stop`); a member whose hash
+        is gone meanwhile is left out."""
+
+        async def work(c: _Client) -> list[tuple[str, dict[str, str]]]:
+            order = c.redis.zrevrange if newest else c.redis.zrange
+            members: list[str] = await order(self._key(index), 0, stop)
+            pipe = c.redis.pipeline(transaction=False)
+            for member in members:
+                pipe.hgetall(self._key(family, member))
+            found = zip(members, await pipe.execute(), strict=True)
+            return [(member, fields) for member, fields in found if fields]
+
+        return await self._run(action, work)
+
     async def drop(self) -> None:
         """Delete every key under the prefix (SCAN and UNLINK), e.g. after a test. Keys of
         other prefixes are left alone, unless they start with this one."""
@@ -677,11 +713,7 @@ class RedisStore:
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or None if it does not exist."""
 
-        async def work(c: _Client) -> dict[str, str]:
-            found: dict[str, str] = await c.redis.hgetall(self._key("session:", session_id))
-            return found
-
-        fields = await self._run("get_session", work)
+        fields = await self._hash("get_session", self._key("session:", session_id))
         return self._decoded(records.session_from_hash, session_id, fields) if fields else None
 
     async def commit_run(
@@ -821,16 +853,8 @@ class RedisStore:
         """Most recently updated sessions first."""
         if limit <= 0:
             return []
-
-        async def work(c: _Client) -> list[tuple[str, dict[str, str]]]:
-            sids: list[str] = await c.redis.zrevrange(self._key("sessions"), 0, limit - 1)
-            pipe = c.redis.pipeline(transaction=False)
-            for sid in sids:
-                pipe.hgetall(self._key("session:", sid))
-            return list(zip(sids, await pipe.execute(), strict=True))
-
-        found = await self._run("list_sessions", work)
-        return [self._decoded(records.session_from_hash, s, f) for s, f in found if f]
+        found = await self._hashes("list_sessions", "sessions", "session:", limit - 1, newest=True)
+        return [self._decoded(records.session_from_hash, sid, fields) for sid, fields in found]
 
     # ------------------------------------------------------------------ audit
     async def audit_records(
@@ -935,28 +959,15 @@ class RedisStore:
 
     async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
         """The session's checkpoint (state as JSON in `data`), or None."""
-
-        async def work(c: _Client) -> dict[str, str]:
-            found: dict[str, str] = await c.redis.hgetall(self._key("cp:", session_id))
-            return found
-
-        fields = await self._run("get_checkpoint", work)
+        fields = await self._hash("get_checkpoint", self._key("cp:", session_id))
         return self._checkpoint(session_id, fields) if fields else None
 
     async def list_checkpoints(self, status: CheckpointStatus | None = None) -> list[Checkpoint]:
         """Checkpoints of unfinished runs (state as JSON in `data`), least recently saved
         first."""
-        index = self._key("cps") if status is None else self._key("cps:", status)
-
-        async def work(c: _Client) -> list[tuple[str, dict[str, str]]]:
-            sids: list[str] = await c.redis.zrange(index, 0, -1)
-            pipe = c.redis.pipeline(transaction=False)
-            for sid in sids:
-                pipe.hgetall(self._key("cp:", sid))
-            return list(zip(sids, await pipe.execute(), strict=True))
-
-        found = await self._run("list_checkpoints", work)
-        out = [self._checkpoint(sid, fields) for sid, fields in found if fields]
+        index = "cps" if status is None else f"cps:{status}"
+        found = await self._hashes("list_checkpoints", index, "cp:")
+        out = [self._checkpoint(sid, fields) for sid, fields in found]
         out = [cp for cp in out if status is None or cp.status == status]  # moved meanwhile
         out.sort(key=lambda cp: (cp.updated_at, cp.session_id))
         return out
@@ -1024,29 +1035,16 @@ class RedisStore:
 
     async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
         """Tickets in the human queue, oldest first."""
-        index = self._key("tickets") if status is None else self._key("tickets:", status)
-
-        async def work(c: _Client) -> list[tuple[str, dict[str, str]]]:
-            ids: list[str] = await c.redis.zrange(index, 0, -1)
-            pipe = c.redis.pipeline(transaction=False)
-            for ticket_id in ids:
-                pipe.hgetall(self._key("ticket:", ticket_id))
-            return list(zip(ids, await pipe.execute(), strict=True))
-
-        found = await self._run("list_human", work)
-        out = [self._decoded(records.ticket_from_hash, int(i), f) for i, f in found if f]
+        index = "tickets" if status is None else f"tickets:{status}"
+        found = await self._hashes("list_human", index, "ticket:")
+        out = [self._decoded(records.ticket_from_hash, int(i), fields) for i, fields in found]
         return [t for t in out if status is None or t.status == status]
 
     async def get_human(self, ticket_id: int) -> HumanTicket | None:
         """One ticket, or None."""
         if not records.is_ticket_id(ticket_id):
             return None
-
-        async def work(c: _Client) -> dict[str, str]:
-            found: dict[str, str] = await c.redis.hgetall(self._key("ticket:", str(ticket_id)))
-            return found
-
-        fields = await self._run("get_human", work)
+        fields = await self._hash("get_human", self._key("ticket:", str(ticket_id)))
         return self._decoded(records.ticket_from_hash, ticket_id, fields) if fields else None
 
     async def update_human(self, ticket: HumanTicket, expect: TicketStatus) -> None:
@@ -1113,12 +1111,7 @@ class RedisStore:
     async def get_task(self, run_id: str, task_id: str) -> Task | None:
         """The stored task (with its version), or None."""
         field = records.task_field(run_id, task_id)
-
-        async def work(c: _Client) -> str | None:
-            found: str | None = await c.redis.hget(self._key("task"), field)
-            return found
-
-        row = await self._run("get_task", work)
+        row = await self._field("get_task", self._key("task"), field)
         return None if row is None else self._decoded(records.task_from_line, field, row)
 
     async def list_tasks(
@@ -1152,22 +1145,12 @@ class RedisStore:
     # ------------------------------------------------------------------ blackboard
     async def read_board(self, board: str) -> dict[str, BoardEntry]:
         """Every entry of the board, by key in key order."""
-
-        async def work(c: _Client) -> dict[str, str]:
-            found: dict[str, str] = await c.redis.hgetall(self._key("bd:", board))
-            return found
-
-        rows = await self._run("read_board", work)
+        rows = await self._hash("read_board", self._key("bd:", board))
         return {key: self._board_entry(board, key, rows[key]) for key in sorted(rows)}
 
     async def read_entry(self, board: str, key: str) -> BoardEntry | None:
         """The entry, or None."""
-
-        async def work(c: _Client) -> str | None:
-            found: str | None = await c.redis.hget(self._key("bd:", board), key)
-            return found
-
-        row = await self._run("read_entry", work)
+        row = await self._field("read_entry", self._key("bd:", board), key)
         return None if row is None else self._board_entry(board, key, row)
 
     async def write_entry(
