@@ -27,6 +27,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/blackboard.md",
         "docs/graph.md",
         "docs/deploy.md",
+        "docs/stores.md",
         "docs/server.md",
     ],
 )
