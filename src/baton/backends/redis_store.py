@@ -655,6 +655,22 @@ class RedisStore:
         except records.Unreadable as exc:
             raise self._corrupt(exc.table, exc.key, exc.cause) from exc.cause
 
+    async def _write(
+        self, script: str, *args: Any, done: Callable[[], None] | None = None
+    ) -> tuple[str, str]:
+        """Run the write script of `_Client` named `script` (the prefix and a fresh token go
+        first); its reply `kind:rest` as (kind, rest). `done` runs with a reply `ok`, with the
+        write, so that a caller cancelled meanwhile still sees it."""
+
+        async def work(c: _Client) -> str:
+            got = str(await getattr(c, script)(args=[self.prefix, _token(), *args]))
+            if got == "ok" and done is not None:
+                done()
+            return got
+
+        kind, _, rest = (await self._run(script, work, write=True)).partition(":")
+        return kind, rest
+
     async def _hash(self, action: str, key: str) -> dict[str, str]:
         """The fields of hash `key` (none when it does not exist)."""
 
@@ -945,13 +961,7 @@ class RedisStore:
         """
         cp = checkpoint
         fields = _checkpoint_fields(records.checkpoint_row(self.checkpoint_keys, cp))
-
-        async def work(c: _Client) -> str:
-            got = await c.put_checkpoint(args=[self.prefix, _token(), cp.session_id, *fields])
-            return str(got)
-
-        result = await self._run("put_checkpoint", work, write=True)
-        kind, _, rest = result.partition(":")
+        kind, rest = await self._write("put_checkpoint", cp.session_id, *fields)
         if kind == "stale":
             raise stale_checkpoint(cp, int(rest))
         if kind == "paused":
@@ -1027,11 +1037,8 @@ class RedisStore:
         """Put an escalation card in the human queue; returns its ticket id."""
         text = card.model_dump_json()
         body = records.ticket_body(HumanTicket(0, card), time.time())
-
-        async def work(c: _Client) -> int:
-            return int(await c.push_human(args=[self.prefix, _token(), text, body]))
-
-        return await self._run("push_human", work, write=True)
+        kind, _ = await self._write("push_human", text, body)
+        return int(kind)
 
     async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
         """Tickets in the human queue, oldest first."""
@@ -1057,16 +1064,11 @@ class RedisStore:
         t = time.time()
         body = records.ticket_body(ticket, t)
 
-        async def work(c: _Client) -> str:
-            got = await c.update_human(
-                args=[self.prefix, _token(), str(ticket.id), expect, ticket.status, body]
-            )
-            if got == "ok":
-                ticket.updated_at = t  # with the write, as `commit_run` does
-            return str(got)
+        def stamp() -> None:
+            ticket.updated_at = t  # with the write, as `commit_run` does
 
-        result = await self._run("update_human", work, write=True)
-        kind, _, rest = result.partition(":")
+        args = (str(ticket.id), expect, ticket.status, body)
+        kind, rest = await self._write("update_human", *args, done=stamp)
         if kind == "missing":
             raise unknown_ticket(ticket.id)
         if kind == "conflict":
@@ -1085,24 +1087,11 @@ class RedisStore:
         line = records.task_line(session_id, task.status, new, time.time(), data)
         field = records.task_field(run_id, tid)
 
-        async def work(c: _Client) -> str:
-            got = await c.put_task(
-                args=[
-                    self.prefix,
-                    _token(),
-                    field,
-                    session_id,
-                    run_id,
-                    expected_version,
-                    line,
-                ]
-            )
-            if got == "ok":  # with the write, as `commit_run` does
-                task.version, task.session_id, task.run_id = new, session_id, run_id
-            return str(got)
+        def stamp() -> None:  # with the write, as `commit_run` does
+            task.version, task.session_id, task.run_id = new, session_id, run_id
 
-        result = await self._run("put_task", work, write=True)
-        kind, _, rest = result.partition(":")
+        args = (field, session_id, run_id, expected_version, line)
+        kind, rest = await self._write("put_task", *args, done=stamp)
         if kind == "elsewhere":
             raise task_elsewhere(run_id, tid, rest, session_id)
         if kind == "conflict":
@@ -1167,15 +1156,7 @@ class RedisStore:
         new = expected_version + 1
         t = time.time()
         row = records.board_line(new, t, writer, text)
-
-        async def work(c: _Client) -> str:
-            got = await c.write_entry(
-                args=[self.prefix, _token(), board, key, expected_version, row]
-            )
-            return str(got)
-
-        result = await self._run("write_entry", work, write=True)
-        kind, _, rest = result.partition(":")
+        kind, rest = await self._write("write_entry", board, key, expected_version, row)
         if kind == "conflict":
             raise board_conflict(board, key, expected_version, int(rest))
         return BoardEntry(board, key, json.loads(text), new, int(rest), writer, t)
