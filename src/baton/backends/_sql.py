@@ -3,7 +3,7 @@ every method made of one such statement (reads, deletes, and the compare-and-set
 are a single conditional statement).
 
 Statements are written once with `?` placeholders; PostgreSQL numbers them (`numbered`). A
-dialect gives `SQLStore` its plumbing: `_rows` (the rows of one statement), `_change` (the
+dialect gives `SQLStore` its plumbing: `_query` (the rows of one statement), `_change` (the
 rows one write statement changed), `_corrupt` (the error for a stored record that cannot be
 read) and the few differences below. What needs a transaction of several statements
 (`commit_run`, `write_entry`, `put_snapshot`), the clock of leases and the audit check stay
@@ -131,7 +131,7 @@ class SQLStore:
     find nothing there, writes raise `_predates`."""
 
     # ------------------------------------------------------------------ a dialect's plumbing
-    async def _rows(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    async def _query(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """The rows of one statement."""
         raise NotImplementedError
 
@@ -179,7 +179,7 @@ class SQLStore:
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or None if it does not exist."""
         sql = f"SELECT {self._session_columns()} FROM sessions WHERE id = ?"
-        rows = await self._rows("get_session", sql, (session_id,))
+        rows = await self._query("get_session", sql, (session_id,))
         return self._decoded(records.session, rows)[0] if rows else None
 
     async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
@@ -189,7 +189,7 @@ class SQLStore:
             f"ORDER BY updated_at DESC, {self._FIRST_SAVED} LIMIT ?"
         )
         return self._decoded(
-            records.session, await self._rows("list_sessions", sql, (max(limit, 0),))
+            records.session, await self._query("list_sessions", sql, (max(limit, 0),))
         )
 
     async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
@@ -201,7 +201,7 @@ class SQLStore:
         if limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT ?) AS last ORDER BY seq"
             params = (session_id, limit)
-        rows = await self._rows("get_messages", sql, params)
+        rows = await self._query("get_messages", sql, params)
         return self._decoded(lambda row: records.message(*row), rows)
 
     async def get_events(
@@ -209,7 +209,7 @@ class SQLStore:
     ) -> list[Event]:
         """Stored events of a session and/or trace, in order."""
         where, params = _where((("session_id", session_id), ("trace_id", trace_id)))
-        rows = await self._rows(
+        rows = await self._query(
             "get_events", f"SELECT seq, data FROM events{where} ORDER BY seq", params
         )
         return self._decoded(lambda row: records.event(*row), rows)
@@ -227,7 +227,9 @@ class SQLStore:
         if limit is not None:
             sql = f"SELECT * FROM ({sql} DESC LIMIT ?) AS last ORDER BY seq"
             params.append(limit)
-        return [records.audit_record(row) for row in await self._rows("audit_records", sql, params)]
+        return [
+            records.audit_record(row) for row in await self._query("audit_records", sql, params)
+        ]
 
     # ------------------------------------------------------------------ leases
     async def release_lease(self, key: str, owner: str) -> None:
@@ -250,7 +252,7 @@ class SQLStore:
         if await self._change("put_checkpoint", PUT_CHECKPOINT, row):
             return
         sql = "SELECT seq, run_id FROM checkpoints WHERE session_id = ?"
-        stored = await self._rows("put_checkpoint", sql, (cp.session_id,))
+        stored = await self._query("put_checkpoint", sql, (cp.session_id,))
         if stored and stored[0][1] != cp.run_id:
             raise paused_elsewhere(cp, str(stored[0][1]))
         raise stale_checkpoint(cp, int(stored[0][0]) if stored else None)
@@ -258,7 +260,7 @@ class SQLStore:
     async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
         """The session's checkpoint (state as JSON in `data`), or None."""
         sql = f"SELECT {records.CHECKPOINT_COLUMNS} FROM checkpoints WHERE session_id = ?"
-        rows = await self._rows("get_checkpoint", sql, (session_id,))
+        rows = await self._query("get_checkpoint", sql, (session_id,))
         return self._checkpoints(rows)[0] if rows else None
 
     async def list_checkpoints(self, status: CheckpointStatus | None = None) -> list[Checkpoint]:
@@ -266,7 +268,9 @@ class SQLStore:
         first."""
         where, params = _where((("status", status),))
         sql = f"SELECT {records.CHECKPOINT_COLUMNS} FROM checkpoints{where} "
-        rows = await self._rows("list_checkpoints", f"{sql}ORDER BY updated_at, session_id", params)
+        rows = await self._query(
+            "list_checkpoints", f"{sql}ORDER BY updated_at, session_id", params
+        )
         return self._checkpoints(rows)
 
     def _checkpoints(self, rows: Iterable[Any]) -> list[Checkpoint]:
@@ -286,7 +290,7 @@ class SQLStore:
         """Checkpoint rows as stored (data not opened): every one, or the session's."""
         where, params = _where((("session_id", session_id),))
         sql = f"SELECT session_id, run_id, seq, data FROM checkpoints{where} "
-        rows = await self._rows(
+        rows = await self._query(
             "rekey_checkpoints", f"{sql}ORDER BY updated_at, session_id", params
         )
         return [RawCheckpoint(sid, run, int(seq), data) for sid, run, seq, data in rows]
@@ -304,14 +308,14 @@ class SQLStore:
         """Tickets in the human queue, oldest first."""
         where, params = _where((("status", status),))
         sql = f"SELECT {records.TICKET_COLUMNS} FROM human_queue{where} ORDER BY id"
-        return self._decoded(records.ticket, await self._rows("list_human", sql, params))
+        return self._decoded(records.ticket, await self._query("list_human", sql, params))
 
     async def get_human(self, ticket_id: int) -> HumanTicket | None:
         """One ticket, or None."""
         if not records.is_ticket_id(ticket_id):
             return None
         sql = f"SELECT {records.TICKET_COLUMNS} FROM human_queue WHERE id = ?"
-        rows = await self._rows("get_human", sql, (ticket_id,))
+        rows = await self._query("get_human", sql, (ticket_id,))
         return self._decoded(records.ticket, rows)[0] if rows else None
 
     async def update_human(self, ticket: HumanTicket, expect: TicketStatus) -> None:
@@ -338,7 +342,7 @@ class SQLStore:
         if await self._change("update_human", sql, (*fields, ticket.id, expect), stamp):
             return
         sql = "SELECT status FROM human_queue WHERE id = ?"
-        stored = await self._rows("update_human", sql, (ticket.id,))
+        stored = await self._query("update_human", sql, (ticket.id,))
         if not stored:
             raise unknown_ticket(ticket.id)
         raise ticket_conflict(ticket, expect, str(stored[0][0]))
@@ -378,7 +382,7 @@ class SQLStore:
         if await self._change("put_task", sql, params, stamp):
             return
         sql = "SELECT version, session_id FROM tasks WHERE run_id = ? AND task_id = ?"
-        stored = await self._rows("put_task", sql, (run_id, tid))
+        stored = await self._query("put_task", sql, (run_id, tid))
         if stored and stored[0][1] != session_id:
             raise task_elsewhere(run_id, tid, str(stored[0][1]), session_id)
         raise task_conflict(run_id, tid, expected_version, int(stored[0][0]) if stored else 0)
@@ -388,7 +392,7 @@ class SQLStore:
         if "tasks" in self._lacking:
             return None
         sql = f"SELECT {records.TASK_COLUMNS} FROM tasks WHERE run_id = ? AND task_id = ?"
-        rows = await self._rows("get_task", sql, (run_id, task_id))
+        rows = await self._query("get_task", sql, (run_id, task_id))
         return self._decoded(records.task, rows)[0] if rows else None
 
     async def list_tasks(
@@ -403,7 +407,7 @@ class SQLStore:
         filters = (("session_id", session_id), ("run_id", run_id), ("status", status))
         where, params = _where(filters)
         sql = f"SELECT {records.TASK_COLUMNS} FROM tasks{where} ORDER BY {self._FIRST_SAVED}"
-        return self._decoded(records.task, await self._rows("list_tasks", sql, params))
+        return self._decoded(records.task, await self._query("list_tasks", sql, params))
 
     # ------------------------------------------------------------------ blackboard
     async def read_board(self, board: str) -> dict[str, BoardEntry]:
@@ -425,7 +429,7 @@ class SQLStore:
         if "board" in self._lacking:
             return []
         sql = f"SELECT {records.BOARD_COLUMNS} FROM board WHERE board = ? {rest}"
-        return self._decoded(records.board_entry, await self._rows(action, sql, (board, *params)))
+        return self._decoded(records.board_entry, await self._query(action, sql, (board, *params)))
 
     async def delete_board(self, board: str) -> None:
         """Drop the board's entries (its seq is kept)."""
@@ -438,7 +442,7 @@ class SQLStore:
         if "snapshots" in self._lacking:
             return None
         sql = f"SELECT {records.SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = ? AND id = ?"
-        rows = await self._rows("get_snapshot", sql, (thread_id, snapshot_id))
+        rows = await self._query("get_snapshot", sql, (thread_id, snapshot_id))
         return self._decoded(records.snapshot, rows)[0] if rows else None
 
     async def list_snapshots(self, thread_id: str, limit: int | None = None) -> list[Snapshot]:
@@ -450,7 +454,7 @@ class SQLStore:
             "ORDER BY seq DESC LIMIT ?"
         )
         params = (thread_id, self._ALL_ROWS if limit is None else limit)
-        return self._decoded(records.snapshot, await self._rows("list_snapshots", sql, params))
+        return self._decoded(records.snapshot, await self._query("list_snapshots", sql, params))
 
     async def delete_snapshots(self, thread_id: str) -> None:
         """Drop the thread's snapshots."""

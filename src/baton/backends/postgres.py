@@ -89,6 +89,7 @@ from baton.backends.audit import (
     VerifyResult,
     agree,
     link,
+    outcome,
     resolve_key,
     verify,
 )
@@ -822,7 +823,7 @@ class PostgresStore(SQLStore):
             "PostgresStore"
         )
 
-    async def _rows(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    async def _query(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """The rows of one statement (`?` placeholders)."""
 
         async def work(conn: Any) -> list[Any]:
@@ -961,9 +962,7 @@ class PostgresStore(SQLStore):
             records_again=chained,
             head_seq=chain.head_seq,
         )
-        if not rows.ok:
-            return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
-        return chain.model_copy(update={"events": rows.events, "messages": rows.messages})
+        return outcome(chain, rows)
 
     # ------------------------------------------------------------------ leases
     async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:

@@ -87,6 +87,7 @@ from baton.backends.audit import (
     VerifyResult,
     agree,
     link,
+    outcome,
     resolve_key,
     verify,
 )
@@ -927,9 +928,7 @@ class RedisStore:
             records_again=chained,
             head_seq=chain.head_seq,
         )
-        if not rows.ok:
-            return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
-        return chain.model_copy(update={"events": rows.events, "messages": rows.messages})
+        return outcome(chain, rows)
 
     # ------------------------------------------------------------------ leases
     async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:

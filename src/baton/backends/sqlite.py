@@ -64,6 +64,7 @@ from baton.backends.audit import (
     link,
     message_digest,
     messages_only,
+    outcome,
     record_body,
     resolve_key,
     verify,
@@ -701,7 +702,7 @@ class SQLiteStore(SQLStore):
             self._pool.submit(call.run)
         return await call.outcome()
 
-    async def _rows(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    async def _query(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """The rows of one statement."""
         return await self._run(action, lambda conn: conn.execute(sql, params).fetchall())
 
@@ -823,12 +824,7 @@ class SQLiteStore(SQLStore):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
 
-        chain, rows = await self._run("verify_audit", check)
-        if rows is None:
-            return chain
-        if not rows.ok:
-            return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
-        return chain.model_copy(update={"events": rows.events, "messages": rows.messages})
+        return outcome(*await self._run("verify_audit", check))
 
     def _audit_pages(self, conn: sqlite3.Connection) -> Iterator[AuditRecord]:
         rows = _pages(conn, f"SELECT {self._audit_select} FROM audit")
