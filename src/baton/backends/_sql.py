@@ -172,6 +172,7 @@ class SQLStore:
             raise self._corrupt(exc.table, exc.key, exc.cause) from exc.cause
 
     def _needs(self, table: str, action: str) -> None:
+        """Refuse a write to a table the store's schema lacks."""
         if table in self._lacking:
             raise self._predates(table, action)
 
