@@ -1,7 +1,8 @@
 """Baton's store conformance suites, for any store: the ones Baton ships and a third party's.
 
 One suite per capability (`baton.backends`): `sessions`, `checkpoints`, `leases`,
-`human_queue` (together what the kernel needs, `Store`), `tasks`, `blackboard`, `snapshots`.
+`human_queue` (together what the kernel needs, `Store`), `tasks`, `blackboard`, `snapshots`,
+`audit_trail`.
 Each test is marked with the capabilities it checks (`kit.capability`); run against a store
 that lacks one, it is skipped with a reason naming it. To run every suite against a store,
 give pytest a `store` fixture that makes a fresh one, in a test module that imports the
@@ -26,6 +27,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from baton.testing import (
+    audit_trail,
     blackboard,
     checkpoints,
     human_queue,
@@ -44,6 +46,7 @@ SUITES: tuple[ModuleType, ...] = (
     tasks,
     blackboard,
     snapshots,
+    audit_trail,
 )
 """Every conformance suite, one module per capability."""
 
