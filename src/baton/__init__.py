@@ -4,7 +4,17 @@ from typing import TYPE_CHECKING, Any
 
 from baton.agents import Agent
 from baton.approvals import ApprovalPolicy
-from baton.backends import Checkpoint, MemoryStore, SessionRecord, Store, open_store
+from baton.backends import (
+    Checkpoint,
+    Checkpoints,
+    HumanQueue,
+    Leases,
+    MemoryStore,
+    SessionRecord,
+    Sessions,
+    Store,
+    open_store,
+)
 from baton.backends.retention import GcReport, Retaining, Retention
 from baton.backends.sealing import CheckpointKeyProvider, CheckpointKeys
 from baton.core import (
@@ -74,6 +84,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointKeyProvider",
     "CheckpointKeys",
+    "Checkpoints",
     "CompiledGraph",
     "ConfigError",
     "ConflictError",
@@ -90,10 +101,12 @@ __all__ = [
     "GuardrailContext",
     "Guards",
     "HandoffPayload",
+    "HumanQueue",
     "InterruptCard",
     "InterruptError",
     "InvalidTransition",
     "JSONLSink",
+    "Leases",
     "LocalModel",
     "MemoryStore",
     "Message",
@@ -122,6 +135,7 @@ __all__ = [
     "ScriptedModel",
     "SessionOwnerError",
     "SessionRecord",
+    "Sessions",
     "Store",
     "StoreError",
     "Supervisor",

@@ -139,6 +139,40 @@ async def test_stores_starting_together_migrate_once(schema: str, raw: Any) -> N
             await s.close()
 
 
+async def test_a_version_2_schema_drops_its_lock_table(schema: str, raw: Any) -> None:
+    from baton.backends.postgres import _MIGRATIONS
+
+    await raw.execute(f'CREATE SCHEMA "{schema}"')
+    async with raw.transaction():
+        await raw.execute(f'SET LOCAL search_path TO "{schema}"')
+        await raw.execute(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
+            "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        for version in (1, 2):  # the released steps, as a version-2 Baton ran them
+            for step in _MIGRATIONS[version]:
+                await raw.execute(step)
+            await raw.execute("INSERT INTO schema_version (version) VALUES ($1)", version)
+        await raw.execute("INSERT INTO locks (key, expires_at) VALUES ('k', 1e12)")
+        await raw.execute(
+            "INSERT INTO sessions (id, state, created_at, updated_at, version) "
+            "VALUES ('s_old', '{}', 1.0, 2.0, 1)"
+        )
+    store = PostgresStore(POSTGRES_URL, schema=schema)
+    try:
+        got = await store.get_session("s_old")
+        assert got is not None and got.version == 1
+    finally:
+        await store.close()
+    rows = await raw.fetch(f'SELECT version FROM "{schema}".schema_version ORDER BY version')
+    assert [r["version"] for r in rows] == list(range(1, SCHEMA_VERSION + 1))
+    found = await raw.fetchval(
+        "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = $1 AND tablename = 'locks'",
+        schema,
+    )
+    assert found == 0
+
+
 async def test_a_schema_newer_than_the_code_is_refused(schema: str, raw: Any) -> None:
     store = PostgresStore(POSTGRES_URL, schema=schema)
     try:

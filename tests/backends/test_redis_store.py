@@ -263,7 +263,7 @@ async def test_drop_removes_only_its_own_prefix(raw: Any) -> None:
         for store in (mine, theirs):
             await store.commit_run(SessionRecord("s_1"), [], run_events("s_1", "run_1"))
             await store.write_entry("b", "k", "值", 0)
-            assert await store.claim_lock("k", 30)
+            assert await store.acquire_lease("k", "worker-a", 30)
         before = await keys_under(raw, f"{base}x:")
         assert before and await keys_under(raw, f"{base}[[]x]")
         await mine.drop()

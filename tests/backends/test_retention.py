@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.backends.test_store_conformance import make_checkpoint, new_session
 
 from baton.backends import SQLiteStore, Store
 from baton.backends.audit import AuditTrail
@@ -19,6 +18,7 @@ from baton.backends.retention import GcReport, Retaining, Retention, parse_age
 from baton.core.errors import ConfigError
 from baton.core.events import Event, RunStarted
 from baton.core.messages import Message
+from baton.testing.kit import make_checkpoint, new_session
 
 DAY = 86_400.0
 

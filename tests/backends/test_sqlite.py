@@ -48,11 +48,11 @@ async def test_wal_mode_and_schema_version(db: Path) -> None:
             "messages",
             "events",
             "human_queue",
-            "locks",
             "checkpoints",
             "leases",
             "tasks",
         } <= tables
+        assert "locks" not in tables  # dropped by schema 10: nothing claims locks in the store
         assert store.url == url(db)
         assert store.path == str(db)
     finally:
@@ -76,16 +76,16 @@ async def test_two_stores_on_one_file_see_each_other(db: Path) -> None:
         again = await a.get_session("s_1")
         assert again is not None and again.holder == "tech_support"
 
-        assert await a.claim_lock("s_1|billing|fp", 30) is True
-        assert await b.claim_lock("s_1|billing|fp", 30) is False
-        assert await b.claim_lock("s_1|tech|fp", 30) is True
-        assert await a.claim_lock("s_1|tech|fp", 30) is False
+        assert await a.acquire_lease("s_1", "worker-a", 30) is True
+        assert await b.acquire_lease("s_1", "worker-b", 30) is False
+        assert await b.acquire_lease("s_2", "worker-b", 30) is True
+        assert await a.acquire_lease("s_2", "worker-a", 30) is False
     finally:
         await a.close()
         await b.close()
 
 
-def test_concurrent_claims_from_many_connections_admit_one(db: Path) -> None:
+def test_concurrent_leases_from_many_connections_admit_one(db: Path) -> None:
     stores = [SQLiteStore(url(db)) for _ in range(8)]
     barrier = threading.Barrier(len(stores))
     results: list[bool] = []
@@ -93,7 +93,7 @@ def test_concurrent_claims_from_many_connections_admit_one(db: Path) -> None:
 
     def claim(store: SQLiteStore) -> None:
         barrier.wait()
-        ok = asyncio.run(store.claim_lock("hot-key", 30))
+        ok = asyncio.run(store.acquire_lease("hot-key", f"worker-{id(store)}", 30))
         with lock:
             results.append(ok)
 
@@ -105,23 +105,6 @@ def test_concurrent_claims_from_many_connections_admit_one(db: Path) -> None:
     for s in stores:
         asyncio.run(s.close())
     assert sorted(results) == [False] * 7 + [True]
-
-
-async def test_expired_locks_are_pruned(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("baton.backends.sqlite._PRUNE_EVERY", 3)
-    store = SQLiteStore(url(db))
-    try:
-        assert await store.claim_lock("old", 0.0)
-        assert await store.claim_lock("live", 30)
-        assert await store.claim_lock("third", 30)  # third claim prunes the expired "old"
-        raw = sqlite3.connect(db)
-        try:
-            keys = {r[0] for r in raw.execute("SELECT key FROM locks")}
-        finally:
-            raw.close()
-        assert keys == {"live", "third"}
-    finally:
-        await store.close()
 
 
 async def test_commit_run_is_one_transaction(db: Path) -> None:
@@ -482,6 +465,38 @@ def test_version_2_file_migrates_and_keeps_its_data(db: Path) -> None:
     finally:
         raw.close()
     asyncio.run(reopen_again(db))
+
+
+def test_version_9_file_drops_its_lock_table_and_keeps_its_data(db: Path) -> None:
+    raw = sqlite3.connect(db)
+    with raw:
+        for version in range(1, 10):  # the released steps, as a version-9 Baton ran them
+            for step in _MIGRATIONS[version]:
+                if isinstance(step, str):
+                    raw.execute(step)
+                else:
+                    step(raw)
+        raw.execute("PRAGMA user_version = 9")
+        raw.execute("INSERT INTO locks (key, expires_at) VALUES ('s_old|billing|fp', 1e12)")
+        raw.execute("INSERT INTO leases (key, owner, expires_at) VALUES ('s_old', 'p', 1e12)")
+    raw.close()
+
+    async def reopen() -> None:
+        store = SQLiteStore(url(db))
+        try:
+            assert not await store.acquire_lease("s_old", "another", 30)  # the lease stays
+            await store.commit_run(SessionRecord("s_new"), [], [])
+        finally:
+            await store.close()
+
+    asyncio.run(reopen())
+    raw = sqlite3.connect(db)
+    try:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master")}
+        assert "locks" not in tables and "locks_expiry" not in tables
+    finally:
+        raw.close()
 
 
 async def reopen_again(db: Path) -> None:

@@ -281,7 +281,9 @@ async def test_concurrent_coroutines_keep_order_and_consistency(db: Path) -> Non
         )
         assert sum(o is None for o in outcomes) == 1
         assert sum(isinstance(o, ConflictError) for o in outcomes) == 4
-        claims = await asyncio.gather(*(store.claim_lock("hot", 30) for _ in range(10)))
+        claims = await asyncio.gather(
+            *(store.acquire_lease("hot", f"worker-{i}", 30) for i in range(10))
+        )
         assert claims.count(True) == 1
 
         result = await store.verify_audit()

@@ -223,17 +223,17 @@ def test_a_forked_child_never_repeats_the_parents_ids() -> None:
     assert len(child) == 50 and not set(child) & set(parent)
 
 
-async def test_the_memory_store_prunes_its_locks_lazily() -> None:
+async def test_the_memory_store_prunes_its_leases_lazily() -> None:
     store = MemoryStore()
     for i in range(10_001):
-        assert await store.claim_lock(f"live-{i}", 30)
-    # all still live: the next prune waits until the table has doubled, so claims stay O(1)
-    assert store._prune_at == 20_002
+        assert await store.acquire_lease(f"live-{i}", "worker-a", 30)
+    # all still live: the next prune waits until the table has doubled, so leases stay O(1)
+    assert store._lease_prune_at == 20_002
     for i in range(10_001):
-        await store.claim_lock(f"gone-{i}", 0.0)
-    assert await store.claim_lock("one-more", 30)  # this claim prunes the expired ones
-    assert len(store._locks) == 10_002
-    assert not await store.claim_lock("live-5", 30)
+        await store.acquire_lease(f"gone-{i}", "worker-a", 0.0)
+    assert await store.acquire_lease("one-more", "worker-a", 30)  # this one prunes the expired
+    assert len(store._leases) == 10_002
+    assert not await store.acquire_lease("live-5", "worker-b", 30)
 
 
 KERNEL = {

@@ -1,4 +1,5 @@
-"""Store backends behind the `Store` protocol, opened by URL."""
+"""Store backends behind the store's capability protocols (`Store` is what the kernel needs),
+opened by URL."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ from baton.backends.base import (
     Blackboard,
     BoardEntry,
     Checkpoint,
+    Checkpoints,
+    HumanQueue,
     HumanTicket,
+    Leases,
     SessionRecord,
+    Sessions,
     Snapshot,
     Snapshots,
     Store,
@@ -27,6 +32,7 @@ from baton.backends.sealing import (
 from baton.core.errors import ConfigError
 
 if TYPE_CHECKING:
+    from baton.backends.audit import AuditTrail
     from baton.backends.postgres import PostgresStore as PostgresStore  # not in __all__: an extra
     from baton.backends.redis_store import RedisStore as RedisStore  # not in __all__: an extra
     from baton.backends.sqlite import SQLiteStore
@@ -74,13 +80,17 @@ def open_store(spec: Any, *, checkpoint_keys: CheckpointKeyProvider | str | None
 
 
 __all__ = [
+    "AuditTrail",
     "Blackboard",
     "BoardEntry",
     "Checkpoint",
     "CheckpointKeyProvider",
     "CheckpointKeys",
+    "Checkpoints",
     "GcReport",
+    "HumanQueue",
     "HumanTicket",
+    "Leases",
     "MemoryStore",
     "RekeyReport",
     "Retaining",
@@ -88,6 +98,7 @@ __all__ = [
     "SQLiteStore",
     "SealedCheckpoints",
     "SessionRecord",
+    "Sessions",
     "Snapshot",
     "Snapshots",
     "Store",
@@ -99,7 +110,12 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """`SQLiteStore` (with sqlite3 and the audit trail), `PostgresStore` (with the `postgres`
-    extra) and `RedisStore` (with the `redis` extra) load on first use."""
+    extra), `RedisStore` (with the `redis` extra) and the `AuditTrail` capability load on
+    first use."""
+    if name == "AuditTrail":
+        from baton.backends.audit import AuditTrail
+
+        return AuditTrail
     if name == "SQLiteStore":
         from baton.backends.sqlite import SQLiteStore
 

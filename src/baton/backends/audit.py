@@ -838,6 +838,17 @@ def _row_bad(
     )
 
 
+def outcome(chain: VerifyResult, rows: VerifyResult | None) -> VerifyResult:
+    """The result of a whole check from the chain's (`verify`) and, once the chain holds, the
+    stored rows' (`agree`, None when not checked): the chain's, failed where the rows
+    disagree with it."""
+    if rows is None:
+        return chain
+    if not rows.ok:
+        return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
+    return chain.model_copy(update={"events": rows.events, "messages": rows.messages})
+
+
 @runtime_checkable
 class AuditTrail(Protocol):
     """A store that keeps an audit chain of every event (and message) it stores."""

@@ -1,11 +1,13 @@
-"""The store: small capability protocols (sessions and transcripts, checkpoints, leases, the
-human queue; tasks; the blackboard; snapshots) that every backend implements, each tested by
-one conformance suite.
+"""The store: small capability protocols that every backend implements, each tested by one
+conformance suite (`baton.testing`).
 
-`Store` is what every backend has; `Tasks` (the tasks of plan-execute-review runs),
-`Blackboard` (shared, versioned entries that several agents read and write) and `Snapshots`
-(the per-super-step checkpoints of graph threads) are capabilities of their own that a
-topology needing one checks for (`isinstance(store, Blackboard)`)."""
+`Sessions` (sessions, transcripts, events), `Checkpoints` (unfinished runs), `Leases` (one
+runner per session) and `HumanQueue` (escalations) are what the kernel needs: `Store` is their
+union. `Tasks` (the tasks of plan-execute-review runs), `Blackboard` (shared, versioned
+entries that several agents read and write) and `Snapshots` (the per-super-step checkpoints of
+graph threads) are capabilities of their own that a topology needing one declares in its
+blueprint (`isinstance(store, Blackboard)`); `AuditTrail` (`baton.backends.audit`) is the
+hash-chained record of what a store committed."""
 
 from __future__ import annotations
 
@@ -120,15 +122,8 @@ class Checkpoint:
 
 
 @runtime_checkable
-class Store(Protocol):
-    """Persistence the kernel needs. Implementations: `MemoryStore`, `SQLiteStore`,
-    `PostgresStore`, `RedisStore` (each also has the `Tasks`, `Blackboard` and `Snapshots`
-    capabilities)."""
-
-    url: str
-    shared: bool
-    """True when other processes reach the same data (SQLite file, PostgreSQL, Redis): runs
-    then hold a lease per session; False for process memory, where a lock per team is enough."""
+class Sessions(Protocol):
+    """Sessions with their transcripts and events, each run committed in one step."""
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or None if it does not exist."""
@@ -168,28 +163,11 @@ class Store(Protocol):
         """Most recently updated sessions first."""
         ...
 
-    async def claim_lock(self, key: str, window_s: float) -> bool:
-        """Claim `key` for `window_s` seconds; False if a live claim already exists."""
-        ...
 
-    async def push_human(self, card: EscalationCard) -> int:
-        """Put an escalation card in the human queue; returns its ticket id."""
-        ...
+@runtime_checkable
+class Checkpoints(Protocol):
+    """The latest checkpoint of each session's unfinished run (resume, approvals)."""
 
-    async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
-        """Tickets in the human queue, oldest first."""
-        ...
-
-    async def get_human(self, ticket_id: int) -> HumanTicket | None:
-        """One ticket, or None."""
-        ...
-
-    async def update_human(self, ticket: HumanTicket, expect: TicketStatus) -> None:
-        """Save `ticket` (status, claimed_by, answer, note) if its stored status is still
-        `expect`; else raise `ConflictError` and write nothing."""
-        ...
-
-    # ---- checkpoints: unfinished runs
     async def put_checkpoint(self, checkpoint: Checkpoint) -> None:
         """Save the latest checkpoint of a session's unfinished run (replacing the previous
         one). Raises `ConflictError` for a stale save (same run, seq not above the stored one)
@@ -213,7 +191,11 @@ class Store(Protocol):
         """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
         ...
 
-    # ---- leases: one runner per session across processes
+
+@runtime_checkable
+class Leases(Protocol):
+    """Leases that expire: one runner per session across processes."""
+
     async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
         """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
         False while another owner's lease is live."""
@@ -222,6 +204,41 @@ class Store(Protocol):
     async def release_lease(self, key: str, owner: str) -> None:
         """Give `key` up if `owner` holds it."""
         ...
+
+
+@runtime_checkable
+class HumanQueue(Protocol):
+    """Escalations waiting for a person: open -> claimed -> answered/closed."""
+
+    async def push_human(self, card: EscalationCard) -> int:
+        """Put an escalation card in the human queue; returns its ticket id."""
+        ...
+
+    async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
+        """Tickets in the human queue, oldest first."""
+        ...
+
+    async def get_human(self, ticket_id: int) -> HumanTicket | None:
+        """One ticket, or None."""
+        ...
+
+    async def update_human(self, ticket: HumanTicket, expect: TicketStatus) -> None:
+        """Save `ticket` (status, claimed_by, answer, note) if its stored status is still
+        `expect`; else raise `ConflictError` and write nothing."""
+        ...
+
+
+@runtime_checkable
+class Store(Sessions, Checkpoints, Leases, HumanQueue, Protocol):
+    """What the kernel needs of a store: `Sessions`, `Checkpoints`, `Leases` and
+    `HumanQueue`, plus `url`, `shared` and `close`. Implementations: `MemoryStore`,
+    `SQLiteStore`, `PostgresStore`, `RedisStore`; each also has the `Tasks`, `Blackboard` and
+    `Snapshots` capabilities, and the last three the `AuditTrail` (`baton.backends.audit`)."""
+
+    url: str
+    shared: bool
+    """True when other processes reach the same data (SQLite file, PostgreSQL, Redis): runs
+    then hold a lease per session; False for process memory, where a lock per team is enough."""
 
     async def close(self) -> None:
         """Release connections."""

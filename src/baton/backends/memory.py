@@ -87,7 +87,7 @@ def _batch_seq(batch: tuple[int, list[Event]]) -> int:
 
 
 _MIN_PRUNE = 10_000
-"""Expired hand-off locks and leases are dropped once their table holds more than this many."""
+"""Expired leases are dropped once their table holds more than this many."""
 
 _TRIM_MARGIN = 8
 """When unfinished runs alone keep the store over `max_sessions`, it is looked through again
@@ -155,8 +155,6 @@ class MemoryStore:
         """Per session id, the batches of its events, each with its number in commit order."""
         self._batches = 0
         self._checkpoints: dict[str, Checkpoint] = {}
-        self._locks: dict[str, float] = {}
-        self._prune_at = _MIN_PRUNE
         self._leases: dict[str, tuple[str, float]] = {}
         self._lease_prune_at = _MIN_PRUNE
         self._human: list[HumanTicket] = []
@@ -287,21 +285,7 @@ class MemoryStore:
         recs = sorted(self._sessions.values(), key=lambda r: r.updated_at, reverse=True)
         return [_snapshot(r) for r in recs[:limit]]
 
-    # ------------------------------------------------------------------ locks and leases
-    async def claim_lock(self, key: str, window_s: float) -> bool:
-        """Claim `key` for `window_s` seconds; False if a live claim already exists."""
-        t = time.monotonic()
-        expires = self._locks.get(key)
-        if expires is not None and expires > t:
-            return False
-        self._locks[key] = t + window_s
-        if len(self._locks) > self._prune_at:  # keep memory bounded under long runs
-            self._locks = {k: v for k, v in self._locks.items() if v > t}
-            # When most locks are still live, pruning again at the next claim would scan them
-            # all on every hand-off; wait until the table has doubled instead.
-            self._prune_at = max(_MIN_PRUNE, 2 * len(self._locks))
-        return True
-
+    # ------------------------------------------------------------------ leases
     async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
         """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
         False while another owner's lease is live."""

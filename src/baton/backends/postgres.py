@@ -1,4 +1,4 @@
-"""`PostgresStore`: sessions, transcripts, events, the audit chain, checkpoints, locks, leases,
+"""`PostgresStore`: sessions, transcripts, events, the audit chain, checkpoints, leases,
 the human queue, the tasks of plan-execute-review runs, blackboards and graph snapshots in
 PostgreSQL (`asyncpg`, the `postgres` extra: `pip install 'baton-relay[postgres]'`).
 
@@ -21,7 +21,7 @@ Atomicity, across any number of processes:
   records. The audit chain's tip is read and extended under a transaction-level advisory
   lock (one per schema), so concurrent commits chain one after another, and the rows of
   `events` and `messages` are numbered in chain order.
-- `put_checkpoint`, `update_human`, `put_task`, `claim_lock` and `acquire_lease` are each
+- `put_checkpoint`, `update_human`, `put_task` and `acquire_lease` are each
   one conditional statement.
 - `write_entry` takes the board's next seq first (locking the board's seq row until it
   commits), then compares the entry's version and writes it: writers of one board go one
@@ -30,7 +30,7 @@ Atomicity, across any number of processes:
 - `put_snapshot` takes the thread's next seq and applies retention under an advisory lock
   per thread.
 
-Locks and leases expire by the server's clock (the same for every process). JSON is stored
+Leases expire by the server's clock (the same for every process). JSON is stored
 as text, so values read back exactly as they were written (key order, int versus float).
 PostgreSQL text cannot hold the NUL character: a name or id holding one is refused with a
 `StoreError` (inside JSON it is escaped and stored as any other character); text with a lone
@@ -59,62 +59,48 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import ValidationError
-
+from baton.backends import _records as records
 from baton.backends._aio import settle
-from baton.backends._conflicts import (
-    board_conflict,
-    board_json,
-    check_task_owner,
-    check_ticket,
-    paused_elsewhere,
-    stale_checkpoint,
-    task_conflict,
-    task_elsewhere,
-    ticket_conflict,
-    unknown_ticket,
-    version_conflict,
-)
+from baton.backends._conflicts import board_conflict, board_json, version_conflict
+from baton.backends._records import AUDIT_COLUMNS, SESSION_COLUMNS, commit_rows
 from baton.backends._snapshots import check_keep_last, snapshot_json
+from baton.backends._sql import (
+    AUDIT_TIP,
+    DROP_CHECKPOINT,
+    EVENT_ROWS,
+    INSERT_AUDIT,
+    INSERT_EVENTS,
+    INSERT_MESSAGES,
+    KEEP_LAST_SNAPSHOTS,
+    MESSAGE_ROWS,
+    NEXT_BOARD_SEQ,
+    NEXT_SNAPSHOT_SEQ,
+    SAVE_CHECKPOINT,
+    SNAPSHOT_SEQ,
+    UPSERT_ENTRY,
+    UPSERT_SNAPSHOT,
+    SQLStore,
+    numbered,
+)
 from baton.backends.audit import (
     GENESIS,
-    AuditRecord,
     EventRow,
     MessageRow,
     Unsealed,
     VerifyResult,
     agree,
     link,
-    message_digest,
-    prepare,
+    outcome,
     resolve_key,
     retired_ids,
     verify,
 )
-from baton.backends.base import (
-    BoardEntry,
-    Checkpoint,
-    CheckpointStatus,
-    HumanTicket,
-    SessionRecord,
-    Snapshot,
-    TicketStatus,
-)
+from baton.backends.base import BoardEntry, Checkpoint, SessionRecord, Snapshot
 from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
-from baton.backends.sealing import (
-    CheckpointKeyProvider,
-    RawCheckpoint,
-    RekeyReport,
-    opened,
-    rekey_store,
-    resolve_keys,
-    stored_data,
-)
+from baton.backends.sealing import CheckpointKeyProvider, resolve_keys
 from baton.core.errors import ConfigError, StoreError
-from baton.core.events import EscalationCard, Event, event_from_json
+from baton.core.events import EscalationCard, Event
 from baton.core.messages import Message
-from baton.core.payload import HandoffPayload
-from baton.core.tasks import Task, TaskStatus
 
 try:
     import asyncpg  # type: ignore[import-untyped]
@@ -128,7 +114,7 @@ T = TypeVar("T")
 
 log = logging.getLogger("baton.store")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the table layout, kept in the table `schema_version`."""
 
 DEFAULT_SCHEMA = "baton"
@@ -140,10 +126,10 @@ _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 """Schema names the store accepts: plain identifiers (quoted in SQL, so case is kept)."""
 
 _PRUNE_EVERY = 256
-"""Expired lock (and lease) keys are deleted once every this many claims (acquisitions)."""
+"""Expired leases are deleted once every this many acquisitions."""
 
 _NOW = "extract(epoch from clock_timestamp())::float8"
-"""The server's clock in seconds since the epoch: what locks and leases expire by."""
+"""The server's clock in seconds since the epoch: what leases expire by."""
 
 _CLOSE_TIMEOUT_S = 10.0
 """How long `close` waits for connections in use before it terminates them."""
@@ -301,30 +287,12 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         # business slots in `state` that hand-offs and tools write.
         "ALTER TABLE sessions ADD COLUMN control TEXT NOT NULL DEFAULT '{}'",
     ),
+    3: (
+        # Nothing claims locks through the store (the kernel keeps a run's duplicate
+        # hand-off locks in the run): the table goes, its index with it.
+        "DROP TABLE IF EXISTS locks",
+    ),
 }
-
-_SESSION_COLUMNS = (
-    "id, user_id, holder, holder_since, incoming, state, created_at, updated_at, version, "
-    "requests, control"
-)
-_CHECKPOINT_COLUMNS = "session_id, run_id, seq, status, data, meta, updated_at"
-_TICKET_COLUMNS = "id, card, status, claimed_by, answer, note, updated_at"
-_TASK_COLUMNS = "run_id, task_id, session_id, status, version, data, updated_at"
-_BOARD_COLUMNS = "board, key, value, version, seq, writer, updated_at"
-_SNAPSHOT_COLUMNS = "thread_id, id, seq, run_id, step, parent_id, data, created_at"
-_AUDIT_FIELDS = (
-    "seq",
-    "event_id",
-    "type",
-    "session_id",
-    "trace_id",
-    "ts",
-    "data",
-    "prev_hash",
-    "hash",
-    "messages",
-)
-_AUDIT_COLUMNS = ", ".join(_AUDIT_FIELDS)
 
 _LOST: tuple[type[BaseException], ...] = (
     ConnectionError,  # reset, refused, broken pipe
@@ -484,7 +452,7 @@ def _unicode_error(exc: BaseException) -> UnicodeEncodeError | None:
     return None
 
 
-class PostgresStore:
+class PostgresStore(SQLStore):
     """A `Store` in PostgreSQL, with the `Tasks`, `Blackboard`, `Snapshots` and `AuditTrail`
     capabilities; several processes may share it (`shared` is True).
 
@@ -501,6 +469,8 @@ class PostgresStore:
     """
 
     shared = True
+    _FIRST_SAVED = "pos"
+    _ALL_ROWS = None  # LIMIT NULL
 
     def __init__(
         self,
@@ -553,7 +523,6 @@ class PostgresStore:
         self._mutex = threading.Lock()
         self._closed = False
         self._migrated = False
-        self._claims = 0
         self._leases = 0
 
     # ------------------------------------------------------------------ plumbing
@@ -857,12 +826,29 @@ class PostgresStore:
             "PostgresStore"
         )
 
-    async def _fetch(self, action: str, sql: str, *args: Any) -> list[Any]:
+    async def _query(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one statement (`?` placeholders)."""
+
         async def work(conn: Any) -> list[Any]:
-            rows: list[Any] = await conn.fetch(sql, *args)
+            rows: list[Any] = await conn.fetch(numbered(sql), *params)
             return rows
 
         return await self._run(action, work)
+
+    async def _change(
+        self,
+        action: str,
+        sql: str,
+        params: Sequence[Any] = (),
+        done: Callable[[int], None] | None = None,
+    ) -> int:
+        """Run one write statement (`?` placeholders); the number of rows it changed."""
+
+        async def work(conn: Any) -> int:
+            status: str = await conn.execute(numbered(sql), *params)  # e.g. "UPDATE 1"
+            return int(status.rpartition(" ")[2] or 0)
+
+        return await self._run(action, work, write=True, done=done)
 
     async def drop(self) -> None:
         """Drop the store's schema with every table in it (e.g. after a test). A later call
@@ -881,42 +867,6 @@ class PostgresStore:
             self._migrated = False
 
     # ------------------------------------------------------------------ sessions
-    async def get_session(self, session_id: str) -> SessionRecord | None:
-        """The session, or None if it does not exist."""
-        rows = await self._fetch(
-            "get_session", f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = $1", session_id
-        )
-        return self._session(rows[0]) if rows else None
-
-    def _session(self, row: Sequence[Any]) -> SessionRecord:
-        sid, user_id, holder, since, incoming, state, created, updated, version, reqs, ctl = row
-        try:
-            payload = None if incoming is None else HandoffPayload.model_validate_json(incoming)
-            data = json.loads(state)
-            if not isinstance(data, dict):
-                raise ValueError(f"state is a {type(data).__name__}, not an object")
-            requests = json.loads(reqs)
-            if not isinstance(requests, dict):
-                raise ValueError(f"requests is a {type(requests).__name__}, not an object")
-            control = json.loads(ctl)
-            if not isinstance(control, dict):
-                raise ValueError(f"control is a {type(control).__name__}, not an object")
-        except (ValueError, ValidationError) as exc:
-            raise self._corrupt("sessions", sid, exc) from exc
-        return SessionRecord(
-            session_id=sid,
-            user_id=user_id,
-            holder=holder,
-            holder_since=since,
-            incoming=payload,
-            state=data,
-            created_at=created,
-            updated_at=updated,
-            version=version,
-            requests=requests,
-            control=control,
-        )
-
     async def commit_run(
         self,
         session: SessionRecord,
@@ -936,58 +886,15 @@ class PostgresStore:
         from the same version cannot both succeed. The first commit of a session sets its
         `created_at`; later ones keep it.
         """
-        sid = session.session_id
-        try:
-            state = json.dumps(session.state, ensure_ascii=False)
-            requests = json.dumps(session.requests, ensure_ascii=False)
-            control = json.dumps(session.control, ensure_ascii=False)
-        except (TypeError, ValueError) as exc:
-            raise StoreError(
-                f"session {sid!r} state cannot be saved as JSON ({exc}); keep state values to "
-                "strings, numbers, booleans, None, lists and dicts with string keys"
-            ) from exc
-        incoming = None if session.incoming is None else session.incoming.model_dump_json()
-        read = session.version
-        session_row = (
-            sid,
-            session.user_id,
-            session.holder,
-            session.holder_since,
-            incoming,
-            state,
-            float(session.created_at),
-            float(session.updated_at),
-            read + 1,
-            requests,
-            control,
-        )
-        message_rows = [
-            (m.id, sid, m.run_id, m.role, m.agent, m.model_dump_json(), float(m.ts))
-            for m in messages
-        ]
-        digests = [
-            (r[0], message_digest(r[0], sid, r[2], r[3], r[4], r[6], r[5])) for r in message_rows
-        ]
-        texts = [e.model_dump_json() for e in events]
-        event_rows = [
-            (e.id, e.session_id, e.trace_id, e.run_id, e.type, text, float(e.ts))
-            for e, text in zip(events, texts, strict=True)
-        ]
-        # Audit bodies are built here; only the hash links need the chain's tip, read under
-        # the chain's lock so that concurrent writers (other processes) chain one after
-        # another. The last event's record carries the digests of the messages committed
-        # with it.
-        unsealed = prepare(events, texts, messages=digests, session_id=sid)
-        cp_row = None
-        if checkpoint is not None:
-            cp = checkpoint
-            cp_row = (cp.session_id, cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp))
+        sid, read = session.session_id, session.version
+        session_row = records.session_row(session)
+        rows = commit_rows(session, messages, events, self.checkpoint_keys, checkpoint)
         audit_lock = _lock_key("audit", self.schema)
 
         async def write(conn: Any) -> None:
             if read == 0:
                 saved = await conn.fetchval(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) "
+                    f"INSERT INTO sessions ({SESSION_COLUMNS}) "
                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
                     "ON CONFLICT (id) DO NOTHING RETURNING 1",
                     *session_row,
@@ -1005,56 +912,24 @@ class PostgresStore:
             if saved is None:
                 stored = await conn.fetchval("SELECT version FROM sessions WHERE id = $1", sid)
                 raise version_conflict(sid, read, 0 if stored is None else int(stored))
-            if cp_row is not None:
-                await conn.execute(
-                    f"INSERT INTO checkpoints ({_CHECKPOINT_COLUMNS}) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7) "
-                    "ON CONFLICT (session_id) DO UPDATE SET run_id = excluded.run_id, "
-                    "seq = excluded.seq, status = excluded.status, data = excluded.data, "
-                    "meta = excluded.meta, updated_at = excluded.updated_at",
-                    *cp_row,
-                )
+            if rows.checkpoint is not None:
+                await conn.execute(numbered(SAVE_CHECKPOINT), *rows.checkpoint)
             elif run_id is not None:
-                await conn.execute(
-                    "DELETE FROM checkpoints WHERE session_id = $1 AND run_id = $2", sid, run_id
-                )
-            if unsealed:
-                # messages and events are numbered under the chain's lock: in chain order
+                await conn.execute(numbered(DROP_CHECKPOINT), sid, run_id)
+            if rows.audit:
+                # messages and events are numbered under the chain's lock: in chain order, and
+                # concurrent writers (other processes) chain one after another
                 await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", audit_lock)
-            if message_rows:
-                await conn.executemany(
-                    "INSERT INTO messages (id, session_id, run_id, role, agent, data, ts) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    message_rows,
-                )
-            if event_rows:
-                await conn.executemany(
-                    "INSERT INTO events (id, session_id, trace_id, run_id, type, data, ts) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    event_rows,
-                )
-            if unsealed:
-                tip = await conn.fetchrow("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+            if rows.messages:
+                await conn.executemany(numbered(INSERT_MESSAGES), rows.messages)
+            if rows.events:
+                await conn.executemany(numbered(INSERT_EVENTS), rows.events)
+            if rows.audit:
+                tip = await conn.fetchrow(AUDIT_TIP)
                 last = (0, GENESIS) if tip is None else (int(tip[0]), str(tip[1]))
-                records = link(unsealed, *last, self.audit_key)
+                chained = link(rows.audit, *last, self.audit_key)
                 await conn.executemany(
-                    f"INSERT INTO audit ({_AUDIT_COLUMNS}) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                    [
-                        (
-                            r.seq,
-                            r.event_id,
-                            r.type,
-                            r.session_id,
-                            r.trace_id,
-                            float(r.ts),
-                            r.data,
-                            r.prev_hash,
-                            r.hash,
-                            r.messages,
-                        )
-                        for r in records
-                    ],
+                    numbered(INSERT_AUDIT), [records.audit_row(r) for r in chained]
                 )
 
         def committed(_: None) -> None:
@@ -1062,81 +937,7 @@ class PostgresStore:
 
         await self._run("commit_run", write, write=True, done=committed)
 
-    async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
-        """The session's transcript, oldest first (the last `limit` messages if given)."""
-        if limit is not None and limit <= 0:
-            return []
-        if limit is not None:
-            rows = await self._fetch(
-                "get_messages",
-                "SELECT seq, data FROM (SELECT seq, data FROM messages WHERE session_id = $1 "
-                "ORDER BY seq DESC LIMIT $2) AS last ORDER BY seq",
-                session_id,
-                limit,
-            )
-        else:
-            rows = await self._fetch(
-                "get_messages",
-                "SELECT seq, data FROM messages WHERE session_id = $1 ORDER BY seq",
-                session_id,
-            )
-        out: list[Message] = []
-        for seq, data in rows:
-            try:
-                out.append(Message.model_validate_json(data))
-            except ValidationError as exc:
-                raise self._corrupt("messages", seq, exc) from exc
-        return out
-
-    async def get_events(
-        self, session_id: str | None = None, trace_id: str | None = None
-    ) -> list[Event]:
-        """Stored events of a session and/or trace, in order."""
-        where: list[str] = []
-        params: list[str] = []
-        for column, value in (("session_id", session_id), ("trace_id", trace_id)):
-            if value is not None:
-                params.append(value)
-                where.append(f"{column} = ${len(params)}")
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = await self._fetch(
-            "get_events", f"SELECT seq, data FROM events{clause} ORDER BY seq", *params
-        )
-        out: list[Event] = []
-        for seq, data in rows:
-            try:
-                out.append(event_from_json(data))
-            except ValidationError as exc:
-                raise self._corrupt("events", seq, exc) from exc
-        return out
-
-    async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
-        """Most recently updated sessions first."""
-        rows = await self._fetch(
-            "list_sessions",
-            f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, pos LIMIT $1",
-            max(limit, 0),
-        )
-        return [self._session(r) for r in rows]
-
     # ------------------------------------------------------------------ audit
-    async def audit_records(
-        self, session_id: str | None = None, limit: int | None = None
-    ) -> list[AuditRecord]:
-        """Audit records in chain order (the last `limit` if given; one session's if given)."""
-        if limit is not None and limit <= 0:
-            return []
-        params: list[Any] = []
-        where = ""
-        if session_id is not None:
-            where, params = "WHERE session_id = $1 ", [session_id]
-        sql = f"SELECT {_AUDIT_COLUMNS} FROM audit {where}ORDER BY seq"
-        if limit is not None:
-            params.append(limit)
-            sql = f"SELECT * FROM ({sql} DESC LIMIT ${len(params)}) AS last ORDER BY seq"
-        rows = await self._fetch("audit_records", sql, *params)
-        return [_audit_record(row) for row in rows]
-
     async def verify_audit(self, anchor: tuple[int, str] | None = None) -> VerifyResult:
         """Verify the whole audit chain (keyed with `audit_key` if set), then that the stored
         `events` and `messages` rows are exactly the ones it records, in order.
@@ -1147,55 +948,27 @@ class PostgresStore:
 
         async def read(conn: Any) -> tuple[list[Any], list[Any], list[Any]]:
             async with _transaction(conn, isolation="repeatable_read", readonly=True):
-                audit = await conn.fetch(f"SELECT {_AUDIT_COLUMNS} FROM audit ORDER BY seq")
-                events = await conn.fetch(
-                    "SELECT seq, id, type, session_id, trace_id, run_id, ts, data FROM events "
-                    "ORDER BY seq"
-                )
-                messages = await conn.fetch(
-                    "SELECT seq, id, session_id, run_id, role, agent, ts, data FROM messages "
-                    "ORDER BY seq"
-                )
+                audit = await conn.fetch(f"SELECT {AUDIT_COLUMNS} FROM audit ORDER BY seq")
+                events = await conn.fetch(f"{EVENT_ROWS} ORDER BY seq")
+                messages = await conn.fetch(f"{MESSAGE_ROWS} ORDER BY seq")
             return audit, events, messages
 
         audit, events, messages = await self._run("verify_audit", read)
-        records = [_audit_record(row) for row in audit]
-        chain = verify(records, anchor=anchor, key=self.audit_key)
+        chained = [records.audit_record(row) for row in audit]
+        chain = verify(chained, anchor=anchor, key=self.audit_key)
         if not chain.ok:
             return chain
         rows = agree(
-            records,
+            chained,
             [EventRow(*row) for row in events],
             [MessageRow(*row) for row in messages],
-            records_again=records,
+            records_again=chained,
             head_seq=chain.head_seq,
-            retired=retired_ids(records),
+            retired=retired_ids(chained),
         )
-        if not rows.ok:
-            return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
-        return chain.model_copy(update={"events": rows.events, "messages": rows.messages})
+        return outcome(chain, rows)
 
-    # ------------------------------------------------------------------ locks and leases
-    async def claim_lock(self, key: str, window_s: float) -> bool:
-        """Claim `key` for `window_s` seconds; False if a live claim already exists. One
-        statement, hence atomic across processes; expiry by the server's clock."""
-        self._claims += 1
-        prune = self._claims % _PRUNE_EVERY == 0
-
-        async def claim(conn: Any) -> bool:
-            got = await conn.fetchval(
-                f"INSERT INTO locks (key, expires_at) VALUES ($1, {_NOW} + $2::float8) "
-                "ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at "
-                f"WHERE locks.expires_at <= {_NOW} RETURNING 1",
-                key,
-                float(window_s),
-            )
-            if prune:
-                await conn.execute(f"DELETE FROM locks WHERE expires_at <= {_NOW}")
-            return got is not None
-
-        return await self._run("claim_lock", claim, write=True)
-
+    # ------------------------------------------------------------------ leases
     async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
         """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
         False while another owner's lease is live. One statement, hence atomic across
@@ -1220,151 +993,6 @@ class PostgresStore:
 
         return await self._run("acquire_lease", acquire, write=True)
 
-    async def release_lease(self, key: str, owner: str) -> None:
-        """Give `key` up if `owner` holds it."""
-
-        async def release(conn: Any) -> None:
-            await conn.execute("DELETE FROM leases WHERE key = $1 AND owner = $2", key, owner)
-
-        await self._run("release_lease", release, write=True)
-
-    # ------------------------------------------------------------------ checkpoints
-    async def put_checkpoint(self, checkpoint: Checkpoint) -> None:
-        """Save the session's latest checkpoint: its state as JSON (`state_json()`) and `meta`.
-
-        A stale save (same run, seq not above the stored one) and a save of another run while
-        the stored one waits for a person raise `ConflictError`. One statement, hence atomic
-        across processes.
-        """
-        cp = checkpoint
-        row = (cp.session_id, cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp))
-
-        async def save(conn: Any) -> Any:
-            """None when saved, else the stored (seq, run_id) row."""
-            saved = await conn.fetchval(
-                f"INSERT INTO checkpoints ({_CHECKPOINT_COLUMNS}) "
-                "VALUES ($1, $2, $3, $4, $5, $6, $7) "
-                "ON CONFLICT (session_id) DO UPDATE SET run_id = excluded.run_id, "
-                "seq = excluded.seq, status = excluded.status, data = excluded.data, "
-                "meta = excluded.meta, updated_at = excluded.updated_at "
-                "WHERE (checkpoints.run_id <> excluded.run_id "
-                "AND checkpoints.status NOT IN ('awaiting_approval', 'interrupted')) "
-                "OR (checkpoints.run_id = excluded.run_id AND checkpoints.seq < excluded.seq) "
-                "RETURNING 1",
-                *row,
-            )
-            if saved is not None:
-                return None
-            return await conn.fetchrow(
-                "SELECT seq, run_id FROM checkpoints WHERE session_id = $1", cp.session_id
-            )
-
-        stored = await self._run("put_checkpoint", save, write=True)
-        if stored is None:
-            return
-        if stored[1] != cp.run_id:
-            raise paused_elsewhere(cp, str(stored[1]))
-        raise stale_checkpoint(cp, int(stored[0]))
-
-    def _checkpoint_texts(self, cp: Checkpoint) -> tuple[str, str, float]:
-        """(data, meta, updated_at) columns of a checkpoint row (data sealed with keys)."""
-        where = f"checkpoint of session {cp.session_id!r} (run {cp.run_id!r}, seq {cp.seq})"
-        try:
-            data = cp.state_json()
-        except ValueError as exc:
-            raise StoreError(f"{where} cannot be saved: {exc}; give it a state") from exc
-        try:
-            meta = json.dumps(cp.meta, ensure_ascii=False)
-        except (TypeError, ValueError) as exc:
-            raise StoreError(
-                f"{where}: meta cannot be saved as JSON ({exc}); keep meta values to strings, "
-                "numbers, booleans, None, lists and dicts with string keys"
-            ) from exc
-        return stored_data(self.checkpoint_keys, cp, data), meta, float(cp.updated_at)
-
-    async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
-        """The session's checkpoint (state as JSON in `data`), or None."""
-        rows = await self._fetch(
-            "get_checkpoint",
-            f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE session_id = $1",
-            session_id,
-        )
-        return self._checkpoint(rows[0]) if rows else None
-
-    async def list_checkpoints(self, status: CheckpointStatus | None = None) -> list[Checkpoint]:
-        """Checkpoints of unfinished runs (state as JSON in `data`), least recently saved
-        first."""
-        sql = f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints"
-        params: tuple[str, ...] = ()
-        if status is not None:
-            sql, params = f"{sql} WHERE status = $1", (status,)
-        rows = await self._fetch(
-            "list_checkpoints", f"{sql} ORDER BY updated_at, session_id", *params
-        )
-        return [self._checkpoint(r) for r in rows]
-
-    def _checkpoint(self, row: Sequence[Any]) -> Checkpoint:
-        sid, run_id, seq, status, data, meta, updated = row
-        try:
-            info = json.loads(meta)
-            if not isinstance(info, dict):
-                raise ValueError(f"meta is a {type(info).__name__}, not an object")
-        except ValueError as exc:
-            raise self._corrupt("checkpoints", sid, exc) from exc
-        cp = Checkpoint(
-            session_id=sid,
-            run_id=run_id,
-            seq=seq,
-            status=status,
-            data=data,
-            meta=info,
-            updated_at=updated,
-        )
-        return opened(self.checkpoint_keys, cp)
-
-    async def delete_checkpoint(self, session_id: str, run_id: str) -> None:
-        """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
-
-        async def delete(conn: Any) -> None:
-            await conn.execute(
-                "DELETE FROM checkpoints WHERE session_id = $1 AND run_id = $2",
-                session_id,
-                run_id,
-            )
-
-        await self._run("delete_checkpoint", delete, write=True)
-
-    async def rekey_checkpoints(self) -> RekeyReport:
-        """Seal every stored checkpoint with the current checkpoint key (those in clear and
-        those under an older key); a checkpoint a run saves meanwhile is never overwritten.
-        After a complete report (`report.complete`) the older keys may be dropped."""
-        return await rekey_store(self)
-
-    async def _raw_checkpoints(self, session_id: str | None = None) -> list[RawCheckpoint]:
-        """Checkpoint rows as stored (data not opened): every one, or the session's."""
-        sql = "SELECT session_id, run_id, seq, data FROM checkpoints"
-        if session_id is None:
-            rows = await self._fetch("rekey_checkpoints", f"{sql} ORDER BY updated_at, session_id")
-        else:
-            rows = await self._fetch(
-                "rekey_checkpoints", f"{sql} WHERE session_id = $1", session_id
-            )
-        return [RawCheckpoint(*r) for r in rows]
-
-    async def _swap_checkpoint_data(self, row: RawCheckpoint, data: str) -> bool:
-        """Write `data` as the row's data if the stored row is still `row`; one statement."""
-
-        async def write(conn: Any) -> bool:
-            done = await conn.fetchval(
-                "UPDATE checkpoints SET data = $1 WHERE session_id = $2 AND run_id = $3 "
-                "AND seq = $4 AND data = $5 RETURNING 1",
-                data,
-                *row,
-            )
-            return done is not None
-
-        return await self._run("rekey_checkpoints", write, write=True)
-
     # ------------------------------------------------------------------ human queue
     async def push_human(self, card: EscalationCard) -> int:
         """Put an escalation card in the human queue; returns its ticket id."""
@@ -1381,204 +1009,7 @@ class PostgresStore:
 
         return await self._run("push_human", push, write=True)
 
-    async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
-        """Tickets in the human queue, oldest first."""
-        sql = f"SELECT {_TICKET_COLUMNS} FROM human_queue"
-        params: tuple[str, ...] = ()
-        if status is not None:
-            sql, params = f"{sql} WHERE status = $1", (status,)
-        rows = await self._fetch("list_human", f"{sql} ORDER BY id", *params)
-        return [self._ticket(r) for r in rows]
-
-    async def get_human(self, ticket_id: int) -> HumanTicket | None:
-        """One ticket, or None."""
-        if not _is_id(ticket_id):
-            return None
-        rows = await self._fetch(
-            "get_human", f"SELECT {_TICKET_COLUMNS} FROM human_queue WHERE id = $1", ticket_id
-        )
-        return self._ticket(rows[0]) if rows else None
-
-    def _ticket(self, row: Sequence[Any]) -> HumanTicket:
-        ticket, card, status, claimed_by, answer, note, updated = row
-        try:
-            parsed = EscalationCard.model_validate_json(card)
-        except ValidationError as exc:
-            raise self._corrupt("human_queue", ticket, exc) from exc
-        return HumanTicket(
-            id=int(ticket),
-            card=parsed,
-            status=status,
-            claimed_by=claimed_by,
-            answer=answer,
-            note=note,
-            updated_at=updated,
-        )
-
-    async def update_human(self, ticket: HumanTicket, expect: TicketStatus) -> None:
-        """Save the ticket's status, claimed_by, answer and note if its stored status is still
-        `expect` (else `ConflictError`); stamps `updated_at`, on `ticket` too.
-
-        One statement, hence atomic across processes: two people claiming one ticket cannot
-        both succeed.
-        """
-        check_ticket(ticket)
-        if not _is_id(ticket.id):
-            raise unknown_ticket(ticket.id)
-        fields = (ticket.status, ticket.claimed_by, ticket.answer, ticket.note)
-        t = time.time()
-
-        async def save(conn: Any) -> tuple[bool, Any]:
-            """(saved, the stored status when not saved)."""
-            saved = await conn.fetchval(
-                "UPDATE human_queue SET status = $1, claimed_by = $2, answer = $3, note = $4, "
-                "updated_at = $5 WHERE id = $6 AND status = $7 RETURNING 1",
-                *fields,
-                t,
-                ticket.id,
-                expect,
-            )
-            if saved is not None:
-                return True, None
-            return False, await conn.fetchval(
-                "SELECT status FROM human_queue WHERE id = $1", ticket.id
-            )
-
-        def saved(outcome: tuple[bool, Any]) -> None:
-            if outcome[0]:
-                ticket.updated_at = t  # with the write, as `commit_run` does
-
-        done, stored = await self._run("update_human", save, write=True, done=saved)
-        if done:
-            return
-        if stored is None:
-            raise unknown_ticket(ticket.id)
-        raise ticket_conflict(ticket, expect, str(stored))
-
-    # ------------------------------------------------------------------ tasks
-    async def put_task(
-        self, session_id: str, run_id: str, task: Task, expected_version: int
-    ) -> None:
-        """Save `task` as JSON if its stored version is `expected_version` (else
-        `ConflictError`); sets `task.version`, `task.session_id` and `task.run_id`.
-
-        One statement, hence atomic across processes: of two writers that read one version,
-        one saves and the other gets `ConflictError`.
-        """
-        check_task_owner(session_id, run_id, task)
-        tid, status, new = task.task_id, task.status, expected_version + 1
-        saved = {"version": new, "session_id": session_id, "run_id": run_id}
-        data = task.model_copy(update=saved).model_dump_json()
-        t = time.time()
-
-        async def save(conn: Any) -> Any:
-            """None when saved, else the stored (version, session_id) row (or None in it)."""
-            if expected_version == 0:
-                done = await conn.fetchval(
-                    f"INSERT INTO tasks ({_TASK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) "
-                    "ON CONFLICT (run_id, task_id) DO NOTHING RETURNING 1",
-                    run_id,
-                    tid,
-                    session_id,
-                    status,
-                    new,
-                    data,
-                    t,
-                )
-            else:
-                done = await conn.fetchval(
-                    "UPDATE tasks SET status = $1, version = $2, data = $3, updated_at = $4 "
-                    "WHERE run_id = $5 AND task_id = $6 AND version = $7 AND session_id = $8 "
-                    "RETURNING 1",
-                    status,
-                    new,
-                    data,
-                    t,
-                    run_id,
-                    tid,
-                    expected_version,
-                    session_id,
-                )
-            if done is not None:
-                return None
-            row = await conn.fetchrow(
-                "SELECT version, session_id FROM tasks WHERE run_id = $1 AND task_id = $2",
-                run_id,
-                tid,
-            )
-            return (0, None) if row is None else (int(row[0]), str(row[1]))
-
-        def stamp(outcome: Any) -> None:
-            if outcome is None:  # with the write, as `commit_run` does
-                task.version, task.session_id, task.run_id = new, session_id, run_id
-
-        stored = await self._run("put_task", save, write=True, done=stamp)
-        if stored is None:
-            return
-        version, owner = stored
-        if owner is not None and owner != session_id:
-            raise task_elsewhere(run_id, tid, owner, session_id)
-        raise task_conflict(run_id, tid, expected_version, version)
-
-    async def get_task(self, run_id: str, task_id: str) -> Task | None:
-        """The stored task (with its version), or None."""
-        rows = await self._fetch(
-            "get_task",
-            f"SELECT {_TASK_COLUMNS} FROM tasks WHERE run_id = $1 AND task_id = $2",
-            run_id,
-            task_id,
-        )
-        return self._task(rows[0]) if rows else None
-
-    async def list_tasks(
-        self,
-        session_id: str | None = None,
-        run_id: str | None = None,
-        status: TaskStatus | None = None,
-    ) -> list[Task]:
-        """Stored tasks matching every filter given, in the order they were first saved."""
-        where: list[str] = []
-        params: list[str] = []
-        for column, value in (("session_id", session_id), ("run_id", run_id), ("status", status)):
-            if value is not None:
-                params.append(value)
-                where.append(f"{column} = ${len(params)}")
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = await self._fetch(
-            "list_tasks", f"SELECT {_TASK_COLUMNS} FROM tasks{clause} ORDER BY pos", *params
-        )
-        return [self._task(r) for r in rows]
-
-    def _task(self, row: Sequence[Any]) -> Task:
-        run_id, task_id, session_id, _, version, data, _ = row
-        try:
-            task = Task.model_validate_json(data)
-        except ValidationError as exc:
-            raise self._corrupt("tasks", f"{run_id}/{task_id}", exc) from exc
-        # the columns are what compare-and-set and the filters used: they win over the JSON
-        task.version, task.session_id, task.run_id = int(version), session_id, run_id
-        return task
-
     # ------------------------------------------------------------------ blackboard
-    async def read_board(self, board: str) -> dict[str, BoardEntry]:
-        """Every entry of the board, by key in key order."""
-        rows = await self._fetch(
-            "read_board",
-            f"SELECT {_BOARD_COLUMNS} FROM board WHERE board = $1 ORDER BY key",
-            board,
-        )
-        return {row[1]: self._board_entry(row) for row in rows}
-
-    async def read_entry(self, board: str, key: str) -> BoardEntry | None:
-        """The entry, or None."""
-        rows = await self._fetch(
-            "read_entry",
-            f"SELECT {_BOARD_COLUMNS} FROM board WHERE board = $1 AND key = $2",
-            board,
-            key,
-        )
-        return self._board_entry(rows[0]) if rows else None
-
     async def write_entry(
         self, board: str, key: str, value: Any, expected_version: int, *, writer: str = ""
     ) -> BoardEntry:
@@ -1594,11 +1025,7 @@ class PostgresStore:
         new = expected_version + 1
 
         async def save(conn: Any) -> BoardEntry:
-            seq = await conn.fetchval(
-                "INSERT INTO board_seqs (board, seq) VALUES ($1, 1) "
-                "ON CONFLICT (board) DO UPDATE SET seq = board_seqs.seq + 1 RETURNING seq",
-                board,
-            )
+            seq = await conn.fetchval(f"{numbered(NEXT_BOARD_SEQ)} RETURNING seq", board)
             found = await conn.fetchval(
                 "SELECT version FROM board WHERE board = $1 AND key = $2", board, key
             )
@@ -1606,48 +1033,10 @@ class PostgresStore:
             if stored != expected_version:
                 raise board_conflict(board, key, expected_version, stored)  # rolls back
             t = time.time()
-            await conn.execute(
-                f"INSERT INTO board ({_BOARD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) "
-                "ON CONFLICT (board, key) DO UPDATE SET value = excluded.value, "
-                "version = excluded.version, seq = excluded.seq, writer = excluded.writer, "
-                "updated_at = excluded.updated_at",
-                board,
-                key,
-                text,
-                new,
-                seq,
-                writer,
-                t,
-            )
+            await conn.execute(numbered(UPSERT_ENTRY), board, key, text, new, seq, writer, t)
             return BoardEntry(board, key, json.loads(text), new, int(seq), writer, t)
 
         return await self._run("write_entry", save, write=True)
-
-    async def board_changes(self, board: str, since_seq: int = 0) -> list[BoardEntry]:
-        """The entries last written after `since_seq`, oldest write first."""
-        rows = await self._fetch(
-            "board_changes",
-            f"SELECT {_BOARD_COLUMNS} FROM board WHERE board = $1 AND seq > $2 ORDER BY seq",
-            board,
-            int(since_seq),
-        )
-        return [self._board_entry(r) for r in rows]
-
-    async def delete_board(self, board: str) -> None:
-        """Drop the board's entries (its seq is kept)."""
-
-        async def delete(conn: Any) -> None:
-            await conn.execute("DELETE FROM board WHERE board = $1", board)
-
-        await self._run("delete_board", delete, write=True)
-
-    def _board_entry(self, row: Sequence[Any]) -> BoardEntry:
-        board, key, text, version, seq, writer, updated = row
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            raise self._corrupt("board", f"{board}/{key}", exc) from exc
-        return BoardEntry(board, key, value, int(version), int(seq), writer, updated)
 
     # ------------------------------------------------------------------ graph snapshots
     async def put_snapshot(self, snapshot: Snapshot, keep_last: int | None = None) -> Snapshot:
@@ -1665,80 +1054,16 @@ class PostgresStore:
 
         async def save(conn: Any) -> int:
             await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", lock)
-            seq = await conn.fetchval(
-                "SELECT seq FROM snapshots WHERE thread_id = $1 AND id = $2", tid, s.id
-            )
+            seq = await conn.fetchval(numbered(SNAPSHOT_SEQ), tid, s.id)
             if seq is None:
-                seq = await conn.fetchval(
-                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM snapshots WHERE thread_id = $1", tid
-                )
-            await conn.execute(
-                f"INSERT INTO snapshots ({_SNAPSHOT_COLUMNS}) "
-                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
-                "ON CONFLICT (thread_id, id) DO UPDATE SET seq = excluded.seq, "
-                "run_id = excluded.run_id, step = excluded.step, parent_id = excluded.parent_id, "
-                "data = excluded.data, created_at = excluded.created_at",
-                tid,
-                s.id,
-                seq,
-                s.run_id,
-                s.step,
-                s.parent_id,
-                text,
-                float(s.created_at),
-            )
+                seq = await conn.fetchval(numbered(NEXT_SNAPSHOT_SEQ), tid)
+            row = (tid, s.id, seq, s.run_id, s.step, s.parent_id, text, float(s.created_at))
+            await conn.execute(numbered(UPSERT_SNAPSHOT), *row)
             if keep_last is not None:
-                await conn.execute(
-                    "DELETE FROM snapshots WHERE thread_id = $1 AND seq <= (SELECT seq FROM "
-                    "snapshots WHERE thread_id = $1 ORDER BY seq DESC LIMIT 1 OFFSET $2)",
-                    tid,
-                    keep_last,
-                )
+                await conn.execute(numbered(KEEP_LAST_SNAPSHOTS), tid, tid, keep_last)
             return int(seq)
 
-        seq = await self._run("put_snapshot", save, write=True)
-        return Snapshot(
-            tid, s.id, s.run_id, s.step, s.parent_id, json.loads(text), seq, s.created_at
-        )
-
-    async def get_snapshot(self, thread_id: str, snapshot_id: str) -> Snapshot | None:
-        """The snapshot, or None."""
-        rows = await self._fetch(
-            "get_snapshot",
-            f"SELECT {_SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = $1 AND id = $2",
-            thread_id,
-            snapshot_id,
-        )
-        return self._snapshot(rows[0]) if rows else None
-
-    async def list_snapshots(self, thread_id: str, limit: int | None = None) -> list[Snapshot]:
-        """The thread's snapshots, newest first (the newest `limit` if given)."""
-        if limit is not None and limit <= 0:
-            return []
-        rows = await self._fetch(
-            "list_snapshots",
-            f"SELECT {_SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = $1 "
-            "ORDER BY seq DESC LIMIT $2",
-            thread_id,
-            limit,  # LIMIT NULL: no limit
-        )
-        return [self._snapshot(r) for r in rows]
-
-    async def delete_snapshots(self, thread_id: str) -> None:
-        """Drop the thread's snapshots."""
-
-        async def delete(conn: Any) -> None:
-            await conn.execute("DELETE FROM snapshots WHERE thread_id = $1", thread_id)
-
-        await self._run("delete_snapshots", delete, write=True)
-
-    def _snapshot(self, row: Sequence[Any]) -> Snapshot:
-        thread_id, sid, seq, run_id, step, parent_id, text, created = row
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise self._corrupt("snapshots", f"{thread_id}/{sid}", exc) from exc
-        return Snapshot(thread_id, sid, run_id, int(step), parent_id, data, int(seq), created)
+        return records.stored_snapshot(s, text, await self._run("put_snapshot", save, write=True))
 
     # ------------------------------------------------------------------ retention
     async def gc(self, policy: Retention, *, dry_run: bool = False) -> GcReport:
@@ -1750,12 +1075,12 @@ class PostgresStore:
         return await collect(self, policy, dry_run, self._gc_prune, Sizes(self._gc_bytes, what))
 
     async def _gc_bytes(self) -> int | None:
-        rows = await self._fetch(
+        rows = await self._query(
             "gc",
             "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? "
             "AND c.relkind = 'r'",
-            self.schema,
+            (self.schema,),
         )
         return int(rows[0][0])
 
@@ -1782,20 +1107,7 @@ class PostgresStore:
             tip = await conn.fetchrow("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
             last = (0, GENESIS) if tip is None else (int(tip[0]), str(tip[1]))
             (r,) = link([item], *last, self.audit_key)
-            await conn.execute(
-                f"INSERT INTO audit ({_AUDIT_COLUMNS}) "
-                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                r.seq,
-                r.event_id,
-                r.type,
-                r.session_id,
-                r.trace_id,
-                float(r.ts),
-                r.data,
-                r.prev_hash,
-                r.hash,
-                r.messages,
-            )
+            await conn.execute(numbered(INSERT_AUDIT), *records.audit_row(r))
 
         await self._run("gc", write, write=True)
 
@@ -1834,18 +1146,3 @@ async def _close_quietly(pool: Any) -> None:
     except Exception:
         with suppress(Exception):
             pool.terminate()
-
-
-def _is_id(value: object) -> bool:
-    """Whether `value` can be a ticket id (a BIGINT)."""
-    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
-
-
-def _audit_record(row: Sequence[Any]) -> AuditRecord:
-    fields = dict(zip(_AUDIT_FIELDS, row, strict=True))
-    try:
-        return AuditRecord.model_validate(fields)
-    except ValidationError:
-        # a value of the wrong type was written into the row: keep it as it is, so that
-        # `verify` reports the record as edited instead of failing to read it
-        return AuditRecord(**fields)

@@ -1,4 +1,4 @@
-"""`RedisStore`: sessions, transcripts, events, the audit chain, checkpoints, locks, leases,
+"""`RedisStore`: sessions, transcripts, events, the audit chain, checkpoints, leases,
 the human queue, the tasks of plan-execute-review runs, blackboards and graph snapshots in
 Redis (`redis.asyncio`, the `redis` extra: `pip install 'baton-relay[redis]'`).
 
@@ -19,7 +19,7 @@ Keys, each under the prefix `{P}` (`{sid}` a session id, `{tid}` a trace or thre
   record; `{P}audit:s:{sid}` list of a session's positions.
 - `{P}cp:{sid}` hash: the session's checkpoint; zsets `{P}cps` and `{P}cps:{status}` of
   session ids by updated_at.
-- `{P}lock:{key}`, `{P}lease:{key}` strings that expire (PX); expiry is the server's clock.
+- `{P}lease:{key}` strings that expire (PX); expiry is the server's clock.
 - `{P}ticket:{id}` hash (card, status, body); `{P}tickets:next`; zsets `{P}tickets` and
   `{P}tickets:{status}` of ticket ids.
 - `{P}task` hash: `[run, task id]` -> `[session, status, version, updated_at]` newline task
@@ -65,8 +65,7 @@ from contextlib import suppress
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import ValidationError
-
+from baton.backends import _records as records
 from baton.backends._aio import glob_escape, settle
 from baton.backends._conflicts import (
     board_conflict,
@@ -81,18 +80,16 @@ from baton.backends._conflicts import (
     unknown_ticket,
     version_conflict,
 )
+from baton.backends._records import commit_rows
 from baton.backends._snapshots import check_keep_last, snapshot_json
 from baton.backends.audit import (
     GENESIS,
     AuditRecord,
-    EventRow,
-    MessageRow,
     Unsealed,
     VerifyResult,
     agree,
     link,
-    message_digest,
-    prepare,
+    outcome,
     resolve_key,
     retired_ids,
     verify,
@@ -111,15 +108,12 @@ from baton.backends.sealing import (
     CheckpointKeyProvider,
     RawCheckpoint,
     RekeyReport,
-    opened,
     rekey_store,
     resolve_keys,
-    stored_data,
 )
 from baton.core.errors import ConfigError, StoreError
-from baton.core.events import EscalationCard, Event, event_from_json
+from baton.core.events import EscalationCard, Event
 from baton.core.messages import Message
-from baton.core.payload import HandoffPayload
 from baton.core.tasks import Task, TaskStatus
 from baton.core.urls import unsplit
 
@@ -325,13 +319,6 @@ redis.call('HSET', key, 'data', ARGV[6])
 return 1
 """
 
-# KEYS[1] the lock; ARGV: token, milliseconds. The token makes a retried claim see its own.
-_CLAIM_LOCK = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end
-return 0
-"""
-
 # KEYS[1] the lease; ARGV: owner, milliseconds.
 _ACQUIRE_LEASE = """
 local held = redis.call('GET', KEYS[1])
@@ -479,7 +466,6 @@ class _Client:
         self.put_checkpoint = register(_PUT_CHECKPOINT)
         self.delete_checkpoint = register(_DELETE_CHECKPOINT)
         self.swap_checkpoint_data = register(_SWAP_CHECKPOINT_DATA)
-        self.claim_lock = register(_CLAIM_LOCK)
         self.acquire_lease = register(_ACQUIRE_LEASE)
         self.release_lease = register(_RELEASE_LEASE)
         self.push_human = register(_PUSH_HUMAN)
@@ -701,10 +687,70 @@ class RedisStore:
 
     def _corrupt(self, what: str, key: object, exc: Exception) -> StoreError:
         return StoreError(
-            f"Redis store {self.where} (prefix {self.prefix!r}): {what} {key!r} cannot be read "
-            f"({exc}); it was written by something else than this Baton version, or edited; "
-            "delete it, or give the store a prefix of its own"
+            f"Redis store {self.where} (prefix {self.prefix!r}): record {key!r} of {what} "
+            f"cannot be read ({exc}); it was written by something else than this Baton "
+            "version, or edited; delete it, or give the store a prefix of its own"
         )
+
+    def _decoded(self, decode: Callable[..., T], *stored: Any) -> T:
+        """`decode(*stored)` (`baton.backends._records`), or the store's `StoreError` when
+        the record cannot be read."""
+        try:
+            return decode(*stored)
+        except records.Unreadable as exc:
+            raise self._corrupt(exc.table, exc.key, exc.cause) from exc.cause
+
+    async def _write(
+        self, script: str, *args: Any, done: Callable[[], None] | None = None
+    ) -> tuple[str, str]:
+        """Run the write script of `_Client` named `script` (the prefix and a fresh token go
+        first); its reply `kind:rest` as (kind, rest). `done` runs with a reply `ok`, with the
+        write, so that a caller cancelled meanwhile still sees it."""
+
+        async def work(c: _Client) -> str:
+            got = str(await getattr(c, script)(args=[self.prefix, _token(), *args]))
+            if got == "ok" and done is not None:
+                done()
+            return got
+
+        kind, _, rest = (await self._run(script, work, write=True)).partition(":")
+        return kind, rest
+
+    async def _hash(self, action: str, key: str) -> dict[str, str]:
+        """The fields of hash `key` (none when it does not exist)."""
+
+        async def work(c: _Client) -> dict[str, str]:
+            found: dict[str, str] = await c.redis.hgetall(key)
+            return found
+
+        return await self._run(action, work)
+
+    async def _field(self, action: str, key: str, field: str) -> str | None:
+        """One field of hash `key`, or None."""
+
+        async def work(c: _Client) -> str | None:
+            found: str | None = await c.redis.hget(key, field)
+            return found
+
+        return await self._run(action, work)
+
+    async def _hashes(
+        self, action: str, index: str, family: str, stop: int = -1, *, newest: bool = False
+    ) -> list[tuple[str, dict[str, str]]]:
+        """(member, fields of hash `{P}{family}{member}`) for the members of zset `{P}{index}`
+        by score (the highest first with `newest`, up to position `stop`); a member whose hash
+        is gone meanwhile is left out."""
+
+        async def work(c: _Client) -> list[tuple[str, dict[str, str]]]:
+            order = c.redis.zrevrange if newest else c.redis.zrange
+            members: list[str] = await order(self._key(index), 0, stop)
+            pipe = c.redis.pipeline(transaction=False)
+            for member in members:
+                pipe.hgetall(self._key(family, member))
+            found = zip(members, await pipe.execute(), strict=True)
+            return [(member, fields) for member, fields in found if fields]
+
+        return await self._run(action, work)
 
     async def drop(self) -> None:
         """Delete every key under the prefix (SCAN and UNLINK), e.g. after a test. Keys of
@@ -728,41 +774,8 @@ class RedisStore:
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or None if it does not exist."""
 
-        async def work(c: _Client) -> dict[str, str]:
-            found: dict[str, str] = await c.redis.hgetall(self._key("session:", session_id))
-            return found
-
-        fields = await self._run("get_session", work)
-        return self._session(session_id, fields) if fields else None
-
-    def _session(self, sid: str, fields: dict[str, str]) -> SessionRecord:
-        try:
-            record = json.loads(fields["record"])
-            incoming = fields.get("incoming") or None
-            payload = None if incoming is None else HandoffPayload.model_validate_json(incoming)
-            state, requests = record["state"], record["requests"]
-            control = record.get("control", {})  # (absent from records of older releases)
-            if not isinstance(state, dict):
-                raise ValueError(f"state is a {type(state).__name__}, not an object")
-            if not isinstance(requests, dict):
-                raise ValueError(f"requests is a {type(requests).__name__}, not an object")
-            if not isinstance(control, dict):
-                raise ValueError(f"control is a {type(control).__name__}, not an object")
-            return SessionRecord(
-                session_id=sid,
-                user_id=record["user_id"],
-                holder=record["holder"],
-                holder_since=record["holder_since"],
-                incoming=payload,
-                state=state,
-                created_at=float(fields["created_at"]),
-                updated_at=float(fields["updated_at"]),
-                version=int(fields["version"]),
-                requests=requests,
-                control=control,
-            )
-        except (KeyError, TypeError, ValueError, ValidationError) as exc:
-            raise self._corrupt("session", sid, exc) from exc
+        fields = await self._hash("get_session", self._key("session:", session_id))
+        return self._decoded(records.session_from_hash, session_id, fields) if fields else None
 
     async def commit_run(
         self,
@@ -781,48 +794,19 @@ class RedisStore:
         `session.version` is incremented in place. The first commit of a session sets its
         `created_at`; later ones keep it.
         """
-        sid = session.session_id
-        try:
-            record = json.dumps(
-                {
-                    "user_id": session.user_id,
-                    "holder": session.holder,
-                    "holder_since": session.holder_since,
-                    "state": session.state,
-                    "requests": session.requests,
-                    "control": session.control,
-                },
-                ensure_ascii=False,
-            )
-        except (TypeError, ValueError) as exc:
-            raise StoreError(
-                f"session {sid!r} state cannot be saved as JSON ({exc}); keep state values to "
-                "strings, numbers, booleans, None, lists and dicts with string keys"
-            ) from exc
-        incoming = "" if session.incoming is None else session.incoming.model_dump_json()
-        read = session.version
+        sid, read = session.session_id, session.version
+        record, incoming = records.session_hash(session)
+        rows = commit_rows(session, messages, events, self.checkpoint_keys, checkpoint)
         head: list[Any] = [self.prefix, _token(), sid, read]
         body: list[Any] = [record, incoming, _num(session.created_at), _num(session.updated_at)]
-        if checkpoint is not None:
-            cp = checkpoint
-            body += ["put", "", cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp)]
+        if rows.checkpoint is not None:
+            body += ["put", "", *_checkpoint_fields(rows.checkpoint)]
         else:
             body += ["drop" if run_id is not None else "", run_id or "", "", "", "", "", "", ""]
-        message_rows: list[str] = []
-        digests: list[tuple[str, str]] = []
-        for m in messages:
-            data = m.model_dump_json()
-            ts = float(m.ts)
-            columns = json.dumps([m.id, sid, m.run_id, m.role, m.agent, ts], ensure_ascii=False)
-            message_rows.append(f"{columns}\n{data}")
-            digests.append((m.id, message_digest(m.id, sid, m.run_id, m.role, m.agent, ts, data)))
-        texts = [e.model_dump_json() for e in events]
-        body.append(len(message_rows))
-        body += message_rows
-        body.append(len(events))
-        for e, text in zip(events, texts, strict=True):
-            body += [e.session_id, e.trace_id, text]
-        unsealed = prepare(events, texts, messages=digests, session_id=sid)
+        body += [len(rows.messages), *map(records.message_line, rows.messages), len(rows.events)]
+        for _, event_sid, trace_id, _, _, text, _ in rows.events:
+            body += [event_sid, trace_id, text]
+        unsealed = rows.audit
 
         async def work(c: _Client) -> None:
             tip = self._tip
@@ -835,11 +819,11 @@ class RedisStore:
                 if unsealed:
                     assert tip is not None
                     expected = _tip_text(*tip)
-                    records = link(unsealed, tip[0], tip[1], self.audit_key)
-                    audit = [len(records)]
-                    for r in records:
-                        audit += [r.seq, r.session_id, _audit_json(r), r.hash]
-                    last = (records[-1].seq, records[-1].hash)
+                    chained = link(unsealed, tip[0], tip[1], self.audit_key)
+                    audit = [len(chained)]
+                    for r in chained:
+                        audit += [r.seq, r.session_id, records.audit_json(r), r.hash]
+                    last = (chained[-1].seq, chained[-1].hash)
                 head[4:] = [expected]
                 result = await c.commit(args=[*head, *body, *audit])
                 kind, _, rest = str(result).partition(":")
@@ -867,15 +851,10 @@ class RedisStore:
             return []
         start = 0 if limit is None else -limit
         rows = await self._gather("get_messages", self._key("msg:s:", session_id), "msg", start)
-        out: list[Message] = []
-        for row in rows:
-            if row is None:
-                continue
-            try:
-                out.append(Message.model_validate_json(row.partition("\n")[2]))
-            except ValidationError as exc:
-                raise self._corrupt("message of session", session_id, exc) from exc
-        return out
+        lines = [row for row in rows if row is not None]
+        return [
+            self._decoded(records.message, session_id, line.partition("\n")[2]) for line in lines
+        ]
 
     async def _gather(
         self, action: str, index: str, table: str, start: int = 0, stop: int = -1
@@ -901,17 +880,8 @@ class RedisStore:
             rows = await self._gather("get_events", self._key("ev:t:", trace_id), "ev")
         else:
             rows = [text for _, text in await self._numbered("get_events", "ev", "ev:n")]
-        out: list[Event] = []
-        for text in rows:
-            if text is None:
-                continue
-            try:
-                event = event_from_json(text)
-            except ValidationError as exc:
-                raise self._corrupt("event", text[:80], exc) from exc
-            if trace_id is None or event.trace_id == trace_id:
-                out.append(event)
-        return out
+        found = [self._decoded(records.event, text[:80], text) for text in rows if text is not None]
+        return [e for e in found if trace_id is None or e.trace_id == trace_id]
 
     async def _numbered(
         self, action: str, table: str, counter: str | None, last: int | None = None
@@ -944,16 +914,8 @@ class RedisStore:
         """Most recently updated sessions first."""
         if limit <= 0:
             return []
-
-        async def work(c: _Client) -> list[tuple[str, dict[str, str]]]:
-            sids: list[str] = await c.redis.zrevrange(self._key("sessions"), 0, limit - 1)
-            pipe = c.redis.pipeline(transaction=False)
-            for sid in sids:
-                pipe.hgetall(self._key("session:", sid))
-            return list(zip(sids, await pipe.execute(), strict=True))
-
-        found = await self._run("list_sessions", work)
-        return [self._session(sid, fields) for sid, fields in found if fields]
+        found = await self._hashes("list_sessions", "sessions", "session:", limit - 1, newest=True)
+        return [self._decoded(records.session_from_hash, sid, fields) for sid, fields in found]
 
     # ------------------------------------------------------------------ audit
     async def audit_records(
@@ -967,7 +929,7 @@ class RedisStore:
             rows = await self._gather(
                 "audit_records", self._key("audit:s:", session_id), "audit", start
             )
-            return [_audit_record(0, text) for text in rows if text is not None]
+            return [records.audit_record_of_json(0, text) for text in rows if text is not None]
 
         async def work(c: _Client) -> list[tuple[int, str]]:
             head = _parse_tip(await c.redis.get(self._key("audit:tip")))[0]
@@ -975,7 +937,7 @@ class RedisStore:
             return await self._range(c, "audit", first, head)
 
         found = await self._run("audit_records", work)
-        return [_audit_record(seq, text) for seq, text in found]
+        return [records.audit_record_of_json(seq, text) for seq, text in found]
 
     async def verify_audit(self, anchor: tuple[int, str] | None = None) -> VerifyResult:
         """Verify the whole audit chain (keyed with `audit_key` if set), then that the stored
@@ -999,33 +961,21 @@ class RedisStore:
             )
 
         audit, events, messages = await self._run("verify_audit", read)
-        records = [_audit_record(seq, text) for seq, text in audit]
-        chain = verify(records, anchor=anchor, key=self.audit_key)
+        chained = [records.audit_record_of_json(seq, text) for seq, text in audit]
+        chain = verify(chained, anchor=anchor, key=self.audit_key)
         if not chain.ok:
             return chain
         rows = agree(
-            records,
-            [_event_row(seq, text) for seq, text in events],
-            [_message_row(seq, text) for seq, text in messages],
-            records_again=records,
+            chained,
+            [records.event_row_of_json(seq, text) for seq, text in events],
+            [records.message_row_of_line(seq, text) for seq, text in messages],
+            records_again=chained,
             head_seq=chain.head_seq,
-            retired=retired_ids(records),
+            retired=retired_ids(chained),
         )
-        if not rows.ok:
-            return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
-        return chain.model_copy(update={"events": rows.events, "messages": rows.messages})
+        return outcome(chain, rows)
 
-    # ------------------------------------------------------------------ locks and leases
-    async def claim_lock(self, key: str, window_s: float) -> bool:
-        """Claim `key` for `window_s` seconds; False if a live claim already exists (expiry
-        by the server's clock, the same for every process)."""
-
-        async def work(c: _Client) -> bool:
-            got = await c.claim_lock(keys=[self._key("lock:", key)], args=[_token(), _ms(window_s)])
-            return bool(got)
-
-        return await self._run("claim_lock", work, write=True)
-
+    # ------------------------------------------------------------------ leases
     async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
         """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
         False while another owner's lease is live. One script, hence atomic across
@@ -1054,80 +1004,30 @@ class RedisStore:
         across processes.
         """
         cp = checkpoint
-        fields = [cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp)]
-
-        async def work(c: _Client) -> str:
-            got = await c.put_checkpoint(args=[self.prefix, _token(), cp.session_id, *fields])
-            return str(got)
-
-        result = await self._run("put_checkpoint", work, write=True)
-        kind, _, rest = result.partition(":")
+        fields = _checkpoint_fields(records.checkpoint_row(self.checkpoint_keys, cp))
+        kind, rest = await self._write("put_checkpoint", cp.session_id, *fields)
         if kind == "stale":
             raise stale_checkpoint(cp, int(rest))
         if kind == "paused":
             raise paused_elsewhere(cp, rest)
 
-    def _checkpoint_texts(self, cp: Checkpoint) -> tuple[str, str, str]:
-        """(data, meta, updated_at) of a checkpoint as stored (data sealed with keys)."""
-        where = f"checkpoint of session {cp.session_id!r} (run {cp.run_id!r}, seq {cp.seq})"
-        try:
-            data = cp.state_json()
-        except ValueError as exc:
-            raise StoreError(f"{where} cannot be saved: {exc}; give it a state") from exc
-        try:
-            meta = json.dumps(cp.meta, ensure_ascii=False)
-        except (TypeError, ValueError) as exc:
-            raise StoreError(
-                f"{where}: meta cannot be saved as JSON ({exc}); keep meta values to strings, "
-                "numbers, booleans, None, lists and dicts with string keys"
-            ) from exc
-        return stored_data(self.checkpoint_keys, cp, data), meta, _num(cp.updated_at)
-
     async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
         """The session's checkpoint (state as JSON in `data`), or None."""
-
-        async def work(c: _Client) -> dict[str, str]:
-            found: dict[str, str] = await c.redis.hgetall(self._key("cp:", session_id))
-            return found
-
-        fields = await self._run("get_checkpoint", work)
+        fields = await self._hash("get_checkpoint", self._key("cp:", session_id))
         return self._checkpoint(session_id, fields) if fields else None
 
     async def list_checkpoints(self, status: CheckpointStatus | None = None) -> list[Checkpoint]:
         """Checkpoints of unfinished runs (state as JSON in `data`), least recently saved
         first."""
-        index = self._key("cps") if status is None else self._key("cps:", status)
-
-        async def work(c: _Client) -> list[tuple[str, dict[str, str]]]:
-            sids: list[str] = await c.redis.zrange(index, 0, -1)
-            pipe = c.redis.pipeline(transaction=False)
-            for sid in sids:
-                pipe.hgetall(self._key("cp:", sid))
-            return list(zip(sids, await pipe.execute(), strict=True))
-
-        found = await self._run("list_checkpoints", work)
-        out = [self._checkpoint(sid, fields) for sid, fields in found if fields]
+        index = "cps" if status is None else f"cps:{status}"
+        found = await self._hashes("list_checkpoints", index, "cp:")
+        out = [self._checkpoint(sid, fields) for sid, fields in found]
         out = [cp for cp in out if status is None or cp.status == status]  # moved meanwhile
         out.sort(key=lambda cp: (cp.updated_at, cp.session_id))
         return out
 
     def _checkpoint(self, sid: str, fields: dict[str, str]) -> Checkpoint:
-        try:
-            meta = json.loads(fields["meta"])
-            if not isinstance(meta, dict):
-                raise ValueError(f"meta is a {type(meta).__name__}, not an object")
-            cp = Checkpoint(
-                session_id=sid,
-                run_id=fields["run_id"],
-                seq=int(fields["seq"]),
-                status=fields["status"],  # type: ignore[arg-type]
-                data=fields["data"],
-                meta=meta,
-                updated_at=float(fields["updated_at"]),
-            )
-        except (KeyError, ValueError) as exc:
-            raise self._corrupt("checkpoint of session", sid, exc) from exc
-        return opened(self.checkpoint_keys, cp)
+        return self._decoded(records.checkpoint_from_hash, self.checkpoint_keys, sid, fields)
 
     async def delete_checkpoint(self, session_id: str, run_id: str) -> None:
         """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
@@ -1180,76 +1080,39 @@ class RedisStore:
     async def push_human(self, card: EscalationCard) -> int:
         """Put an escalation card in the human queue; returns its ticket id."""
         text = card.model_dump_json()
-        body = json.dumps([None, None, "", time.time()])
-
-        async def work(c: _Client) -> int:
-            return int(await c.push_human(args=[self.prefix, _token(), text, body]))
-
-        return await self._run("push_human", work, write=True)
+        body = records.ticket_body(HumanTicket(0, card), time.time())
+        kind, _ = await self._write("push_human", text, body)
+        return int(kind)
 
     async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
         """Tickets in the human queue, oldest first."""
-        index = self._key("tickets") if status is None else self._key("tickets:", status)
-
-        async def work(c: _Client) -> list[tuple[str, dict[str, str]]]:
-            ids: list[str] = await c.redis.zrange(index, 0, -1)
-            pipe = c.redis.pipeline(transaction=False)
-            for ticket_id in ids:
-                pipe.hgetall(self._key("ticket:", ticket_id))
-            return list(zip(ids, await pipe.execute(), strict=True))
-
-        found = await self._run("list_human", work)
-        out = [self._ticket(int(i), fields) for i, fields in found if fields]
+        index = "tickets" if status is None else f"tickets:{status}"
+        found = await self._hashes("list_human", index, "ticket:")
+        out = [self._decoded(records.ticket_from_hash, int(i), fields) for i, fields in found]
         return [t for t in out if status is None or t.status == status]
 
     async def get_human(self, ticket_id: int) -> HumanTicket | None:
         """One ticket, or None."""
-        if isinstance(ticket_id, bool) or not isinstance(ticket_id, int):
+        if not records.is_ticket_id(ticket_id):
             return None
-
-        async def work(c: _Client) -> dict[str, str]:
-            found: dict[str, str] = await c.redis.hgetall(self._key("ticket:", str(ticket_id)))
-            return found
-
-        fields = await self._run("get_human", work)
-        return self._ticket(ticket_id, fields) if fields else None
-
-    def _ticket(self, ticket_id: int, fields: dict[str, str]) -> HumanTicket:
-        try:
-            card = EscalationCard.model_validate_json(fields["card"])
-            claimed_by, answer, note, updated = json.loads(fields["body"])
-            return HumanTicket(
-                id=ticket_id,
-                card=card,
-                status=fields["status"],  # type: ignore[arg-type]
-                claimed_by=claimed_by,
-                answer=answer,
-                note=note,
-                updated_at=float(updated),
-            )
-        except (KeyError, TypeError, ValueError, ValidationError) as exc:
-            raise self._corrupt("ticket", ticket_id, exc) from exc
+        fields = await self._hash("get_human", self._key("ticket:", str(ticket_id)))
+        return self._decoded(records.ticket_from_hash, ticket_id, fields) if fields else None
 
     async def update_human(self, ticket: HumanTicket, expect: TicketStatus) -> None:
         """Save the ticket's status, claimed_by, answer and note if its stored status is still
         `expect` (else `ConflictError`); stamps `updated_at`, on `ticket` too. One script,
         hence atomic across processes: two people claiming one ticket cannot both succeed."""
         check_ticket(ticket)
-        if isinstance(ticket.id, bool) or not isinstance(ticket.id, int):
+        if not records.is_ticket_id(ticket.id):
             raise unknown_ticket(ticket.id)
         t = time.time()
-        body = json.dumps([ticket.claimed_by, ticket.answer, ticket.note, t], ensure_ascii=False)
+        body = records.ticket_body(ticket, t)
 
-        async def work(c: _Client) -> str:
-            got = await c.update_human(
-                args=[self.prefix, _token(), str(ticket.id), expect, ticket.status, body]
-            )
-            if got == "ok":
-                ticket.updated_at = t  # with the write, as `commit_run` does
-            return str(got)
+        def stamp() -> None:
+            ticket.updated_at = t  # with the write, as `commit_run` does
 
-        result = await self._run("update_human", work, write=True)
-        kind, _, rest = result.partition(":")
+        args = (str(ticket.id), expect, ticket.status, body)
+        kind, rest = await self._write("update_human", *args, done=stamp)
         if kind == "missing":
             raise unknown_ticket(ticket.id)
         if kind == "conflict":
@@ -1264,29 +1127,15 @@ class RedisStore:
         hence atomic across processes."""
         check_task_owner(session_id, run_id, task)
         tid, new = task.task_id, expected_version + 1
-        saved = {"version": new, "session_id": session_id, "run_id": run_id}
-        data = task.model_copy(update=saved).model_dump_json()
-        columns = json.dumps([session_id, task.status, new, time.time()], ensure_ascii=False)
-        field = _task_field(run_id, tid)
+        data = records.task_data(session_id, run_id, task, new)
+        line = records.task_line(session_id, task.status, new, time.time(), data)
+        field = records.task_field(run_id, tid)
 
-        async def work(c: _Client) -> str:
-            got = await c.put_task(
-                args=[
-                    self.prefix,
-                    _token(),
-                    field,
-                    session_id,
-                    run_id,
-                    expected_version,
-                    f"{columns}\n{data}",
-                ]
-            )
-            if got == "ok":  # with the write, as `commit_run` does
-                task.version, task.session_id, task.run_id = new, session_id, run_id
-            return str(got)
+        def stamp() -> None:  # with the write, as `commit_run` does
+            task.version, task.session_id, task.run_id = new, session_id, run_id
 
-        result = await self._run("put_task", work, write=True)
-        kind, _, rest = result.partition(":")
+        args = (field, session_id, run_id, expected_version, line)
+        kind, rest = await self._write("put_task", *args, done=stamp)
         if kind == "elsewhere":
             raise task_elsewhere(run_id, tid, rest, session_id)
         if kind == "conflict":
@@ -1294,14 +1143,9 @@ class RedisStore:
 
     async def get_task(self, run_id: str, task_id: str) -> Task | None:
         """The stored task (with its version), or None."""
-        field = _task_field(run_id, task_id)
-
-        async def work(c: _Client) -> str | None:
-            found: str | None = await c.redis.hget(self._key("task"), field)
-            return found
-
-        row = await self._run("get_task", work)
-        return None if row is None else self._task(field, row)
+        field = records.task_field(run_id, task_id)
+        row = await self._field("get_task", self._key("task"), field)
+        return None if row is None else self._decoded(records.task_from_line, field, row)
 
     async def list_tasks(
         self,
@@ -1323,7 +1167,7 @@ class RedisStore:
             return list(zip(fields, rows, strict=True))
 
         found = await self._run("list_tasks", work)
-        tasks = [self._task(f, row) for f, row in found if row is not None]
+        tasks = [self._decoded(records.task_from_line, f, row) for f, row in found if row]
         return [
             t
             for t in tasks
@@ -1331,37 +1175,15 @@ class RedisStore:
             and (status is None or t.status == status)
         ]
 
-    def _task(self, field: str, row: str) -> Task:
-        columns, _, data = row.partition("\n")
-        try:
-            session_id, _, version, _ = json.loads(columns)
-            run_id = json.loads(field)[0]
-            task = Task.model_validate_json(data)
-        except (TypeError, ValueError, ValidationError) as exc:
-            raise self._corrupt("task", field, exc) from exc
-        # the columns are what compare-and-set used: they win over the JSON
-        task.version, task.session_id, task.run_id = version, session_id, run_id
-        return task
-
     # ------------------------------------------------------------------ blackboard
     async def read_board(self, board: str) -> dict[str, BoardEntry]:
         """Every entry of the board, by key in key order."""
-
-        async def work(c: _Client) -> dict[str, str]:
-            found: dict[str, str] = await c.redis.hgetall(self._key("bd:", board))
-            return found
-
-        rows = await self._run("read_board", work)
+        rows = await self._hash("read_board", self._key("bd:", board))
         return {key: self._board_entry(board, key, rows[key]) for key in sorted(rows)}
 
     async def read_entry(self, board: str, key: str) -> BoardEntry | None:
         """The entry, or None."""
-
-        async def work(c: _Client) -> str | None:
-            found: str | None = await c.redis.hget(self._key("bd:", board), key)
-            return found
-
-        row = await self._run("read_entry", work)
+        row = await self._field("read_entry", self._key("bd:", board), key)
         return None if row is None else self._board_entry(board, key, row)
 
     async def write_entry(
@@ -1377,16 +1199,8 @@ class RedisStore:
         text = board_json(board, key, value)
         new = expected_version + 1
         t = time.time()
-        row = f"[{new},{_num(t)},{json.dumps(writer, ensure_ascii=False)},{text}]"
-
-        async def work(c: _Client) -> str:
-            got = await c.write_entry(
-                args=[self.prefix, _token(), board, key, expected_version, row]
-            )
-            return str(got)
-
-        result = await self._run("write_entry", work, write=True)
-        kind, _, rest = result.partition(":")
+        row = records.board_line(new, t, writer, text)
+        kind, rest = await self._write("write_entry", board, key, expected_version, row)
         if kind == "conflict":
             raise board_conflict(board, key, expected_version, int(rest))
         return BoardEntry(board, key, json.loads(text), new, int(rest), writer, t)
@@ -1418,13 +1232,8 @@ class RedisStore:
 
         await self._run("delete_board", work, write=True)
 
-    def _board_entry(self, board: str, key: str, row: str) -> BoardEntry:
-        seq, _, rest = row.partition(" ")
-        try:
-            version, updated, writer, value = json.loads(rest)
-            return BoardEntry(board, key, value, int(version), int(seq), writer, float(updated))
-        except (TypeError, ValueError) as exc:
-            raise self._corrupt("board entry", f"{board}/{key}", exc) from exc
+    def _board_entry(self, board: str, key: str, line: str) -> BoardEntry:
+        return self._decoded(records.board_entry_from_line, board, key, line)
 
     # ------------------------------------------------------------------ graph snapshots
     async def put_snapshot(self, snapshot: Snapshot, keep_last: int | None = None) -> Snapshot:
@@ -1437,8 +1246,7 @@ class RedisStore:
         check_keep_last(keep_last)
         text = snapshot_json(snapshot)
         s = snapshot
-        run, parent = (json.dumps(v, ensure_ascii=False) for v in (s.run_id, s.parent_id))
-        row = f"[{run},{json.dumps(s.step)},{parent},{_num(s.created_at)},{text}]"
+        row = records.snapshot_line(s, text)
 
         async def work(c: _Client) -> int:
             got = await c.put_snapshot(
@@ -1447,10 +1255,7 @@ class RedisStore:
             )
             return int(got)
 
-        seq = await self._run("put_snapshot", work, write=True)
-        return Snapshot(
-            s.thread_id, s.id, s.run_id, s.step, s.parent_id, json.loads(text), seq, s.created_at
-        )
+        return records.stored_snapshot(s, text, await self._run("put_snapshot", work, write=True))
 
     async def get_snapshot(self, thread_id: str, snapshot_id: str) -> Snapshot | None:
         """The snapshot, or None."""
@@ -1495,12 +1300,8 @@ class RedisStore:
 
         await self._run("delete_snapshots", work, write=True)
 
-    def _snapshot(self, thread_id: str, sid: str, seq: Any, row: str) -> Snapshot:
-        try:
-            run_id, step, parent_id, created, data = json.loads(row)
-            return Snapshot(thread_id, sid, run_id, step, parent_id, data, int(float(seq)), created)
-        except (TypeError, ValueError) as exc:
-            raise self._corrupt("snapshot", f"{thread_id}/{sid}", exc) from exc
+    def _snapshot(self, thread_id: str, sid: str, seq: Any, line: str) -> Snapshot:
+        return self._decoded(records.snapshot_from_line, thread_id, sid, seq, line)
 
     # ------------------------------------------------------------------ retention
     async def gc(self, policy: Retention, *, dry_run: bool = False) -> GcReport:
@@ -1556,7 +1357,7 @@ class RedisStore:
                     tip = _parse_tip(await c.redis.get(self._key("audit:tip")))
                     expected = _tip_text(*tip)
                     (r,) = link([item], tip[0], tip[1], self.audit_key)
-                    audit = [r.seq, _audit_json(r), r.hash]
+                    audit = [r.seq, records.audit_json(r), r.hash]
                 result = str(await script(args=[self.prefix, expected, sid, *body, *audit]))
                 if result == "ok":
                     if item is not None:
@@ -1593,75 +1394,8 @@ class RedisStore:
         return f"RedisStore({_redacted(self.url)!r}, prefix={self.prefix!r})"
 
 
-# ---------------------------------------------------------------- rows of the audit check
-_AUDIT_FIELDS = (
-    "seq",
-    "event_id",
-    "type",
-    "session_id",
-    "trace_id",
-    "ts",
-    "data",
-    "prev_hash",
-    "hash",
-    "messages",
-)
-
-
-def _audit_json(r: AuditRecord) -> str:
-    return json.dumps({f: getattr(r, f) for f in _AUDIT_FIELDS}, ensure_ascii=False)
-
-
-def _audit_record(seq: int, text: str) -> AuditRecord:
-    """A stored audit record; one that cannot be read whole comes back with empty fields, so
-    that `verify` reports it as edited instead of failing to read it."""
-    try:
-        fields = json.loads(text)
-        if not isinstance(fields, dict):
-            raise ValueError("not an object")
-    except ValueError:
-        fields = {}
-    if not fields:
-        return AuditRecord(
-            seq=seq,
-            event_id="",
-            type="",
-            session_id="",
-            trace_id="",
-            ts=0.0,
-            data=text,
-            prev_hash="",
-            hash="",
-        )
-    try:
-        return AuditRecord.model_validate(fields)
-    except ValidationError:
-        values = {f: fields.get(f, "") for f in _AUDIT_FIELDS}
-        if not isinstance(values["seq"], int):
-            values["seq"] = seq
-        return AuditRecord(**values)
-
-
-def _event_row(seq: int, text: str) -> EventRow:
-    """An event as `agree` compares it: its columns from its own JSON."""
-    try:
-        e = json.loads(text)
-        return EventRow(
-            seq, e["id"], e["type"], e["session_id"], e["trace_id"], e["run_id"], e["ts"], text
-        )
-    except (KeyError, TypeError, ValueError):
-        return EventRow(seq, "", "", "", "", "", 0.0, text)
-
-
-def _message_row(seq: int, text: str) -> MessageRow:
-    columns, _, data = text.partition("\n")
-    try:
-        mid, sid, run_id, role, agent, ts = json.loads(columns)
-        return MessageRow(seq, mid, sid, run_id, role, agent, ts, data)
-    except (TypeError, ValueError):
-        return MessageRow(seq, "", "", None, "", None, 0.0, data)
-
-
-def _task_field(run_id: str, task_id: str) -> str:
-    """The hash field of a (run, task id): JSON, so that no two pairs share one."""
-    return json.dumps([run_id, task_id], ensure_ascii=False)
+def _checkpoint_fields(row: tuple[Any, ...]) -> list[Any]:
+    """A checkpoint row (`baton.backends._records.checkpoint_row`) as the scripts take it:
+    run, seq, status, data, meta, updated_at."""
+    _, run_id, seq, status, data, meta, updated_at = row
+    return [run_id, seq, status, data, meta, _num(updated_at)]

@@ -1,11 +1,11 @@
-"""`SQLiteStore`: sessions, transcripts, events, checkpoints, locks, leases, the human queue,
+"""`SQLiteStore`: sessions, transcripts, events, checkpoints, leases, the human queue,
 the tasks of plan-execute-review runs, blackboards and graph snapshots in one SQLite file.
 
 Open it with a URL: `sqlite:///relative/path.db` (relative to the working directory),
 `sqlite:////absolute/path.db`, or `sqlite:///:memory:` (a private in-memory database).
 Several processes may share one file: WAL lets readers run while one writer commits, the
 busy timeout makes writers wait for each other, commits compare and set the session's version
-under the write lock, lock, lease, checkpoint and task writes are single atomic
+under the write lock, lease, checkpoint and task writes are single atomic
 statements, and a blackboard write compares and sets its entry's version and takes the
 board's next seq in one transaction.
 The sqlite3 calls run in one worker thread per store, so a writer waiting for the lock never
@@ -32,22 +32,27 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from pydantic import ValidationError
-
-from baton.backends._conflicts import (
-    board_conflict,
-    board_json,
-    check_task_owner,
-    check_ticket,
-    paused_elsewhere,
-    stale_checkpoint,
-    task_conflict,
-    task_elsewhere,
-    ticket_conflict,
-    unknown_ticket,
-    version_conflict,
-)
+from baton.backends import _records as records
+from baton.backends._conflicts import board_conflict, board_json, version_conflict
+from baton.backends._records import AUDIT_COLUMNS, SESSION_COLUMNS, commit_rows
 from baton.backends._snapshots import check_keep_last, snapshot_json
+from baton.backends._sql import (
+    AUDIT_TIP,
+    DROP_CHECKPOINT,
+    EVENT_ROWS,
+    INSERT_AUDIT,
+    INSERT_EVENTS,
+    INSERT_MESSAGES,
+    KEEP_LAST_SNAPSHOTS,
+    MESSAGE_ROWS,
+    NEXT_BOARD_SEQ,
+    NEXT_SNAPSHOT_SEQ,
+    SAVE_CHECKPOINT,
+    SNAPSHOT_SEQ,
+    UPSERT_ENTRY,
+    UPSERT_SNAPSHOT,
+    SQLStore,
+)
 from baton.backends.audit import (
     GENESIS,
     AuditRecord,
@@ -59,62 +64,31 @@ from baton.backends.audit import (
     link,
     message_digest,
     messages_only,
-    prepare,
+    outcome,
     record_body,
     resolve_key,
     retired_ids,
     verify,
 )
-from baton.backends.base import (
-    BoardEntry,
-    Checkpoint,
-    CheckpointStatus,
-    HumanTicket,
-    SessionRecord,
-    Snapshot,
-    TicketStatus,
-)
+from baton.backends.base import BoardEntry, Checkpoint, SessionRecord, Snapshot
 from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
-from baton.backends.sealing import (
-    CheckpointKeyProvider,
-    RawCheckpoint,
-    RekeyReport,
-    opened,
-    rekey_store,
-    resolve_keys,
-    stored_data,
-)
+from baton.backends.sealing import CheckpointKeyProvider, resolve_keys
 from baton.core.errors import ConfigError, StoreError
-from baton.core.events import EscalationCard, Event, event_from_json
+from baton.core.events import EscalationCard, Event
 from baton.core.messages import Message
-from baton.core.payload import HandoffPayload
-from baton.core.tasks import Task, TaskStatus
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """Version of the table layout, kept in `PRAGMA user_version`."""
 
 _MEMORY = ":memory:"
 _PREFIX = "sqlite:///"
 _PRUNE_EVERY = 256
-"""Expired lock (and lease) keys are deleted once every this many claims (acquisitions)."""
+"""Expired leases are deleted once every this many acquisitions."""
 
 _AUDIT_PAGE = 1000
 """Audit records read per query while verifying."""
 
-_AUDIT_FIELDS = (
-    "seq",
-    "event_id",
-    "type",
-    "session_id",
-    "trace_id",
-    "ts",
-    "data",
-    "prev_hash",
-    "hash",
-    "messages",
-)
-_AUDIT_COLUMNS = ", ".join(_AUDIT_FIELDS)
-_AUDIT_COLUMNS_V2 = _AUDIT_COLUMNS.replace("messages", "'' AS messages")
+_AUDIT_COLUMNS_V2 = AUDIT_COLUMNS.replace("messages", "'' AS messages")
 """The audit columns of a store (read only) from before messages were audited (schema 2, 3)."""
 
 _MIGRATION_KEY: ContextVar[bytes | None] = ContextVar("_MIGRATION_KEY", default=None)
@@ -293,30 +267,26 @@ _MIGRATIONS: dict[int, tuple[Migration, ...]] = {
         # business slots in `state` that hand-offs and tools write.
         "ALTER TABLE sessions ADD COLUMN control TEXT NOT NULL DEFAULT '{}'",
     ),
+    10: (
+        # Nothing claims locks through the store (the kernel keeps a run's duplicate
+        # hand-off locks in the run): the table goes, its index with it.
+        "DROP TABLE IF EXISTS locks",
+    ),
 }
 
-_SESSION_COLUMNS = (
-    "id, user_id, holder, holder_since, incoming, state, created_at, updated_at, version, "
-    "requests, control"
-)
-_SESSION_COLUMNS_V8 = _SESSION_COLUMNS.replace("control", "'{}' AS control")
+_SESSION_COLUMNS_V8 = SESSION_COLUMNS.replace("control", "'{}' AS control")
 """The session columns of a store (read only) from before control slots were kept (8)."""
 _SESSION_COLUMNS_V7 = _SESSION_COLUMNS_V8.replace("requests,", "'{}' AS requests,")
 """The session columns of a store (read only) from before requests were kept (schema < 8)."""
-_CHECKPOINT_COLUMNS = "session_id, run_id, seq, status, data, meta, updated_at"
-_TICKET_COLUMNS = "id, card, status, claimed_by, answer, note, updated_at"
-_TASK_COLUMNS = "run_id, task_id, session_id, status, version, data, updated_at"
-_BOARD_COLUMNS = "board, key, value, version, seq, writer, updated_at"
-_SNAPSHOT_COLUMNS = "thread_id, id, seq, run_id, step, parent_id, data, created_at"
 
 
 def _audit_tip(conn: sqlite3.Connection) -> tuple[int, str]:
     """(seq, hash) of the last audit record, or (0, GENESIS) for an empty chain."""
-    row = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+    row = conn.execute(AUDIT_TIP).fetchone()
     return (0, GENESIS) if row is None else (int(row[0]), str(row[1]))
 
 
-def _insert_audit(conn: sqlite3.Connection, records: Sequence[AuditRecord]) -> None:
+def _insert_audit(conn: sqlite3.Connection, chained: Sequence[AuditRecord]) -> None:
     conn.executemany(
         "INSERT INTO audit (seq, event_id, type, session_id, trace_id, ts, data, prev_hash, "
         "hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -332,7 +302,7 @@ def _insert_audit(conn: sqlite3.Connection, records: Sequence[AuditRecord]) -> N
                 r.prev_hash,
                 r.hash,
             )
-            for r in records
+            for r in chained
         ],
     )
 
@@ -353,31 +323,26 @@ def _backfill_audit(conn: sqlite3.Connection) -> None:
             Unsealed(eid, kind, sid, tid, ts, data, record_body(eid, kind, sid, tid, ts, data))
             for _, eid, kind, sid, tid, ts, data in rows
         ]
-        records = link(items, seq, prev)
-        _insert_audit(conn, records)
-        seq, prev, after = records[-1].seq, records[-1].hash, rows[-1][0]
+        chained = link(items, seq, prev)
+        _insert_audit(conn, chained)
+        seq, prev, after = chained[-1].seq, chained[-1].hash, rows[-1][0]
 
 
-def _append_audit(conn: sqlite3.Connection, records: Sequence[AuditRecord]) -> None:
+def _append_audit(conn: sqlite3.Connection, chained: Sequence[AuditRecord]) -> None:
     """Insert chained records (schema 4: with the digests of their messages)."""
-    conn.executemany(
-        f"INSERT INTO audit ({_AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (
-                r.seq,
-                r.event_id,
-                r.type,
-                r.session_id,
-                r.trace_id,
-                r.ts,
-                r.data,
-                r.prev_hash,
-                r.hash,
-                r.messages,
-            )
-            for r in records
-        ],
-    )
+    conn.executemany(INSERT_AUDIT, [records.audit_row(r) for r in chained])
+
+
+def _pages(conn: sqlite3.Connection, select: str) -> Iterator[tuple[Any, ...]]:
+    """The rows of `select` (seq first) in seq order, read page by page."""
+    sql = f"{select} WHERE seq > ? ORDER BY seq LIMIT ?"
+    after = 0
+    while True:
+        rows = conn.execute(sql, (after, _AUDIT_PAGE)).fetchall()
+        if not rows:
+            return
+        yield from rows
+        after = rows[-1][0]
 
 
 def _backfill_message_audit(conn: sqlite3.Connection) -> None:
@@ -399,9 +364,9 @@ def _backfill_message_audit(conn: sqlite3.Connection) -> None:
             for _, mid, sid, run, role, agent, ts, data in rows
         ]
         item = messages_only(entries, note="stored before messages were audited")
-        records = link([item], seq, prev, key)
-        _append_audit(conn, records)
-        seq, prev, after = records[-1].seq, records[-1].hash, rows[-1][0]
+        chained = link([item], seq, prev, key)
+        _append_audit(conn, chained)
+        seq, prev, after = chained[-1].seq, chained[-1].hash, rows[-1][0]
 
 
 T = TypeVar("T")
@@ -476,7 +441,7 @@ def parse_sqlite_url(url: str) -> str:
     return str(Path(raw).expanduser().resolve())
 
 
-class SQLiteStore:
+class SQLiteStore(SQLStore):
     """A `Store` in a SQLite file (WAL mode); several processes may share the file.
 
     `shared` is True: runs in other processes may reach the same sessions, so they hold a
@@ -517,16 +482,10 @@ class SQLiteStore:
         self._pool: ThreadPoolExecutor | None = None
         """The worker thread, started by the first call that needs it."""
         self._closed = False
-        self._claims = 0
         self._leases = 0
         self._schema = SCHEMA_VERSION
-        self._audit_columns = _AUDIT_COLUMNS
-        self._has_tasks = True
-        """False for a store opened read-only whose schema predates tasks (version < 5)."""
-        self._has_board = True
-        """False for a store opened read-only whose schema predates blackboards (version < 6)."""
-        self._has_snapshots = True
-        """False for a store opened read-only whose schema predates snapshots (version < 7)."""
+        self._audit_select = AUDIT_COLUMNS
+        """The audit columns to select (a read-only file of schema 2 or 3 has no messages)."""
         self._conn: sqlite3.Connection | None = (
             self._open_read_only() if read_only else self._open()
         )
@@ -636,13 +595,11 @@ class SQLiteStore:
                     "that `baton run` wrote (nothing was written to the file)"
                 )
             self._schema = found
-            self._has_tasks = "tasks" in tables
-            self._has_board = "board" in tables
-            self._has_snapshots = "snapshots" in tables
+            self._lacking = frozenset({"tasks", "board", "snapshots"} - tables)
             if "audit" in tables:
                 columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(audit)")}
                 if "messages" not in columns:
-                    self._audit_columns = _AUDIT_COLUMNS_V2
+                    self._audit_select = _AUDIT_COLUMNS_V2
 
     def _audited(self, action: str) -> bool:
         """Whether the store has an audit table (raises if not); True when its records carry
@@ -652,7 +609,7 @@ class SQLiteStore:
                 f"SQLite store {self.path}: {action}: schema version {self._schema} predates "
                 "the audit chain; open the store read-write once (on a copy) to chain its events"
             )
-        return self._audit_columns == _AUDIT_COLUMNS
+        return self._audit_select == AUDIT_COLUMNS
 
     def _schema_version(self, conn: sqlite3.Connection) -> int:
         found = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -748,54 +705,43 @@ class SQLiteStore:
         return await call.outcome()
 
     async def _query(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one statement."""
         return await self._run(action, lambda conn: conn.execute(sql, params).fetchall())
 
-    # ------------------------------------------------------------------ Store
-    async def get_session(self, session_id: str) -> SessionRecord | None:
-        """The session, or None if it does not exist."""
-        rows = await self._query(
-            "get_session",
-            f"SELECT {self._session_columns()} FROM sessions WHERE id = ?",
-            (session_id,),
-        )
-        return self._session(rows[0]) if rows else None
+    async def _change(
+        self,
+        action: str,
+        sql: str,
+        params: Sequence[Any] = (),
+        done: Callable[[int], None] | None = None,
+    ) -> int:
+        """Run one write statement; the number of rows it changed (`done` is called with it
+        in the thread, with the write, so that a caller cancelled meanwhile still sees it)."""
+
+        def write(conn: sqlite3.Connection) -> int:
+            changed = conn.execute(sql, params).rowcount
+            if done is not None:
+                done(changed)
+            return changed
+
+        return await self._run(action, write)
 
     def _session_columns(self) -> str:
         """The session columns to select (a read-only file of an older schema has no
-        requests column)."""
+        requests or control column)."""
         if self._schema >= 9:
-            return _SESSION_COLUMNS
+            return SESSION_COLUMNS
         return _SESSION_COLUMNS_V8 if self._schema == 8 else _SESSION_COLUMNS_V7
 
-    def _session(self, row: tuple[Any, ...]) -> SessionRecord:
-        sid, user_id, holder, since, incoming, state, created, updated, version, reqs, ctl = row
-        try:
-            payload = None if incoming is None else HandoffPayload.model_validate_json(incoming)
-            data = json.loads(state)
-            if not isinstance(data, dict):
-                raise ValueError(f"state is a {type(data).__name__}, not an object")
-            requests = json.loads(reqs)
-            if not isinstance(requests, dict):
-                raise ValueError(f"requests is a {type(requests).__name__}, not an object")
-            control = json.loads(ctl)
-            if not isinstance(control, dict):
-                raise ValueError(f"control is a {type(control).__name__}, not an object")
-        except (ValueError, ValidationError) as exc:
-            raise self._corrupt("sessions", sid, exc) from exc
-        return SessionRecord(
-            session_id=sid,
-            user_id=user_id,
-            holder=holder,
-            holder_since=since,
-            incoming=payload,
-            state=data,
-            created_at=created,
-            updated_at=updated,
-            version=version,
-            requests=requests,
-            control=control,
+    def _predates(self, table: str, action: str) -> StoreError:
+        what = {"tasks": "tasks", "board": "blackboards", "snapshots": "graph snapshots"}[table]
+        return StoreError(
+            f"SQLite store {self.path}: {action}: schema version {self._schema} predates "
+            f"{what} and the store was opened read-only; open it read-write once (on a copy) "
+            "to add them"
         )
 
+    # ------------------------------------------------------------------ sessions
     async def commit_run(
         self,
         session: SessionRecord,
@@ -814,48 +760,9 @@ class SQLiteStore:
         write lock, so two processes committing from the same version cannot both succeed.
         The first commit of a session sets its `created_at`; later ones keep it.
         """
-        sid = session.session_id
-        try:
-            state = json.dumps(session.state, ensure_ascii=False)
-        except (TypeError, ValueError) as exc:
-            raise StoreError(
-                f"session {sid!r} state cannot be saved as JSON ({exc}); keep state values to "
-                "strings, numbers, booleans, None, lists and dicts with string keys"
-            ) from exc
-        incoming = None if session.incoming is None else session.incoming.model_dump_json()
-        read = session.version
-        session_row = (
-            sid,
-            session.user_id,
-            session.holder,
-            session.holder_since,
-            incoming,
-            state,
-            session.created_at,
-            session.updated_at,
-            read + 1,
-            json.dumps(session.requests, ensure_ascii=False),
-            json.dumps(session.control, ensure_ascii=False),
-        )
-        message_rows = [
-            (m.id, sid, m.run_id, m.role, m.agent, m.model_dump_json(), m.ts) for m in messages
-        ]
-        digests = [
-            (r[0], message_digest(r[0], sid, r[2], r[3], r[4], r[6], r[5])) for r in message_rows
-        ]
-        texts = [e.model_dump_json() for e in events]
-        event_rows = [
-            (e.id, e.session_id, e.trace_id, e.run_id, e.type, text, e.ts)
-            for e, text in zip(events, texts, strict=True)
-        ]
-        # Audit bodies are built here; only the hash links need the chain's tip, read under
-        # the write lock so that concurrent writers (other processes) chain one after another.
-        # The last event's record carries the digests of the messages committed with it.
-        unsealed = prepare(events, texts, messages=digests, session_id=sid)
-        cp_row = None
-        if checkpoint is not None:
-            cp = checkpoint
-            cp_row = (cp.session_id, cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp))
+        sid, read = session.session_id, session.version
+        session_row = records.session_row(session)
+        rows = commit_rows(session, messages, events, self.checkpoint_keys, checkpoint)
 
         def write(conn: sqlite3.Connection) -> None:
             with self._transaction(conn):
@@ -864,7 +771,7 @@ class SQLiteStore:
                 if stored != read:
                     raise version_conflict(sid, read, stored)  # rolls the transaction back
                 conn.execute(
-                    f"INSERT INTO sessions ({_SESSION_COLUMNS}) "
+                    f"INSERT INTO sessions ({SESSION_COLUMNS}) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, "
                     "holder = excluded.holder, holder_since = excluded.holder_since, "
@@ -873,99 +780,24 @@ class SQLiteStore:
                     "requests = excluded.requests, control = excluded.control",
                     session_row,
                 )
-                if cp_row is not None:
-                    conn.execute(
-                        f"INSERT OR REPLACE INTO checkpoints ({_CHECKPOINT_COLUMNS}) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        cp_row,
-                    )
+                if rows.checkpoint is not None:
+                    conn.execute(SAVE_CHECKPOINT, rows.checkpoint)
                 elif run_id is not None:
-                    conn.execute(
-                        "DELETE FROM checkpoints WHERE session_id = ? AND run_id = ?",
-                        (sid, run_id),
-                    )
-                conn.executemany(
-                    "INSERT INTO messages (id, session_id, run_id, role, agent, data, ts) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    message_rows,
-                )
-                conn.executemany(
-                    "INSERT INTO events (id, session_id, trace_id, run_id, type, data, ts) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    event_rows,
-                )
-                if unsealed:
-                    _append_audit(conn, link(unsealed, *_audit_tip(conn), self.audit_key))
+                    conn.execute(DROP_CHECKPOINT, (sid, run_id))
+                conn.executemany(INSERT_MESSAGES, rows.messages)
+                conn.executemany(INSERT_EVENTS, rows.events)
+                if rows.audit:
+                    # linked under the write lock: concurrent writers chain one after another
+                    _append_audit(conn, link(rows.audit, *_audit_tip(conn), self.audit_key))
             # set with the commit, in the thread: a caller cancelled meanwhile still sees it
             session.version = read + 1
 
         await self._run("commit_run", write)
 
-    async def get_messages(self, session_id: str, limit: int | None = None) -> list[Message]:
-        """The session's transcript, oldest first (the last `limit` messages if given)."""
-        if limit is not None and limit <= 0:
-            return []
-        if limit is not None:
-            rows = await self._query(
-                "get_messages",
-                "SELECT seq, data FROM (SELECT seq, data FROM messages WHERE session_id = ? "
-                "ORDER BY seq DESC LIMIT ?) ORDER BY seq",
-                (session_id, limit),
-            )
-        else:
-            rows = await self._query(
-                "get_messages",
-                "SELECT seq, data FROM messages WHERE session_id = ? ORDER BY seq",
-                (session_id,),
-            )
-        out: list[Message] = []
-        for seq, data in rows:
-            try:
-                out.append(Message.model_validate_json(data))
-            except ValidationError as exc:
-                raise self._corrupt("messages", seq, exc) from exc
-        return out
-
-    async def get_events(
-        self, session_id: str | None = None, trace_id: str | None = None
-    ) -> list[Event]:
-        """Stored events of a session and/or trace, in order."""
-        where: list[str] = []
-        params: list[str] = []
-        if session_id is not None:
-            where.append("session_id = ?")
-            params.append(session_id)
-        if trace_id is not None:
-            where.append("trace_id = ?")
-            params.append(trace_id)
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        sql = f"SELECT seq, data FROM events{clause} ORDER BY seq"
-        rows = await self._query("get_events", sql, params)
-        out: list[Event] = []
-        for seq, data in rows:
-            try:
-                out.append(event_from_json(data))
-            except ValidationError as exc:
-                raise self._corrupt("events", seq, exc) from exc
-        return out
-
     # ------------------------------------------------------------------ audit
-    async def audit_records(
-        self, session_id: str | None = None, limit: int | None = None
-    ) -> list[AuditRecord]:
-        """Audit records in chain order (the last `limit` if given; one session's if given)."""
-        self._audited("audit_records")
-        if limit is not None and limit <= 0:
-            return []
-        params: list[Any] = []
-        where = ""
-        if session_id is not None:
-            where, params = "WHERE session_id = ? ", [session_id]
-        sql = f"SELECT {self._audit_columns} FROM audit {where}ORDER BY seq"
-        if limit is not None:
-            sql = f"SELECT * FROM ({sql} DESC LIMIT ?) ORDER BY seq"
-            params.append(limit)
-        return [self._audit_record(row) for row in await self._query("audit_records", sql, params)]
+    def _audit_columns(self, action: str) -> str:
+        self._audited(action)
+        return self._audit_select
 
     async def verify_audit(self, anchor: tuple[int, str] | None = None) -> VerifyResult:
         """Verify the whole audit chain (keyed with `audit_key` if set), then that the stored
@@ -985,8 +817,8 @@ class SQLiteStore:
                     return chain, None
                 return chain, agree(
                     self._audit_pages(conn),
-                    self._event_pages(conn),
-                    self._message_pages(conn) if covered else None,
+                    (EventRow(*row) for row in _pages(conn, EVENT_ROWS)),
+                    (MessageRow(*row) for row in _pages(conn, MESSAGE_ROWS)) if covered else None,
                     records_again=self._audit_pages(conn),
                     head_seq=chain.head_seq,
                     retired=retired_ids(self._audit_pages(conn)),
@@ -995,85 +827,13 @@ class SQLiteStore:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
 
-        chain, rows = await self._run("verify_audit", check)
-        if rows is None:
-            return chain
-        if not rows.ok:
-            return rows.model_copy(update={"checked": chain.checked, "head_seq": chain.head_seq})
-        return chain.model_copy(update={"events": rows.events, "messages": rows.messages})
-
-    def _pages(self, conn: sqlite3.Connection, sql: str) -> Iterator[tuple[Any, ...]]:
-        """Rows of `sql` (`... WHERE seq > ? ORDER BY seq LIMIT ?`, seq first), page by page."""
-        after = 0
-        while True:
-            rows = conn.execute(sql, (after, _AUDIT_PAGE)).fetchall()
-            if not rows:
-                return
-            yield from rows
-            after = rows[-1][0]
+        return outcome(*await self._run("verify_audit", check))
 
     def _audit_pages(self, conn: sqlite3.Connection) -> Iterator[AuditRecord]:
-        sql = f"SELECT {self._audit_columns} FROM audit WHERE seq > ? ORDER BY seq LIMIT ?"
-        return map(self._audit_record, self._pages(conn, sql))
+        rows = _pages(conn, f"SELECT {self._audit_select} FROM audit")
+        return map(records.audit_record, rows)
 
-    def _event_pages(self, conn: sqlite3.Connection) -> Iterator[EventRow]:
-        sql = (
-            "SELECT seq, id, type, session_id, trace_id, run_id, ts, data FROM events "
-            "WHERE seq > ? ORDER BY seq LIMIT ?"
-        )
-        return (EventRow(*row) for row in self._pages(conn, sql))
-
-    def _message_pages(self, conn: sqlite3.Connection) -> Iterator[MessageRow]:
-        sql = (
-            "SELECT seq, id, session_id, run_id, role, agent, ts, data FROM messages "
-            "WHERE seq > ? ORDER BY seq LIMIT ?"
-        )
-        return (MessageRow(*row) for row in self._pages(conn, sql))
-
-    @staticmethod
-    def _audit_record(row: tuple[Any, ...]) -> AuditRecord:
-        fields = dict(zip(_AUDIT_FIELDS, row, strict=True))
-        try:
-            return AuditRecord.model_validate(fields)
-        except ValidationError:
-            # a value of the wrong type was written into the row: keep it as it is, so that
-            # `verify` reports the record as edited instead of failing to read it
-            return AuditRecord(**fields)
-
-    async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
-        """Most recently updated sessions first."""
-        rows = await self._query(
-            "list_sessions",
-            f"SELECT {self._session_columns()} FROM sessions ORDER BY updated_at DESC, rowid "
-            "LIMIT ?",
-            (max(limit, 0),),
-        )
-        return [self._session(r) for r in rows]
-
-    async def claim_lock(self, key: str, window_s: float) -> bool:
-        """Claim `key` for `window_s` seconds; False if a live claim already exists.
-
-        Expiry uses wall-clock time because other processes sharing the file must agree on it.
-        """
-
-        def claim(conn: sqlite3.Connection) -> bool:
-            t = time.time()
-            # One statement, hence atomic across connections: insert, or take over the key
-            # only if its claim has expired; rowcount is 0 when a live claim exists.
-            cur = conn.execute(
-                "INSERT INTO locks (key, expires_at) VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at "
-                "WHERE locks.expires_at <= ?",
-                (key, t + window_s, t),
-            )
-            claimed = cur.rowcount == 1
-            self._claims += 1
-            if self._claims % _PRUNE_EVERY == 0:
-                conn.execute("DELETE FROM locks WHERE expires_at <= ?", (t,))
-            return claimed
-
-        return await self._run("claim_lock", claim)
-
+    # ------------------------------------------------------------------ leases
     async def acquire_lease(self, key: str, owner: str, ttl_s: float) -> bool:
         """Hold `key` for `ttl_s` seconds as `owner` (renews when `owner` already holds it);
         False while another owner's lease is live.
@@ -1099,140 +859,6 @@ class SQLiteStore:
 
         return await self._run("acquire_lease", acquire)
 
-    async def release_lease(self, key: str, owner: str) -> None:
-        """Give `key` up if `owner` holds it."""
-        await self._query(
-            "release_lease", "DELETE FROM leases WHERE key = ? AND owner = ?", (key, owner)
-        )
-
-    # ------------------------------------------------------------------ checkpoints
-    async def put_checkpoint(self, checkpoint: Checkpoint) -> None:
-        """Save the session's latest checkpoint: its state as JSON (`state_json()`) and `meta`.
-
-        A stale save (same run, seq not above the stored one) raises `ConflictError`; a save
-        of another run replaces the stored one. One statement, hence atomic across processes.
-        """
-        cp = checkpoint
-        row = (cp.session_id, cp.run_id, cp.seq, cp.status, *self._checkpoint_texts(cp))
-
-        def save(conn: sqlite3.Connection) -> tuple[bool, Any]:
-            """(saved, the stored (seq, run_id) row when not saved)."""
-            cur = conn.execute(
-                f"INSERT INTO checkpoints ({_CHECKPOINT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (session_id) DO UPDATE SET run_id = excluded.run_id, "
-                "seq = excluded.seq, status = excluded.status, data = excluded.data, "
-                "meta = excluded.meta, updated_at = excluded.updated_at "
-                "WHERE (checkpoints.run_id <> excluded.run_id "
-                "AND checkpoints.status NOT IN ('awaiting_approval', 'interrupted')) "
-                "OR (checkpoints.run_id = excluded.run_id AND checkpoints.seq < excluded.seq)",
-                row,
-            )
-            if cur.rowcount == 1:
-                return True, None
-            return False, conn.execute(
-                "SELECT seq, run_id FROM checkpoints WHERE session_id = ?", (cp.session_id,)
-            ).fetchone()
-
-        saved, stored = await self._run("put_checkpoint", save)
-        if not saved:
-            if stored is not None and stored[1] != cp.run_id:
-                raise paused_elsewhere(cp, str(stored[1]))
-            raise stale_checkpoint(cp, int(stored[0]) if stored is not None else None)
-
-    def _checkpoint_texts(self, cp: Checkpoint) -> tuple[str, str, float]:
-        """(data, meta, updated_at) columns of a checkpoint row (data sealed with keys)."""
-        where = f"checkpoint of session {cp.session_id!r} (run {cp.run_id!r}, seq {cp.seq})"
-        try:
-            data = cp.state_json()
-        except ValueError as exc:
-            raise StoreError(f"{where} cannot be saved: {exc}; give it a state") from exc
-        try:
-            meta = json.dumps(cp.meta, ensure_ascii=False)
-        except (TypeError, ValueError) as exc:
-            raise StoreError(
-                f"{where}: meta cannot be saved as JSON ({exc}); keep meta values to strings, "
-                "numbers, booleans, None, lists and dicts with string keys"
-            ) from exc
-        return stored_data(self.checkpoint_keys, cp, data), meta, cp.updated_at
-
-    async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
-        """The session's checkpoint (state as JSON in `data`), or None."""
-        rows = await self._query(
-            "get_checkpoint",
-            f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE session_id = ?",
-            (session_id,),
-        )
-        return self._checkpoint(rows[0]) if rows else None
-
-    async def list_checkpoints(self, status: CheckpointStatus | None = None) -> list[Checkpoint]:
-        """Checkpoints of unfinished runs (state as JSON in `data`), least recently saved
-        first."""
-        sql = f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints"
-        params: tuple[str, ...] = ()
-        if status is not None:
-            sql, params = f"{sql} WHERE status = ?", (status,)
-        rows = await self._query(
-            "list_checkpoints", f"{sql} ORDER BY updated_at, session_id", params
-        )
-        return [self._checkpoint(r) for r in rows]
-
-    def _checkpoint(self, row: tuple[Any, ...]) -> Checkpoint:
-        sid, run_id, seq, status, data, meta, updated = row
-        try:
-            info = json.loads(meta)
-            if not isinstance(info, dict):
-                raise ValueError(f"meta is a {type(info).__name__}, not an object")
-        except ValueError as exc:
-            raise self._corrupt("checkpoints", sid, exc) from exc
-        cp = Checkpoint(
-            session_id=sid,
-            run_id=run_id,
-            seq=seq,
-            status=status,
-            data=data,
-            meta=info,
-            updated_at=updated,
-        )
-        return opened(self.checkpoint_keys, cp)
-
-    async def delete_checkpoint(self, session_id: str, run_id: str) -> None:
-        """Drop the session's checkpoint if it belongs to `run_id` (no error if absent)."""
-        await self._query(
-            "delete_checkpoint",
-            "DELETE FROM checkpoints WHERE session_id = ? AND run_id = ?",
-            (session_id, run_id),
-        )
-
-    async def rekey_checkpoints(self) -> RekeyReport:
-        """Seal every stored checkpoint with the current checkpoint key (those in clear and
-        those under an older key); a checkpoint a run saves meanwhile is never overwritten.
-        After a complete report (`report.complete`) the older keys may be dropped."""
-        return await rekey_store(self)
-
-    async def _raw_checkpoints(self, session_id: str | None = None) -> list[RawCheckpoint]:
-        """Checkpoint rows as stored (data not opened): every one, or the session's."""
-        sql = "SELECT session_id, run_id, seq, data FROM checkpoints"
-        if session_id is None:
-            rows = await self._query("rekey_checkpoints", f"{sql} ORDER BY updated_at, session_id")
-        else:
-            rows = await self._query(
-                "rekey_checkpoints", f"{sql} WHERE session_id = ?", (session_id,)
-            )
-        return [RawCheckpoint(*r) for r in rows]
-
-    async def _swap_checkpoint_data(self, row: RawCheckpoint, data: str) -> bool:
-        """Write `data` as the row's data if the stored row is still `row`; one statement."""
-
-        def write(conn: sqlite3.Connection) -> bool:
-            cur = conn.execute(
-                "UPDATE checkpoints SET data = ? WHERE session_id = ? AND run_id = ? AND seq = ? "
-                "AND data = ?",
-                (data, row.session_id, row.run_id, row.seq, row.data),
-            )
-            return cur.rowcount == 1
-
-        return await self._run("rekey_checkpoints", write)
-
     # ------------------------------------------------------------------ human queue
     async def push_human(self, card: EscalationCard) -> int:
         """Put an escalation card in the human queue; returns its ticket id."""
@@ -1251,189 +877,7 @@ class SQLiteStore:
             raise StoreError(f"SQLite store {self.path}: push_human got no ticket id")
         return ticket
 
-    async def list_human(self, status: str | None = "open") -> list[HumanTicket]:
-        """Tickets in the human queue, oldest first."""
-        sql = f"SELECT {_TICKET_COLUMNS} FROM human_queue"
-        params: tuple[str, ...] = ()
-        if status is not None:
-            sql, params = f"{sql} WHERE status = ?", (status,)
-        rows = await self._query("list_human", f"{sql} ORDER BY id", params)
-        return [self._ticket(r) for r in rows]
-
-    async def get_human(self, ticket_id: int) -> HumanTicket | None:
-        """One ticket, or None."""
-        rows = await self._query(
-            "get_human", f"SELECT {_TICKET_COLUMNS} FROM human_queue WHERE id = ?", (ticket_id,)
-        )
-        return self._ticket(rows[0]) if rows else None
-
-    def _ticket(self, row: tuple[Any, ...]) -> HumanTicket:
-        ticket, card, status, claimed_by, answer, note, updated = row
-        try:
-            parsed = EscalationCard.model_validate_json(card)
-        except ValidationError as exc:
-            raise self._corrupt("human_queue", ticket, exc) from exc
-        return HumanTicket(
-            id=ticket,
-            card=parsed,
-            status=status,
-            claimed_by=claimed_by,
-            answer=answer,
-            note=note,
-            updated_at=updated,
-        )
-
-    async def update_human(self, ticket: HumanTicket, expect: TicketStatus) -> None:
-        """Save the ticket's status, claimed_by, answer and note if its stored status is still
-        `expect` (else `ConflictError`); stamps `updated_at`, on `ticket` too.
-
-        One statement, hence atomic across processes: two people claiming one ticket cannot
-        both succeed.
-        """
-        check_ticket(ticket)
-        fields = (ticket.status, ticket.claimed_by, ticket.answer, ticket.note)
-
-        def save(conn: sqlite3.Connection) -> tuple[bool, Any]:
-            """(saved, the stored (status,) row when not saved)."""
-            t = time.time()
-            cur = conn.execute(
-                "UPDATE human_queue SET status = ?, claimed_by = ?, answer = ?, note = ?, "
-                "updated_at = ? WHERE id = ? AND status = ?",
-                (*fields, t, ticket.id, expect),
-            )
-            if cur.rowcount == 1:
-                ticket.updated_at = t  # with the write, in the thread, as `commit_run` does
-                return True, None
-            return False, conn.execute(
-                "SELECT status FROM human_queue WHERE id = ?", (ticket.id,)
-            ).fetchone()
-
-        saved, stored = await self._run("update_human", save)
-        if saved:
-            return
-        if stored is None:
-            raise unknown_ticket(ticket.id)
-        raise ticket_conflict(ticket, expect, stored[0])
-
-    # ------------------------------------------------------------------ tasks
-    async def put_task(
-        self, session_id: str, run_id: str, task: Task, expected_version: int
-    ) -> None:
-        """Save `task` as JSON if its stored version is `expected_version` (else
-        `ConflictError`); sets `task.version`, `task.session_id` and `task.run_id`.
-
-        One statement, hence atomic across processes: of two writers that read one version,
-        one saves and the other gets `ConflictError`.
-        """
-        check_task_owner(session_id, run_id, task)
-        if not self._has_tasks:
-            raise self._no_tasks("put_task")
-        tid, status, new = task.task_id, task.status, expected_version + 1
-        saved = {"version": new, "session_id": session_id, "run_id": run_id}
-        data = task.model_copy(update=saved).model_dump_json()
-        t = time.time()
-
-        def save(conn: sqlite3.Connection) -> tuple[bool, Any]:
-            """(saved, the stored (version, session_id) row when not saved)."""
-            if expected_version == 0:
-                cur = conn.execute(
-                    f"INSERT INTO tasks ({_TASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (run_id, task_id) DO NOTHING",
-                    (run_id, tid, session_id, status, new, data, t),
-                )
-            else:
-                cur = conn.execute(
-                    "UPDATE tasks SET status = ?, version = ?, data = ?, updated_at = ? "
-                    "WHERE run_id = ? AND task_id = ? AND version = ? AND session_id = ?",
-                    (status, new, data, t, run_id, tid, expected_version, session_id),
-                )
-            if cur.rowcount == 1:
-                # with the write, in the thread, as `commit_run` does
-                task.version, task.session_id, task.run_id = new, session_id, run_id
-                return True, None
-            return False, conn.execute(
-                "SELECT version, session_id FROM tasks WHERE run_id = ? AND task_id = ?",
-                (run_id, tid),
-            ).fetchone()
-
-        done, stored = await self._run("put_task", save)
-        if done:
-            return
-        if stored is not None and stored[1] != session_id:
-            raise task_elsewhere(run_id, tid, str(stored[1]), session_id)
-        raise task_conflict(run_id, tid, expected_version, 0 if stored is None else stored[0])
-
-    async def get_task(self, run_id: str, task_id: str) -> Task | None:
-        """The stored task (with its version), or None."""
-        if not self._has_tasks:
-            return None
-        rows = await self._query(
-            "get_task",
-            f"SELECT {_TASK_COLUMNS} FROM tasks WHERE run_id = ? AND task_id = ?",
-            (run_id, task_id),
-        )
-        return self._task(rows[0]) if rows else None
-
-    async def list_tasks(
-        self,
-        session_id: str | None = None,
-        run_id: str | None = None,
-        status: TaskStatus | None = None,
-    ) -> list[Task]:
-        """Stored tasks matching every filter given, in the order they were first saved."""
-        if not self._has_tasks:
-            return []
-        where: list[str] = []
-        params: list[str] = []
-        for column, value in (("session_id", session_id), ("run_id", run_id), ("status", status)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        rows = await self._query(
-            "list_tasks", f"SELECT {_TASK_COLUMNS} FROM tasks{clause} ORDER BY rowid", params
-        )
-        return [self._task(r) for r in rows]
-
-    def _task(self, row: tuple[Any, ...]) -> Task:
-        run_id, task_id, session_id, _, version, data, _ = row
-        try:
-            task = Task.model_validate_json(data)
-        except ValidationError as exc:
-            raise self._corrupt("tasks", f"{run_id}/{task_id}", exc) from exc
-        # the columns are what compare-and-set and the filters used: they win over the JSON
-        task.version, task.session_id, task.run_id = version, session_id, run_id
-        return task
-
-    def _no_tasks(self, action: str) -> StoreError:
-        return StoreError(
-            f"SQLite store {self.path}: {action}: schema version {self._schema} predates tasks "
-            "and the store was opened read-only; open it read-write once (on a copy) to add them"
-        )
-
     # ------------------------------------------------------------------ blackboard
-    async def read_board(self, board: str) -> dict[str, BoardEntry]:
-        """Every entry of the board, by key in key order."""
-        if not self._has_board:
-            return {}
-        rows = await self._query(
-            "read_board",
-            f"SELECT {_BOARD_COLUMNS} FROM board WHERE board = ? ORDER BY key",
-            (board,),
-        )
-        return {row[1]: self._board_entry(row) for row in rows}
-
-    async def read_entry(self, board: str, key: str) -> BoardEntry | None:
-        """The entry, or None."""
-        if not self._has_board:
-            return None
-        rows = await self._query(
-            "read_entry",
-            f"SELECT {_BOARD_COLUMNS} FROM board WHERE board = ? AND key = ?",
-            (board, key),
-        )
-        return self._board_entry(rows[0]) if rows else None
-
     async def write_entry(
         self, board: str, key: str, value: Any, expected_version: int, *, writer: str = ""
     ) -> BoardEntry:
@@ -1444,8 +888,7 @@ class SQLiteStore:
         seq taken there, so of two processes that read one version one writes and the other
         gets `ConflictError`, and seqs never repeat.
         """
-        if not self._has_board:
-            raise self._no_board("write_entry")
+        self._needs("board", "write_entry")
         text = board_json(board, key, value)
         new = expected_version + 1
 
@@ -1457,57 +900,15 @@ class SQLiteStore:
                 stored = 0 if row is None else int(row[0])
                 if stored != expected_version:
                     raise board_conflict(board, key, expected_version, stored)  # rolls back
-                conn.execute(
-                    "INSERT INTO board_seqs (board, seq) VALUES (?, 1) "
-                    "ON CONFLICT (board) DO UPDATE SET seq = board_seqs.seq + 1",
-                    (board,),
-                )
+                conn.execute(NEXT_BOARD_SEQ, (board,))
                 [seq] = conn.execute(
                     "SELECT seq FROM board_seqs WHERE board = ?", (board,)
                 ).fetchone()
                 t = time.time()
-                conn.execute(
-                    f"INSERT INTO board ({_BOARD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (board, key) DO UPDATE SET value = excluded.value, "
-                    "version = excluded.version, seq = excluded.seq, writer = excluded.writer, "
-                    "updated_at = excluded.updated_at",
-                    (board, key, text, new, seq, writer, t),
-                )
+                conn.execute(UPSERT_ENTRY, (board, key, text, new, seq, writer, t))
             return BoardEntry(board, key, json.loads(text), new, int(seq), writer, t)
 
         return await self._run("write_entry", save)
-
-    async def board_changes(self, board: str, since_seq: int = 0) -> list[BoardEntry]:
-        """The entries last written after `since_seq`, oldest write first."""
-        if not self._has_board:
-            return []
-        rows = await self._query(
-            "board_changes",
-            f"SELECT {_BOARD_COLUMNS} FROM board WHERE board = ? AND seq > ? ORDER BY seq",
-            (board, since_seq),
-        )
-        return [self._board_entry(r) for r in rows]
-
-    async def delete_board(self, board: str) -> None:
-        """Drop the board's entries (its seq is kept)."""
-        if not self._has_board:
-            raise self._no_board("delete_board")
-        await self._query("delete_board", "DELETE FROM board WHERE board = ?", (board,))
-
-    def _board_entry(self, row: tuple[Any, ...]) -> BoardEntry:
-        board, key, text, version, seq, writer, updated = row
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            raise self._corrupt("board", f"{board}/{key}", exc) from exc
-        return BoardEntry(board, key, value, version, seq, writer, updated)
-
-    def _no_board(self, action: str) -> StoreError:
-        return StoreError(
-            f"SQLite store {self.path}: {action}: schema version {self._schema} predates "
-            "blackboards and the store was opened read-only; open it read-write once (on a "
-            "copy) to add them"
-        )
 
     # ------------------------------------------------------------------ graph snapshots
     async def put_snapshot(self, snapshot: Snapshot, keep_last: int | None = None) -> Snapshot:
@@ -1519,86 +920,25 @@ class SQLiteStore:
         """
         check_keep_last(keep_last)
         text = snapshot_json(snapshot)
-        if not self._has_snapshots:
-            raise self._no_snapshots("put_snapshot")
+        self._needs("snapshots", "put_snapshot")
         s = snapshot
         tid = s.thread_id
 
         def save(conn: sqlite3.Connection) -> int:
             with self._transaction(conn):
-                row = conn.execute(
-                    "SELECT seq FROM snapshots WHERE thread_id = ? AND id = ?", (tid, s.id)
-                ).fetchone()
-                if row is None:
-                    [seq] = conn.execute(
-                        "SELECT COALESCE(MAX(seq), 0) + 1 FROM snapshots WHERE thread_id = ?",
-                        (tid,),
-                    ).fetchone()
-                else:
-                    seq = row[0]
+                row = conn.execute(SNAPSHOT_SEQ, (tid, s.id)).fetchone()
+                [seq] = (
+                    row if row is not None else conn.execute(NEXT_SNAPSHOT_SEQ, (tid,)).fetchone()
+                )
                 conn.execute(
-                    f"INSERT OR REPLACE INTO snapshots ({_SNAPSHOT_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    UPSERT_SNAPSHOT,
                     (tid, s.id, seq, s.run_id, s.step, s.parent_id, text, s.created_at),
                 )
                 if keep_last is not None:
-                    conn.execute(
-                        "DELETE FROM snapshots WHERE thread_id = ? AND seq <= (SELECT seq FROM "
-                        "snapshots WHERE thread_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
-                        (tid, tid, keep_last),
-                    )
+                    conn.execute(KEEP_LAST_SNAPSHOTS, (tid, tid, keep_last))
             return int(seq)
 
-        seq = await self._run("put_snapshot", save)
-        return Snapshot(
-            tid, s.id, s.run_id, s.step, s.parent_id, json.loads(text), seq, s.created_at
-        )
-
-    async def get_snapshot(self, thread_id: str, snapshot_id: str) -> Snapshot | None:
-        """The snapshot, or None."""
-        if not self._has_snapshots:
-            return None
-        rows = await self._query(
-            "get_snapshot",
-            f"SELECT {_SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = ? AND id = ?",
-            (thread_id, snapshot_id),
-        )
-        return self._snapshot(rows[0]) if rows else None
-
-    async def list_snapshots(self, thread_id: str, limit: int | None = None) -> list[Snapshot]:
-        """The thread's snapshots, newest first (the newest `limit` if given)."""
-        if not self._has_snapshots or (limit is not None and limit <= 0):
-            return []
-        rows = await self._query(
-            "list_snapshots",
-            f"SELECT {_SNAPSHOT_COLUMNS} FROM snapshots WHERE thread_id = ? "
-            "ORDER BY seq DESC LIMIT ?",
-            (thread_id, -1 if limit is None else limit),  # LIMIT -1: no limit
-        )
-        return [self._snapshot(r) for r in rows]
-
-    async def delete_snapshots(self, thread_id: str) -> None:
-        """Drop the thread's snapshots."""
-        if not self._has_snapshots:
-            raise self._no_snapshots("delete_snapshots")
-        await self._query(
-            "delete_snapshots", "DELETE FROM snapshots WHERE thread_id = ?", (thread_id,)
-        )
-
-    def _snapshot(self, row: tuple[Any, ...]) -> Snapshot:
-        thread_id, sid, seq, run_id, step, parent_id, text, created = row
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise self._corrupt("snapshots", f"{thread_id}/{sid}", exc) from exc
-        return Snapshot(thread_id, sid, run_id, step, parent_id, data, seq, created)
-
-    def _no_snapshots(self, action: str) -> StoreError:
-        return StoreError(
-            f"SQLite store {self.path}: {action}: schema version {self._schema} predates "
-            "graph snapshots and the store was opened read-only; open it read-write once (on "
-            "a copy) to add them"
-        )
+        return records.stored_snapshot(s, text, await self._run("put_snapshot", save))
 
     # ------------------------------------------------------------------ retention
     async def gc(self, policy: Retention, *, dry_run: bool = False) -> GcReport:

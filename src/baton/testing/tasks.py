@@ -1,4 +1,5 @@
-"""The `Tasks` capability, one suite run against every backend (see the `store` fixture)."""
+"""The `Tasks` capability: the tasks of plan-execute-review runs, each saved compare-and-set
+on its own version."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ from baton.backends import Store, Tasks
 from baton.core.errors import ConflictError, StoreError
 from baton.core.ids import new_id
 from baton.core.tasks import SubTask, Task
+from baton.testing.kit import (  # baton_capability: the fixture a star import brings
+    baton_capability,  # noqa: F401
+    capability,
+)
 
 
 def tasks_of(store: Store) -> Tasks:
@@ -38,10 +43,7 @@ def ids() -> tuple[str, str]:
     return new_id("s_"), new_id("run_")
 
 
-def test_store_has_the_tasks_capability(store: Store) -> None:
-    tasks_of(store)
-
-
+@capability(Tasks)
 async def test_unknown_task_is_none_and_listings_are_empty(store: Store) -> None:
     ts = tasks_of(store)
     sid, run = ids()
@@ -50,6 +52,7 @@ async def test_unknown_task_is_none_and_listings_are_empty(store: Store) -> None
     assert await ts.list_tasks(run_id=run, status="pending") == []
 
 
+@capability(Tasks)
 async def test_a_task_round_trips_with_its_history_and_chinese_text(store: Store) -> None:
     ts = tasks_of(store)
     sid, run = ids()
@@ -69,6 +72,7 @@ async def test_a_task_round_trips_with_its_history_and_chinese_text(store: Store
     assert got.history[2].attempt == 1 and got.history[-1].at == task.history[-1].at
 
 
+@capability(Tasks)
 async def test_reads_are_copies(store: Store) -> None:
     ts = tasks_of(store)
     sid, run = ids()
@@ -87,6 +91,7 @@ async def test_reads_are_copies(store: Store) -> None:
     assert stored is not None and stored.status == "pending"
 
 
+@capability(Tasks)
 async def test_put_is_compare_and_set_on_the_task_version(store: Store) -> None:
     ts = tasks_of(store)
     sid, run = ids()
@@ -117,6 +122,7 @@ async def test_put_is_compare_and_set_on_the_task_version(store: Store) -> None:
     assert await ts.get_task(run, "t9") is None
 
 
+@capability(Tasks)
 async def test_a_task_stays_with_its_session_and_run(store: Store) -> None:
     ts = tasks_of(store)
     sid, run = ids()
@@ -136,6 +142,7 @@ async def test_a_task_stays_with_its_session_and_run(store: Store) -> None:
     assert got is not None and (got.session_id, got.version) == (sid, 1)
 
 
+@capability(Tasks)
 async def test_list_tasks_filters_and_keeps_the_order_of_first_save(store: Store) -> None:
     ts = tasks_of(store)
     (s1, r1), (s2, r2) = ids(), ids()
@@ -175,6 +182,7 @@ _writes = st.lists(
 )
 
 
+@capability(Tasks)
 @settings(
     max_examples=50,
     deadline=None,
