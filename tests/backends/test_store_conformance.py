@@ -12,6 +12,7 @@ from baton.backends import (
     Checkpoints,
     HumanQueue,
     Leases,
+    Retaining,
     Sessions,
     Snapshots,
     Store,
@@ -19,10 +20,20 @@ from baton.backends import (
 )
 from baton.backends.memory import MemoryStore
 from baton.testing import *  # noqa: F403 - every suite's tests, over the `store` fixture
-from baton.testing import SUITES, leases, sessions, tasks
+from baton.testing import SUITES, leases, retention, sessions, tasks
 from baton.testing.kit import skip_unless_capable
 
-CAPABILITIES = (Sessions, Checkpoints, Leases, HumanQueue, Store, Tasks, Blackboard, Snapshots)
+CAPABILITIES = (
+    Sessions,
+    Checkpoints,
+    Leases,
+    HumanQueue,
+    Store,
+    Tasks,
+    Blackboard,
+    Snapshots,
+    Retaining,
+)
 
 
 def test_every_shipped_store_has_every_capability(store: Store) -> None:
@@ -52,7 +63,13 @@ def test_no_two_suites_share_a_test_name() -> None:
 def test_a_test_of_a_capability_the_store_lacks_is_skipped_naming_it() -> None:
     partial = Partial(MemoryStore())
     assert isinstance(partial, Sessions) and not isinstance(partial, Leases)
-    for test in (leases.test_lease_is_renewed_by_its_owner, tasks.test_reads_are_copies):
-        with pytest.raises(pytest.skip.Exception, match=r"Partial lacks the (Leases|Tasks) cap"):
+    for test in (
+        leases.test_lease_is_renewed_by_its_owner,
+        tasks.test_reads_are_copies,
+        retention.test_keep_last_counts_per_session,
+    ):
+        with pytest.raises(
+            pytest.skip.Exception, match=r"Partial lacks the (Leases|Tasks|Retaining) cap"
+        ):
             skip_unless_capable(test, partial)
     skip_unless_capable(sessions.test_commit_increments_the_version, partial)  # not skipped

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from tests.backends.sealing_kit import PLACES, Place
-from tests.backends.test_retention import DAY, fill
 from tests.cli.test_cli_checkpoints import paused, url_of
 from typer.testing import CliRunner
 
 from baton.backends.sealing import KEY_ENV
 from baton.cli.app import app
+from baton.testing.retention import DAY, fill
 
 HERE = Path(__file__).resolve().parent
 

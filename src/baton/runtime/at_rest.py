@@ -49,17 +49,18 @@ def masked_messages(red: Redactor, messages: list[Message]) -> list[Message]:
     return [masked_message(red, m) for m in messages]
 
 
-def masked_message(red: Redactor, m: Message) -> Message:
-    """A copy of `m` with its text and tool-call arguments masked; `m` when nothing is."""
-    content = red.redact_text(m.content) if m.content else m.content
-    calls = m.tool_calls
+def masked_message(red: Redactor, message: Message) -> Message:
+    """A copy of `message` with its text and tool-call arguments masked; `message` itself
+    when nothing is."""
+    content = red.redact_text(message.content) if message.content else message.content
+    calls = message.tool_calls
     if calls:
         masked = [_masked_call(red, c) for c in calls]
         if any(a is not b for a, b in zip(masked, calls, strict=True)):
             calls = masked
-    if content is m.content and calls is m.tool_calls:
-        return m
-    return dataclasses.replace(m, content=content, tool_calls=calls)
+    if content is message.content and calls is message.tool_calls:
+        return message
+    return dataclasses.replace(message, content=content, tool_calls=calls)
 
 
 def _masked_call(red: Redactor, call: ToolCall) -> ToolCall:
@@ -105,74 +106,76 @@ def checkpoint_state(
 
 
 def masked_state(
-    red: Redactor, r: RunState, plans: Mapping[str, AgentPlan] | None = None
+    red: Redactor, run: RunState, plans: Mapping[str, AgentPlan] | None = None
 ) -> RunState:
-    """A copy of `r` with its secrets masked (`r` is never changed; what holds none is
+    """A copy of `run` with its secrets masked (`run` is never changed; what holds none is
     shared). The calls and results of a turn whose plan in `plans` has a conductor are kept
     as they are: the conductor replays them."""
-    session = masked_session(red, r.session)
+    session = masked_session(red, run.session)
     incoming = _value(red, session.incoming)
     if incoming is not session.incoming:  # a hand-off's payload: its state may hold a secret
-        session = dataclasses.replace(session) if session is r.session else session
+        session = dataclasses.replace(session) if session is run.session else session
         session.incoming = incoming
-    turn = r.turn
+    turn = run.turn
     return dataclasses.replace(
-        r,
+        run,
         session=session,
-        message=red.redact_text(r.message),
-        messages=masked_messages(red, r.messages),
-        last_reply=_text(red, r.last_reply),
-        handoffs=[red.redact_value(p) for p in r.handoffs],
-        card=_value(red, r.card),
-        approval=_value(red, r.approval),
-        interrupt=_value(red, r.interrupt),
+        message=red.redact_text(run.message),
+        messages=masked_messages(red, run.messages),
+        last_reply=_text(red, run.last_reply),
+        handoffs=[red.redact_value(p) for p in run.handoffs],
+        card=_value(red, run.card),
+        approval=_value(red, run.approval),
+        interrupt=_value(red, run.interrupt),
         turn=None if turn is None else _masked_turn(red, turn, plans),
     )
 
 
-def _masked_turn(red: Redactor, t: TurnState, plans: Mapping[str, AgentPlan] | None) -> TurnState:
-    plan = plans.get(t.agent) if plans is not None else None
-    if plan is not None and plan.conductor is not None and not t.fallback:
+def _masked_turn(
+    red: Redactor, turn: TurnState, plans: Mapping[str, AgentPlan] | None
+) -> TurnState:
+    plan = plans.get(turn.agent) if plans is not None else None
+    if plan is not None and plan.conductor is not None and not turn.fallback:
         # the conductor decides again from these calls and results: they must stay exact
-        scratch, calls = t.scratch, [_masked_sub(red, pc, plans) for pc in t.calls]
+        scratch, calls = turn.scratch, [_masked_sub(red, pc, plans) for pc in turn.calls]
     else:
-        scratch = masked_messages(red, t.scratch)
-        calls = [_masked_pending(red, pc, plans) for pc in t.calls]
+        scratch = masked_messages(red, turn.scratch)
+        calls = [_masked_pending(red, pc, plans) for pc in turn.calls]
     return dataclasses.replace(
-        t,
-        incoming=_value(red, t.incoming),
-        accepted=_value(red, t.accepted),
-        view=masked_messages(red, t.view),
+        turn,
+        incoming=_value(red, turn.incoming),
+        accepted=_value(red, turn.accepted),
+        view=masked_messages(red, turn.view),
         scratch=scratch,
         calls=calls,
     )
 
 
 def _masked_sub(
-    red: Redactor, pc: PendingCall, plans: Mapping[str, AgentPlan] | None
+    red: Redactor, pending: PendingCall, plans: Mapping[str, AgentPlan] | None
 ) -> PendingCall:
-    """`pc` as it is, but the sub-run it delegated to (an agent's own turns) masked."""
-    if pc.sub is None:
-        return pc
-    return dataclasses.replace(pc, sub=masked_state(red, pc.sub, plans))
+    """`pending` as it is, but the sub-run it delegated to (an agent's own turns) masked."""
+    if pending.sub is None:
+        return pending
+    return dataclasses.replace(pending, sub=masked_state(red, pending.sub, plans))
 
 
 def _masked_pending(
-    red: Redactor, pc: PendingCall, plans: Mapping[str, AgentPlan] | None
+    red: Redactor, pending: PendingCall, plans: Mapping[str, AgentPlan] | None
 ) -> PendingCall:
-    args = pc.args
+    args = pending.args
     masked = _value(red, args)
-    lost = list(pc.masked)
-    if args is not None and masked is not args and pc.content is None and pc.sub is None:
+    lost = list(pending.masked)
+    if args is not None and masked is not args and pending.content is None and pending.sub is None:
         # the call may run when loaded again: it must know which values it does not have
         assert masked is not None
         lost += [k for k, v in args.items() if masked[k] is not v and k not in lost]
     return dataclasses.replace(
-        pc,
-        call=_masked_call(red, pc.call),
+        pending,
+        call=_masked_call(red, pending.call),
         args=masked,
-        content=_text(red, pc.content),
-        sub=None if pc.sub is None else masked_state(red, pc.sub, plans),
+        content=_text(red, pending.content),
+        sub=None if pending.sub is None else masked_state(red, pending.sub, plans),
         masked=lost,
     )
 
@@ -188,15 +191,15 @@ def _value(red: Redactor, value: V) -> V:
     return masked
 
 
-def lost_arguments(red: Redactor | None, pc: PendingCall) -> list[str]:
-    """The arguments of `pc` that hold a mask instead of their value: those a checkpoint
+def lost_arguments(red: Redactor | None, pending: PendingCall) -> list[str]:
+    """The arguments of `pending` that hold a mask instead of their value: those a checkpoint
     masked (`PendingCall.masked`), and those whose whole value, or a whole string in it, is
     one of `red`'s masks (a text that merely quotes a mask, a note about the conversation,
     is an argument like any other). Empty for a call that may run."""
-    lost = list(pc.masked)
-    if red is not None and pc.args and _may_hold_mask(red.replacement, pc.call.arguments):
+    lost = list(pending.masked)
+    if red is not None and pending.args and _may_hold_mask(red.replacement, pending.call.arguments):
         rx = _mask_rx(red.replacement)
-        lost += [k for k, v in pc.args.items() if k not in lost and _is_mask(rx, v)]
+        lost += [k for k, v in pending.args.items() if k not in lost and _is_mask(rx, v)]
     return lost
 
 
@@ -236,12 +239,12 @@ def _is_mask(rx: re.Pattern[str], value: Any) -> bool:
     return False
 
 
-def not_kept(pc: PendingCall, lost: list[str]) -> str:
+def not_kept(pending: PendingCall, lost: list[str]) -> str:
     """What the model reads for a call whose arguments `lost` hold masks: why it did not run,
     and to ask the user again."""
     names = ", ".join(repr(n) for n in lost)
     return (
         f"not executed: the value given for {names} is a mask, not the secret itself: secrets "
         "are not kept in the stored conversation, nor while a run waits; ask the user for it "
-        f"again, then call {pc.call.name} again with it"
+        f"again, then call {pending.call.name} again with it"
     )

@@ -85,9 +85,11 @@ def _start(history: Sequence[Message], since: str | None) -> int:
     return 0
 
 
-def _said(m: Message) -> bool:
+def _said(message: Message) -> bool:
     """A user message or a final reply (not a tool call, tool output or re-ask)."""
-    return m.role == "user" or (m.role == "assistant" and not m.tool_calls and bool(m.content))
+    return message.role == "user" or (
+        message.role == "assistant" and not message.tool_calls and bool(message.content)
+    )
 
 
 def conversation(history: Sequence[Message], since: str | None) -> list[Message]:

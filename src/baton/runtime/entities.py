@@ -155,8 +155,8 @@ def _contains_any(text: str, words: tuple[str, ...]) -> bool:
     return False
 
 
-def _start(e: Entity) -> int:
-    return e.start
+def _start(entity: Entity) -> int:
+    return entity.start
 
 
 def _overlaps(start: int, end: int, taken: Iterable[Entity]) -> bool:
@@ -444,11 +444,11 @@ def _closed(ex: Extractor, state: Mapping[str, Any]) -> bool:
     return type(ex) is RegexExtractor and _is_set(state.get(ex.slot))
 
 
-def _run(finds: _Finds, i: int, ex: Extractor) -> Sequence[Entity]:
-    """What extractor `i` finds in the text of `finds`, extracted on first use."""
-    found = finds[i + 1]
+def _run(finds: _Finds, index: int, ex: Extractor) -> Sequence[Entity]:
+    """What extractor `index` finds in the text of `finds`, extracted on first use."""
+    found = finds[index + 1]
     if found is None:
-        found = finds[i + 1] = ex.extract(finds[0]) or ()
+        found = finds[index + 1] = ex.extract(finds[0]) or ()
     return found  # type: ignore[no-any-return]
 
 

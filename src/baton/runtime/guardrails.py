@@ -282,8 +282,8 @@ def _served_several(run: RunState) -> bool:
     return any([p.reason == REASON for p in run.handoffs])
 
 
-def _is_answer(m: Message) -> bool:
-    return m.role == "assistant" and not m.tool_calls and bool(m.content)
+def _is_answer(message: Message) -> bool:
+    return message.role == "assistant" and not message.tool_calls and bool(message.content)
 
 
 def _replace_answers(run: RunState, text: str, agent: str, every: bool) -> None:

@@ -258,10 +258,12 @@ def _tool_result(kernel: Kernel) -> Callable[[Message], bool]:
     or a built-in's answer, nor an error (a kernel refusal quotes the model's arguments)."""
     plans = kernel.plans
 
-    def returned(m: Message) -> bool:
-        plan = plans.get(m.agent) if m.agent is not None else None
+    def returned(message: Message) -> bool:
+        plan = plans.get(message.agent) if message.agent is not None else None
         return (
-            plan is not None and m.name in plan.tools and not (m.content or "").startswith(_FAILED)
+            plan is not None
+            and message.name in plan.tools
+            and not (message.content or "").startswith(_FAILED)
         )
 
     return returned

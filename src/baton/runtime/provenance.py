@@ -220,11 +220,11 @@ class Provenance:
             return found
         return "user" if self._said_by_user(v, bare) else None
 
-    def _said_by_user(self, v: str, bare: str) -> bool:
-        text = self.user_spaced if " " in v else self.user_text
-        if _occurs(v, text) or (bare is not v and _occurs(bare, text)):
+    def _said_by_user(self, value: str, bare: str) -> bool:
+        text = self.user_spaced if " " in value else self.user_text
+        if _occurs(value, text) or (bare is not value and _occurs(bare, text)):
             return True
-        if sum(c.isdigit() for c in v) >= 4:  # a phone or an id written with other separators
+        if sum(c.isdigit() for c in value) >= 4:  # a phone or an id written with other separators
             squeezed = _SEPARATORS.sub("", bare)
             return bool(squeezed) and _occurs(squeezed, self.user_squeezed)
         return False

@@ -265,16 +265,16 @@ class Resumer:
         self._check_team(cp, r)
         return cp, r
 
-    def _check_team(self, cp: Checkpoint, r: RunState) -> None:
+    def _check_team(self, checkpoint: Checkpoint, run: RunState) -> None:
         """The agents and tools the run needs still exist in this team: its holder, the
         call its approval is about, and every call not yet answered (it may have run, so
         answering it "unknown tool" would tell the model that it did not)."""
         missing: list[str] = []
         plans = self.runner.plans
-        if r.turn is not None and r.turn.agent not in plans:
-            missing.append(f"agent {r.turn.agent!r}")
-        missing += _gone_calls(plans, r)
-        card = r.approval
+        if run.turn is not None and run.turn.agent not in plans:
+            missing.append(f"agent {run.turn.agent!r}")
+        missing += _gone_calls(plans, run)
+        card = run.approval
         if card is not None and card.kind == "tool":
             plan = plans.get(card.agent)  # the holder's, or a worker's of a supervisor
             if plan is None:
@@ -284,11 +284,11 @@ class Resumer:
         if card is not None and card.kind == "handoff" and card.target not in plans:
             missing.append(f"agent {card.target!r}")
         if missing:
+            sid = checkpoint.session_id
             raise BatonError(
-                f"session {cp.session_id!r}: run {cp.run_id!r} needs {', '.join(missing)}, which "
+                f"session {sid!r}: run {checkpoint.run_id!r} needs {', '.join(missing)}, which "
                 "this team no longer has; resume it with the team that started it, or discard "
-                f"it with team.discard({cp.session_id!r}) (`baton resume {cp.session_id} "
-                "--discard`)"
+                f"it with team.discard({sid!r}) (`baton resume {sid} --discard`)"
             )
 
     async def discard(self, session_id: str) -> Checkpoint:
@@ -441,12 +441,12 @@ class Resumer:
         return await self.runner.resume(r, why=f"approval {approval_id} {decision} by {by}")
 
 
-def _gone_calls(plans: Mapping[str, AgentPlan], r: RunState) -> list[str]:
-    """The unanswered calls of `r`'s turn (and of the sub-runs its calls started) whose name
+def _gone_calls(plans: Mapping[str, AgentPlan], run: RunState) -> list[str]:
+    """The unanswered calls of `run`'s turn (and of the sub-runs its calls started) whose name
     the agent no longer has, described. Such a call may have been running when the run
     stopped (a checkpoint is saved after each call, not before it), so it can neither run
     again nor be answered "unknown tool" as if it never ran."""
-    t = r.turn
+    t = run.turn
     plan = plans.get(t.agent) if t is not None else None
     if t is None or plan is None:
         return []  # no turn, or its agent is gone (reported as such)

@@ -39,12 +39,12 @@ _CODE_NAME = re.compile(r"[_0-9]|[a-z][A-Z]")
 _IDENT = re.compile(r"\w*")
 
 
-def _name(line: str, m: re.Match[str], value_group: int) -> str:
+def _name(line: str, match: re.Match[str], value_group: int) -> str:
     """The whole name the plugin's key word is part of (`DB_PASSWORD_PROD`)."""
-    for g in range(1, (m.re.groups or 0) + 1):
-        word = m.group(g)
+    for g in range(1, (match.re.groups or 0) + 1):
+        word = match.group(g)
         if g != value_group and word and _WORD.fullmatch(word):
-            start, stop = m.span(g)
+            start, stop = match.span(g)
             while start > 0 and (line[start - 1].isalnum() or line[start - 1] == "_"):
                 start -= 1
             ident = _IDENT.match(line, stop)

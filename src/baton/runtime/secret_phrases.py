@@ -157,10 +157,10 @@ class Rules:
                 yield hit
                 pos = m.end()
 
-    def _pick(self, m: re.Match[str], rank: int) -> Hit | None:
-        group, fallback = next(g for g in self.groups if m.group(g[0]) is not None)
-        value = m.group(group)
-        start, stop = m.span(group)
+    def _pick(self, match: re.Match[str], rank: int) -> Hit | None:
+        group, fallback = next(g for g in self.groups if match.group(g[0]) is not None)
+        value = match.group(group)
+        start, stop = match.span(group)
         if group not in ("cred_vq", "cred_vs"):  # "pw: x," keeps the comma
             stripped = value.rstrip(_TRAILING)
             stop -= len(value) - len(stripped)
@@ -173,8 +173,8 @@ class Rules:
             return None
         if not _plausible(group, value):
             return None
-        label = self.key_label(m.string[m.start() : m.start(group)]) or fallback
-        return Hit(start, stop, label, m.start(), rank)
+        label = self.key_label(match.string[match.start() : match.start(group)]) or fallback
+        return Hit(start, stop, label, match.start(), rank)
 
 
 def _plausible(group: str, value: str) -> bool:

@@ -47,9 +47,9 @@ def _load_sub(value: Any) -> RunState | None:
     return child
 
 
-def _recorded(r: RunState) -> dict[str, Any]:
+def _recorded(run: RunState) -> dict[str, Any]:
     """The serialisation context of one run: its recorded messages, by object identity."""
-    return {"recorded": {id(m) for m in r.messages}}
+    return {"recorded": {id(m) for m in run.messages}}
 
 
 def _save_messages(value: list[Message], info: SerializationInfo) -> list[Any]:
@@ -84,12 +84,12 @@ Recorded = Annotated[list[Message], PlainSerializer(_save_messages), PlainValida
 """Messages of a turn saved as references to the run's recorded messages (format 2)."""
 
 
-def _resolve_scratch(r: RunState) -> None:
+def _resolve_scratch(run: RunState) -> None:
     """Replace the message ids of a loaded turn's scratch and view by the run's messages."""
-    t = r.turn
+    t = run.turn
     if t is None:
         return
-    by_id = {m.id: m for m in r.messages}
+    by_id = {m.id: m for m in run.messages}
     t.scratch, t.view = _resolved(t.scratch, by_id), _resolved(t.view, by_id)
 
 
@@ -488,26 +488,26 @@ class RunState:
         return state
 
 
-async def restore_committed(store: Store, r: RunState) -> None:
+async def restore_committed(store: Store, run: RunState) -> None:
     """Read back from `store` the committed messages and events a loaded state names
     (`RunState.committed`) and put them in front of its own; raises `ValueError` when the
     store no longer holds exactly those."""
-    ref = r.committed
+    ref = run.committed
     if ref is None:
         return
-    sid = r.session.session_id
+    sid = run.session.session_id
     if ref.messages:
         found = await store.get_messages(sid, limit=ref.messages + _SLACK)
         if not any(m.id == ref.first_message for m in found):
             found = await store.get_messages(sid)
-        own = [m for m in found if m.run_id == r.run_id]  # not a reply to a ticket meanwhile
-        r.messages[:0] = _span(own, ref.first_message, ref.last_message, ref.messages, "messages")
+        own = [m for m in found if m.run_id == run.run_id]  # not a reply to a ticket meanwhile
+        run.messages[:0] = _span(own, ref.first_message, ref.last_message, ref.messages, "messages")
     if ref.events:
-        events = await store.get_events(sid, trace_id=r.trace_id)
-        r.events[:0] = _span(events, ref.first_event, ref.last_event, ref.events, "events")
-    r.committed = None
-    _resolve_scratch(r)
-    r.relink()
+        events = await store.get_events(sid, trace_id=run.trace_id)
+        run.events[:0] = _span(events, ref.first_event, ref.last_event, ref.events, "events")
+    run.committed = None
+    _resolve_scratch(run)
+    run.relink()
 
 
 _SLACK = 50
@@ -517,42 +517,42 @@ person's reply to a ticket) do not cost a second read."""
 _T = TypeVar("_T", Message, Event)
 
 
-def _span(found: list[_T], first: str | None, last: str | None, n: int, what: str) -> list[_T]:
-    """The `n` records of `found` from id `first` to id `last`."""
+def _span(found: list[_T], first: str | None, last: str | None, count: int, what: str) -> list[_T]:
+    """The `count` records of `found` from id `first` to id `last`."""
     start = next((i for i, x in enumerate(found) if x.id == first), None)
-    span = found[start : start + n] if start is not None else []
-    if len(span) != n or span[-1].id != last:
+    span = found[start : start + count] if start is not None else []
+    if len(span) != count or span[-1].id != last:
         raise ValueError(
-            f"the checkpoint names {n} committed {what} ({first} to {last}) that the store "
+            f"the checkpoint names {count} committed {what} ({first} to {last}) that the store "
             f"no longer holds (found {len(span)}); was the session's record deleted?"
         )
     return span
 
 
-def _session_copy(s: SessionRecord) -> SessionRecord:
-    out = replace(s)
-    out.state = dict(s.state)
+def _session_copy(session: SessionRecord) -> SessionRecord:
+    out = replace(session)
+    out.state = dict(session.state)
     # small: a few needs and a source per slot; never shared, the kernel writes it in place
-    out.control = copy_json(s.control) if s.control else {}
+    out.control = copy_json(session.control) if session.control else {}
     return out
 
 
-def _turn_copy(t: TurnState) -> TurnState:
+def _turn_copy(turn: TurnState) -> TurnState:
     return replace(
-        t,
-        view=list(t.view),
-        scratch=list(t.scratch),
-        usage=Usage(input_tokens=t.usage.input_tokens, output_tokens=t.usage.output_tokens),
-        calls=[_call_copy(c) for c in t.calls],
+        turn,
+        view=list(turn.view),
+        scratch=list(turn.scratch),
+        usage=Usage(input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens),
+        calls=[_call_copy(c) for c in turn.calls],
     )
 
 
-def _call_copy(c: PendingCall) -> PendingCall:
+def _call_copy(pending: PendingCall) -> PendingCall:
     return replace(
-        c,
-        resumes=list(c.resumes),
-        memo=list(c.memo),
-        sub=None if c.sub is None else c.sub.snapshot(),
+        pending,
+        resumes=list(pending.resumes),
+        memo=list(pending.memo),
+        sub=None if pending.sub is None else pending.sub.snapshot(),
     )
 
 

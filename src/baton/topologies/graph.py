@@ -296,23 +296,23 @@ class Graph:
         return CompiledGraph(spec, list(self.agents.values()), **team)
 
 
-def graph_chart(g: Graph | GraphSpec) -> str:
+def graph_chart(graph: Graph | GraphSpec) -> str:
     """A graph (built or compiled) as a Mermaid flowchart."""
     chart = Flowchart()
     chart.node(START, "circle")
-    for node in g.nodes.values():
+    for node in graph.nodes.values():
         chart.node(node.name, "round" if node.agent else "box")
     chart.node(END, "circle")
-    for source, targets in g.edges.items():
+    for source, targets in graph.edges.items():
         for target in targets:
             chart.edge(source, target)
-    for sources, target in g.joins:
+    for sources, target in graph.joins:
         for source in sources:
             chart.edge(source, target, "join")
-    for source, branches in g.branches.items():
+    for source, branches in graph.branches.items():
         for b in branches:
             if b.mapping is None:  # any node, by name
-                for target in [*g.nodes, END]:
+                for target in [*graph.nodes, END]:
                     chart.edge(source, target, "?", dotted=True)
                 continue
             by_target: dict[str, list[str]] = {}
@@ -515,18 +515,18 @@ class CompiledGraph(Team):
         found = await self.history(thread_id, limit=1)
         return found[0] if found else None
 
-    def _view(self, s: Snapshot) -> StateSnapshot:
-        data = s.data or {}
+    def _view(self, snapshot: Snapshot) -> StateSnapshot:
+        data = snapshot.data or {}
         return StateSnapshot(
-            id=s.id,
-            thread_id=s.thread_id,
-            run_id=s.run_id,
-            step=s.step,
-            parent_id=s.parent_id,
+            id=snapshot.id,
+            thread_id=snapshot.thread_id,
+            run_id=snapshot.run_id,
+            step=snapshot.step,
+            parent_id=snapshot.parent_id,
             values=self.spec.schema.model_validate(data.get("state") or {}),
             next=list(data.get("next") or []),
             path=[list(p) for p in data.get("path") or []],
-            created_at=s.created_at,
+            created_at=snapshot.created_at,
         )
 
     def _snapshots(self) -> Snapshots:

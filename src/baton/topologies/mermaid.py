@@ -42,10 +42,10 @@ class Flowchart:
         self.lines.append(f'    {nid}{opened}"{text}"{closed}')
         return nid
 
-    def edge(self, a: str, b: str, text: str = "", dotted: bool = False) -> None:
+    def edge(self, source: str, target: str, text: str = "", dotted: bool = False) -> None:
         arrow = "-.->" if dotted else "-->"
         middle = f'|"{label(text)}"|' if text else ""
-        self.lines.append(f"    {self.ids[a]} {arrow}{middle} {self.ids[b]}")
+        self.lines.append(f"    {self.ids[source]} {arrow}{middle} {self.ids[target]}")
 
     def edges(self, pairs: Iterable[tuple[str, str, str]], dotted: bool = False) -> None:
         for a, b, text in pairs:
