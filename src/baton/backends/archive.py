@@ -9,7 +9,8 @@ line as the store keeps it, then, in one transaction, records an `Anchor` (the l
 record's position and hash, and the file's sha256) and deletes those records from the store.
 
 The cut is the oldest of: the records older than an age (`max_age_s`), all but the newest
-`keep`. It never passes a record that vouches for an event or message row still stored (the
+`keep` (and never the newest record, the chain's tip, which the next commit links to). It
+never passes a record that vouches for an event or message row still stored (the
 rows of a session holding a checkpoint, or any row retention has not deleted yet): a trimmed
 chain must still vouch for every stored row, so run `baton store gc` first.
 
@@ -31,7 +32,9 @@ anchor row inserted by hand, then records deleted) is reported. Without a key, s
 write access to the database can add a well-formed anchor and delete the records below it;
 the store then still verifies, and only the archive files (kept apart, e.g. on write-once
 storage) show that no archive holds those records. Whoever owns the tables can also drop the
-triggers: the chain detects changes, it does not prevent them.
+triggers: the chain detects changes, it does not prevent them. Redis has no triggers at all:
+any client can delete keys, and `verify_audit` reports a record deleted without an anchor
+(a gap at the chain's start), or, with a key, an anchor that is not sealed with it.
 """
 
 from __future__ import annotations
@@ -61,6 +64,10 @@ from baton.core.errors import ConfigError, StoreError
 
 ANCHOR = "audit_anchor"
 """What an anchor's seal covers first, so that an anchor's body is never a record's."""
+
+
+class ArchiveFileError(ConfigError):
+    """An archive file cannot be written (it exists, or the file system refuses) or read."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -216,7 +223,7 @@ def verify_store(
 def write_archive(path: Path, records: Sequence[AuditRecord]) -> str:
     """Write `records` to a new file at `path`, one JSON record a line; its sha256 (hex).
 
-    Never overwrites: an archive is evidence (`ConfigError` if the file exists). Flushed to
+    Never overwrites: an archive is evidence (`ArchiveFileError` if the file exists). Flushed to
     disk before the store deletes anything."""
     from baton.backends._records import audit_json
 
@@ -230,11 +237,11 @@ def write_archive(path: Path, records: Sequence[AuditRecord]) -> str:
             f.flush()
             os.fsync(f.fileno())
     except FileExistsError:
-        raise ConfigError(
+        raise ArchiveFileError(
             f"{path} exists: an audit archive is never overwritten; give a new file name"
         ) from None
     except OSError as exc:
-        raise ConfigError(f"cannot write the audit archive {path}: {exc}") from None
+        raise ArchiveFileError(f"cannot write the audit archive {path}: {exc}") from None
     return digest.hexdigest()
 
 
@@ -249,15 +256,15 @@ def file_sha256(path: Path) -> str:
 
 def read_archive(path: Path) -> list[AuditRecord]:
     """The records of an archive file; a line that is not a record comes back with empty
-    fields (so `verify` names it as edited). `ConfigError` if the file cannot be read."""
+    fields (so `verify` names it as edited). `ArchiveFileError` if the file cannot be read."""
     from baton.backends._records import audit_record_of_json
 
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the audit archive {path}: {exc}") from None
+        raise ArchiveFileError(f"cannot read the audit archive {path}: {exc}") from None
     if not lines:
-        raise ConfigError(f"the audit archive {path} holds no records")
+        raise ArchiveFileError(f"the audit archive {path} holds no records")
     out, seq = [], 0
     for line in lines:
         record = audit_record_of_json(seq + 1, line)
@@ -332,9 +339,10 @@ def _when(a: Anchor) -> str:
 
 
 def joined(archives: VerifyResult, store: VerifyResult, anchors: Sequence[Anchor]) -> VerifyResult:
-    """One result for archives (from record 1) and the store's chain after them: the first
-    that failed, else the store's, counting every record checked. The archives must end at
-    the store's last anchor: the record its kept chain links to."""
+    """One result for archives and the store's chain after them: the first that failed,
+    else the store's, counting every record checked, with the archives' `start_seq` (0 when
+    they start at record 1). The archives must end at the store's last anchor: the record
+    its kept chain links to."""
     if not archives.ok:
         return archives
     if not store.ok:
@@ -350,7 +358,9 @@ def joined(archives: VerifyResult, store: VerifyResult, anchors: Sequence[Anchor
             problem=f"the archives end at record {archives.head_seq} but the store's chain "
             f"starts {begins}: give every archive of the store, in order",
         )
-    return store.model_copy(update={"checked": archives.checked + store.checked})
+    return store.model_copy(
+        update={"checked": archives.checked + store.checked, "start_seq": archives.start_seq}
+    )
 
 
 # ------------------------------------------------------------------ archive and trim
@@ -424,8 +434,9 @@ def plan_cut(
     now: float,
 ) -> tuple[int, int | None]:
     """How many of `records` (oldest first) to archive, and the position of the record
-    that held the cut back (one vouching for a stored row), if any."""
-    n = len(records)
+    that held the cut back (one vouching for a stored row), if any. The newest record always
+    stays: it is the chain's tip, which the next commit links to."""
+    n = max(0, len(records) - 1)
     if keep is not None:
         n = min(n, max(0, len(records) - keep))
     if max_age_s is not None:
@@ -470,7 +481,7 @@ async def archive(
     check_rules(max_age_s, keep)
     path = Path(to)
     if path.exists():
-        raise ConfigError(
+        raise ArchiveFileError(
             f"{path} exists: an audit archive is never overwritten; give a new file name"
         )
     report = ArchiveReport(dry_run=dry_run, path=str(path), measured=measured)
