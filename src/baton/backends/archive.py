@@ -263,10 +263,10 @@ def read_archive(path: Path) -> list[AuditRecord]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise ArchiveFileError(f"cannot read the audit archive {path}: {exc}") from None
-    if not lines:
+    if not any(lines):
         raise ArchiveFileError(f"the audit archive {path} holds no records")
     out, seq = [], 0
-    for line in lines:
+    for line in filter(None, lines):  # a blank line is no record (the sha256 tells of it)
         record = audit_record_of_json(seq + 1, line)
         seq = record.seq if isinstance(record.seq, int) else seq + 1
         out.append(record)
