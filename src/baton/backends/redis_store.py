@@ -985,7 +985,9 @@ class RedisStore:
 
         async def work(c: _Client) -> list[tuple[int, str]]:
             head = _parse_tip(await c.redis.get(self._key("audit:tip")))[0]
-            first = 1 if limit is None else max(1, head - limit + 1)
+            last = await c.redis.lindex(self._key("audit:anchors"), -1)
+            start = _anchor(last).seq + 1 if last else 1  # archived records are gone
+            first = start if limit is None else max(start, head - limit + 1)
             return await self._range(c, "audit", first, head)
 
         found = await self._run("audit_records", work)
