@@ -16,7 +16,13 @@ from tests.backends.conftest import POSTGRES_URL, REDIS_URL, namespace
 from tests.services import POSTGRES, REDIS, require_service
 
 from baton.backends import SQLiteStore, Store
-from baton.backends.archive import ANCHOR_FIELDS, Archiving, anchor_row, make_anchor
+from baton.backends.archive import (
+    ANCHOR_FIELDS,
+    Archiving,
+    anchor_row,
+    make_anchor,
+    verify_archives,
+)
 from baton.backends.audit import GENESIS, AuditTrail, VerifyResult
 from baton.testing.audit_trail import old_and_new
 
@@ -233,3 +239,21 @@ async def test_an_anchor_added_by_hand_fails_with_a_key_and_passes_without_one(
     plain = open_store(kind, elsewhere, ns=other)
     made.append(plain)
     assert (await forge_anchor(plain, Raw(kind, elsewhere, other))).ok
+
+
+async def test_a_keyed_chain_archives_and_needs_its_key_to_verify(
+    kind: str, tmp_path: Path, ns: str, made: list[Any]
+) -> None:
+    keyed = open_store(kind, tmp_path, key="audit-secret", ns=ns)
+    made.append(keyed)
+    await archived(keyed, tmp_path)
+    assert (await verified(keyed)).ok
+    (anchor,) = await keyed.audit_anchors()
+    path = tmp_path / "a1.jsonl"
+    assert verify_archives([path], [anchor], key=b"audit-secret").ok
+    unkeyed = verify_archives([path], [anchor])
+    assert (unkeyed.ok, unkeyed.tamper, unkeyed.first_bad_seq) == (False, "edited", 1)
+    plain = open_store(kind, tmp_path, ns=ns)  # the same data, read without the key
+    made.append(plain)
+    result = await verified(plain)
+    assert not result.ok and "BATON_AUDIT_KEY" in (result.problem or "")

@@ -45,7 +45,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -122,8 +122,7 @@ def make_anchor(
         prev_seal=prev_seal,
         seal="",
     )
-    seal = chain_hash(prev_seal, draft.body(), key)
-    return Anchor(**{**{f: getattr(draft, f) for f in ANCHOR_FIELDS}, "seal": seal})
+    return replace(draft, seal=chain_hash(prev_seal, draft.body(), key))
 
 
 ANCHOR_FIELDS = ("first_seq", "seq", "hash", "sha256", "archived_at", "prev_seal", "seal")
@@ -477,7 +476,11 @@ async def archive(
     """The shared part of every store's `archive_audit`: choose the cut, write the file,
     then have the store record the anchor and delete the records (`trim`, one transaction
     that refuses when another archive got there first). The file is removed if `trim`
-    fails: the store still holds every record in it."""
+    fails: the store still holds every record in it.
+
+    The kept chain is read whole (into memory) to choose the cut and to check it before
+    anything is written: archive regularly (monthly, say) so that each run handles a bounded
+    part of it; in Redis the trim is one script, which holds the server while it deletes."""
     check_rules(max_age_s, keep)
     path = Path(to)
     if path.exists():
