@@ -21,10 +21,12 @@ from baton.backends.archive import (
     Archiving,
     anchor_row,
     make_anchor,
+    plan_cut,
     verify_archives,
 )
-from baton.backends.audit import GENESIS, AuditTrail, VerifyResult
+from baton.backends.audit import GENESIS, AuditTrail, VerifyResult, seal, verify
 from baton.testing.audit_trail import old_and_new
+from baton.testing.kit import make_events
 
 KINDS = ["sqlite", "postgres", "redis"]
 
@@ -257,3 +259,17 @@ async def test_a_keyed_chain_archives_and_needs_its_key_to_verify(
     made.append(plain)
     result = await verified(plain)
     assert not result.ok and "BATON_AUDIT_KEY" in (result.problem or "")
+
+
+def test_the_newest_record_stays_and_an_anchor_before_the_start_names_the_archive() -> None:
+    records = seal(make_events("s", "tr", "run") + make_events("s", "tr", "run2"))
+    assert plan_cut(records, set(), max_age_s=None, keep=0, now=0.0) == (9, None)
+    held = {records[3].event_id}
+    assert plan_cut(records, held, max_age_s=None, keep=0, now=0.0) == (3, 4)
+    kept, start = records[4:], (records[3].seq, records[3].hash)
+    assert verify(kept, start=start).ok
+    assert verify(kept, start=start, anchor=start).ok
+    early = verify(kept, start=start, anchor=(2, records[1].hash))
+    assert not early.ok and early.tamper is None and "--archive" in (early.problem or "")
+    moved = verify(kept, start=(3, records[2].hash))  # a start the records do not follow
+    assert (moved.ok, moved.tamper, moved.first_bad_seq) == (False, "deleted", 4)
