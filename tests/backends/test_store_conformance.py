@@ -18,6 +18,7 @@ from baton.backends import (
     Store,
     Tasks,
 )
+from baton.backends.archive import Archiving
 from baton.backends.memory import MemoryStore
 from baton.testing import *  # noqa: F403 - every suite's tests, over the `store` fixture
 from baton.testing import SUITES, leases, retention, sessions, tasks
@@ -42,6 +43,7 @@ def test_every_shipped_store_has_every_capability(store: Store) -> None:
     assert isinstance(store.shared, bool) and isinstance(store.url, str)
     if type(store).__name__ != "MemoryStore":  # the persistent stores keep an audit chain
         assert isinstance(store, AuditTrail)
+        assert isinstance(store, Archiving)
 
 
 class Partial:

@@ -32,6 +32,7 @@ from baton.backends.sealing import (
 from baton.core.errors import ConfigError
 
 if TYPE_CHECKING:
+    from baton.backends.archive import ArchiveReport, Archiving
     from baton.backends.audit import AuditTrail
     from baton.backends.postgres import PostgresStore as PostgresStore  # not in __all__: an extra
     from baton.backends.redis_store import RedisStore as RedisStore  # not in __all__: an extra
@@ -80,6 +81,8 @@ def open_store(spec: Any, *, checkpoint_keys: CheckpointKeyProvider | str | None
 
 
 __all__ = [
+    "ArchiveReport",
+    "Archiving",
     "AuditTrail",
     "Blackboard",
     "BoardEntry",
@@ -110,12 +113,16 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """`SQLiteStore` (with sqlite3 and the audit trail), `PostgresStore` (with the `postgres`
-    extra), `RedisStore` (with the `redis` extra) and the `AuditTrail` capability load on
-    first use."""
+    extra), `RedisStore` (with the `redis` extra) and the `AuditTrail` and `Archiving`
+    capabilities (with `ArchiveReport`) load on first use."""
     if name == "AuditTrail":
         from baton.backends.audit import AuditTrail
 
         return AuditTrail
+    if name in ("Archiving", "ArchiveReport"):
+        from baton.backends import archive
+
+        return getattr(archive, name)
     if name == "SQLiteStore":
         from baton.backends.sqlite import SQLiteStore
 

@@ -28,6 +28,7 @@ from baton.backends._conflicts import (
     ticket_conflict,
     unknown_ticket,
 )
+from baton.backends.archive import ANCHOR_FIELDS, Anchor, Scan, anchor_of
 from baton.backends.audit import AuditRecord
 from baton.backends.base import (
     BoardEntry,
@@ -73,6 +74,13 @@ INSERT_EVENTS = (
 )
 INSERT_AUDIT = f"INSERT INTO audit ({records.AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 AUDIT_TIP = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1"
+ANCHOR_COLUMNS = ", ".join(ANCHOR_FIELDS)
+SELECT_ANCHORS = f"SELECT {ANCHOR_COLUMNS} FROM audit_anchor ORDER BY seq"
+INSERT_ANCHOR = f"INSERT INTO audit_anchor ({ANCHOR_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+TRIM_AUDIT = "DELETE FROM audit WHERE seq <= ?"
+"""Delete the archived records; the trigger lets only those at or below the last anchor go."""
+STORED_IDS = "SELECT id FROM events UNION ALL SELECT id FROM messages"
+"""The ids of the rows the audit chain vouches for that are still stored."""
 EVENT_ROWS = "SELECT seq, id, type, session_id, trace_id, run_id, ts, data FROM events"
 """Events as the audit check compares them (`baton.backends.audit.EventRow`)."""
 MESSAGE_ROWS = "SELECT seq, id, session_id, run_id, role, agent, ts, data FROM messages"
@@ -231,6 +239,19 @@ class SQLStore:
         return [
             records.audit_record(row) for row in await self._query("audit_records", sql, params)
         ]
+
+    async def audit_anchors(self) -> list[Anchor]:
+        """The store's audit archive anchors, oldest first (`baton.backends.archive`)."""
+        if "audit_anchor" in self._lacking:
+            return []
+        return [anchor_of(row) for row in await self._query("audit_anchors", SELECT_ANCHORS)]
+
+    async def _archive_scan(self) -> Scan:
+        """What `archive` needs: anchors first, then the chain after them and the stored ids."""
+        anchors = await self.audit_anchors()
+        chain = await self.audit_records()
+        stored = {str(row[0]) for row in await self._query("archive_audit", STORED_IDS)}
+        return Scan(chain, anchors, stored)
 
     # ------------------------------------------------------------------ leases
     async def release_lease(self, key: str, owner: str) -> None:

@@ -339,6 +339,10 @@ class VerifyResult(BaseModel):
     head_seq: int = Field(default=0, description="Position of the last record checked.")
     head_hash: str = Field(default=GENESIS, description="Hash of the last record checked.")
     keyed: int = Field(default=0, description="Records sealed with the audit key.")
+    start_seq: int = Field(
+        default=0,
+        description="The last archived record: the chain checked starts after it (0: at 1).",
+    )
     keyed_from: int | None = Field(
         default=None, description="Position of the first record sealed with the audit key."
     )
@@ -381,6 +385,7 @@ def verify(
     anchor: tuple[int, str] | None = None,
     event_ids: Collection[str] | None = None,
     key: bytes | None = None,
+    start: tuple[int, str] | None = None,
 ) -> VerifyResult:
     """Check a whole chain, read in `seq` order, and name the first bad record.
 
@@ -394,8 +399,23 @@ def verify(
     With `key`, records must be sealed with it (HMAC-SHA256), except plain ones before the
     first keyed record (written before the key was set; the keyed record after them vouches
     for them through its link); a chain with no keyed record fails.
+
+    `start` (seq, hash) is where a chain whose oldest records were archived begins
+    (`baton.backends.archive`): its first record must be `seq + 1`, linked to `hash`. An
+    `anchor` before `start` cannot be checked here: the result names the archive it needs.
     """
-    checked, prev_seq, prev_hash = 0, 0, GENESIS
+    checked, (prev_seq, prev_hash) = 0, start or (0, GENESIS)
+    if anchor is not None and start is not None and anchor[0] < start[0]:
+        return VerifyResult(
+            ok=False,
+            checked=0,
+            first_bad_seq=anchor[0],
+            problem=f"the anchor names record {anchor[0]}, which was archived (the stored "
+            f"chain starts after record {start[0]}): verify it with the archive that holds it "
+            "(--archive FILE)",
+            head_seq=start[0],
+            head_hash=start[1],
+        )
     seen: dict[str, int] = {}  # hash -> position, to tell a moved record from a lost one
     ids: set[str] = set()
     anchor_hash: str | None = None
@@ -459,6 +479,8 @@ def verify(
         if anchor is not None and r.seq == anchor[0]:
             anchor_hash = r.hash
         prev_seq, prev_hash = r.seq, r.hash
+    if anchor is not None and start is not None and anchor[0] == start[0]:
+        anchor_hash = start[1]
     if broken is not None:
         return _bad(
             checked,
@@ -515,6 +537,7 @@ def verify(
         head_hash=prev_hash,
         keyed=keyed,
         keyed_from=keyed_from,
+        start_seq=0 if start is None else start[0],
     )
 
 

@@ -56,6 +56,7 @@ import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -68,6 +69,7 @@ from baton.backends._sql import (
     AUDIT_TIP,
     DROP_CHECKPOINT,
     EVENT_ROWS,
+    INSERT_ANCHOR,
     INSERT_AUDIT,
     INSERT_EVENTS,
     INSERT_MESSAGES,
@@ -76,11 +78,21 @@ from baton.backends._sql import (
     NEXT_BOARD_SEQ,
     NEXT_SNAPSHOT_SEQ,
     SAVE_CHECKPOINT,
+    SELECT_ANCHORS,
     SNAPSHOT_SEQ,
+    TRIM_AUDIT,
     UPSERT_ENTRY,
     UPSERT_SNAPSHOT,
     SQLStore,
     numbered,
+)
+from baton.backends.archive import (
+    Anchor,
+    ArchiveReport,
+    anchor_of,
+    anchor_row,
+    archive,
+    verify_store,
 )
 from baton.backends.audit import (
     GENESIS,
@@ -93,7 +105,6 @@ from baton.backends.audit import (
     outcome,
     resolve_key,
     retired_ids,
-    verify,
 )
 from baton.backends.base import BoardEntry, Checkpoint, SessionRecord, Snapshot
 from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
@@ -114,7 +125,7 @@ T = TypeVar("T")
 
 log = logging.getLogger("baton.store")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of the table layout, kept in the table `schema_version`."""
 
 DEFAULT_SCHEMA = "baton"
@@ -291,6 +302,64 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         # Nothing claims locks through the store (the kernel keeps a run's duplicate
         # hand-off locks in the run): the table goes, its index with it.
         "DROP TABLE IF EXISTS locks",
+    ),
+    4: (
+        # Archive and trim of the audit chain (`baton.backends.archive`): one sealed anchor
+        # per archive, append-only; an anchor must follow the last one and name a stored
+        # record by its hash. The audit table then lets go of the records at or below the
+        # last anchor, and of nothing else. The functions keep the store's schema as their
+        # search path, so a session with another search path cannot point them elsewhere.
+        """CREATE TABLE audit_anchor (
+            first_seq BIGINT NOT NULL,
+            seq BIGINT PRIMARY KEY,
+            hash TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            archived_at DOUBLE PRECISION NOT NULL,
+            prev_seal TEXT NOT NULL,
+            seal TEXT NOT NULL
+        )""",
+        f"""CREATE FUNCTION audit_anchor_follows() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+        DECLARE
+            last_seq BIGINT;
+            last_seal TEXT;
+        BEGIN
+            SELECT seq, seal INTO last_seq, last_seal FROM audit_anchor
+                ORDER BY seq DESC LIMIT 1;
+            IF NEW.first_seq <> COALESCE(last_seq, 0) + 1 OR NEW.seq < NEW.first_seq
+                OR NEW.prev_seal <> COALESCE(last_seal, '{GENESIS}')
+                OR NOT EXISTS (SELECT 1 FROM audit WHERE seq = NEW.seq AND hash = NEW.hash)
+            THEN
+                RAISE EXCEPTION 'an audit anchor must follow the last one and name a stored '
+                    'audit record by its hash';
+            END IF;
+            RETURN NEW;
+        END
+        $$""",
+        """CREATE TRIGGER audit_anchor_follows BEFORE INSERT ON audit_anchor
+        FOR EACH ROW EXECUTE FUNCTION audit_anchor_follows()""",
+        """CREATE FUNCTION audit_anchor_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION 'audit anchors are append-only';
+        END
+        $$""",
+        """CREATE TRIGGER audit_anchor_append_only BEFORE UPDATE OR DELETE ON audit_anchor
+        FOR EACH ROW EXECUTE FUNCTION audit_anchor_append_only()""",
+        """CREATE TRIGGER audit_anchor_no_truncate BEFORE TRUNCATE ON audit_anchor
+        FOR EACH STATEMENT EXECUTE FUNCTION audit_anchor_append_only()""",
+        """CREATE OR REPLACE FUNCTION audit_append_only() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' THEN
+                IF OLD.seq <= (SELECT COALESCE(MAX(seq), 0) FROM audit_anchor) THEN
+                    RETURN OLD;
+                END IF;
+            END IF;
+            RAISE EXCEPTION 'audit records are append-only';
+        END
+        $$""",
+        """CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
+        FOR EACH STATEMENT EXECUTE FUNCTION audit_append_only()""",
     ),
 }
 
@@ -946,16 +1015,18 @@ class PostgresStore(SQLStore):
         show as tampering.
         """
 
-        async def read(conn: Any) -> tuple[list[Any], list[Any], list[Any]]:
+        async def read(conn: Any) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
             async with _transaction(conn, isolation="repeatable_read", readonly=True):
+                anchored = await conn.fetch(SELECT_ANCHORS)
                 audit = await conn.fetch(f"SELECT {AUDIT_COLUMNS} FROM audit ORDER BY seq")
                 events = await conn.fetch(f"{EVENT_ROWS} ORDER BY seq")
                 messages = await conn.fetch(f"{MESSAGE_ROWS} ORDER BY seq")
-            return audit, events, messages
+            return audit, events, messages, anchored
 
-        audit, events, messages = await self._run("verify_audit", read)
+        audit, events, messages, anchored = await self._run("verify_audit", read)
         chained = [records.audit_record(row) for row in audit]
-        chain = verify(chained, anchor=anchor, key=self.audit_key)
+        anchors = [anchor_of(row) for row in anchored]
+        chain = verify_store(chained, anchors, anchor=anchor, key=self.audit_key)
         if not chain.ok:
             return chain
         rows = agree(
@@ -1110,6 +1181,40 @@ class PostgresStore(SQLStore):
             await conn.execute(numbered(INSERT_AUDIT), *records.audit_row(r))
 
         await self._run("gc", write, write=True)
+
+    # ------------------------------------------------------------------ audit archive
+    async def archive_audit(
+        self,
+        to: str | Path,
+        *,
+        max_age_s: float | None = None,
+        keep: int | None = None,
+        dry_run: bool = False,
+    ) -> ArchiveReport:
+        """Archive the audit chain's oldest records to the new JSONL file `to`, then record
+        the anchor and delete them in one transaction (`baton.backends.archive`)."""
+        return await archive(
+            to,
+            max_age_s=max_age_s,
+            keep=keep,
+            dry_run=dry_run,
+            key=self.audit_key,
+            scan=self._archive_scan,
+            trim=self._archive_trim,
+            size=self._gc_bytes,
+            measured=f"pg_total_relation_size of schema {self.schema}'s tables",
+        )
+
+    async def _archive_trim(self, anchor: Anchor, previous: Anchor | None) -> None:
+        async def write(conn: Any) -> None:
+            # under the chain's lock; the trigger checks the anchor follows the last one
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock($1::bigint)", _lock_key("audit", self.schema)
+            )
+            await conn.execute(numbered(INSERT_ANCHOR), *anchor_row(anchor))
+            await conn.execute(numbered(TRIM_AUDIT), anchor.seq)
+
+        await self._run("archive_audit", write, write=True)
 
     # ------------------------------------------------------------------ lifecycle
     async def close(self) -> None:

@@ -16,7 +16,8 @@ Keys, each under the prefix `{P}` (`{sid}` a session id, `{tid}` a trace or thre
   `{P}msg:n` the last number; `{P}msg:s:{sid}` list of a session's message numbers.
 - `{P}ev` hash: event number -> event JSON; `{P}ev:n`; lists `{P}ev:s:{sid}`, `{P}ev:t:{tid}`.
 - `{P}audit` hash: chain position -> audit record (JSON); `{P}audit:tip` "seq:hash" of the last
-  record; `{P}audit:s:{sid}` list of a session's positions.
+  record; `{P}audit:s:{sid}` list of a session's positions; `{P}audit:anchors` list of the
+  anchors (JSON) of the chain's archives, oldest first (`baton.backends.archive`).
 - `{P}cp:{sid}` hash: the session's checkpoint; zsets `{P}cps` and `{P}cps:{status}` of
   session ids by updated_at.
 - `{P}lease:{key}` strings that expire (PX); expiry is the server's clock.
@@ -62,6 +63,7 @@ import uuid
 import weakref
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -82,6 +84,16 @@ from baton.backends._conflicts import (
 )
 from baton.backends._records import commit_rows
 from baton.backends._snapshots import check_keep_last, snapshot_json
+from baton.backends.archive import (
+    ANCHOR_FIELDS,
+    Anchor,
+    ArchiveReport,
+    Scan,
+    anchor_of,
+    anchor_row,
+    archive,
+    verify_store,
+)
 from baton.backends.audit import (
     GENESIS,
     AuditRecord,
@@ -92,7 +104,6 @@ from baton.backends.audit import (
     outcome,
     resolve_key,
     retired_ids,
-    verify,
 )
 from baton.backends.base import (
     BoardEntry,
@@ -282,6 +293,37 @@ if ARGV[i] ~= '' then
   redis.call('RPUSH', P .. 'audit:s:' .. sid, ARGV[i])
   redis.call('SET', P .. 'audit:tip', ARGV[i] .. ':' .. ARGV[i + 2])
 end
+return 'ok'
+"""
+
+# Archive and trim of the audit chain. ARGV: 1 prefix, 2 the seal of the last anchor the new
+# one follows, 3 first and 4 last position archived, 5 the hash of the last, 6 the anchor
+# (JSON). Refuses ('moved') when another archive got there first, or when the record is not
+# the one anchored; then deletes the records and the positions from the sessions' lists
+# (a prefix of each: positions are appended in chain order) and appends the anchor.
+_TRIM_AUDIT = f"""
+local P = ARGV[1]
+local last = redis.call('LINDEX', P .. 'audit:anchors', -1)
+local seal, upto = '{GENESIS}', 0
+if last then
+  local a = cjson.decode(last)
+  seal, upto = a.seal, a.seq
+end
+local first, seq = tonumber(ARGV[3]), tonumber(ARGV[4])
+if seal ~= ARGV[2] or first ~= upto + 1 or seq < first then return 'moved' end
+local text = redis.call('HGET', P .. 'audit', ARGV[4])
+if not text or cjson.decode(text).hash ~= ARGV[5] then return 'moved' end
+local counts = {{}}
+for n = first, seq do
+  local record = redis.call('HGET', P .. 'audit', n)
+  if record then
+    local sid = cjson.decode(record).session_id
+    counts[sid] = (counts[sid] or 0) + 1
+    redis.call('HDEL', P .. 'audit', n)
+  end
+end
+for sid, k in pairs(counts) do redis.call('LTRIM', P .. 'audit:s:' .. sid, k, -1) end
+redis.call('RPUSH', P .. 'audit:anchors', ARGV[6])
 return 'ok'
 """
 
@@ -475,6 +517,7 @@ class _Client:
         self.put_snapshot = register(_PUT_SNAPSHOT)
         self.gather = register(_GATHER)
         self.gather_zset = register(_GATHER_ZSET)
+        self.trim_audit = register(_TRIM_AUDIT)
 
 
 def _token() -> str:
@@ -489,6 +532,15 @@ def _ms(seconds: float) -> int:
 def _num(value: float) -> str:
     """A float as text that reads back exactly (JSON, and a Redis zset score)."""
     return repr(float(value))
+
+
+def _anchor(text: str) -> Anchor:
+    """An archive anchor from its JSON in `{P}audit:anchors`."""
+    try:
+        fields = json.loads(text)
+        return anchor_of([fields[f] for f in ANCHOR_FIELDS])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"a stored audit anchor cannot be read ({exc}): {text!r}") from None
 
 
 def _parse_tip(text: str | None) -> tuple[int, str]:
@@ -933,7 +985,9 @@ class RedisStore:
 
         async def work(c: _Client) -> list[tuple[int, str]]:
             head = _parse_tip(await c.redis.get(self._key("audit:tip")))[0]
-            first = 1 if limit is None else max(1, head - limit + 1)
+            last = await c.redis.lindex(self._key("audit:anchors"), -1)
+            start = _anchor(last).seq + 1 if last else 1  # archived records are gone
+            first = start if limit is None else max(start, head - limit + 1)
             return await self._range(c, "audit", first, head)
 
         found = await self._run("audit_records", work)
@@ -948,21 +1002,23 @@ class RedisStore:
         and commits meanwhile do not show as tampering.
         """
 
-        async def read(
-            c: _Client,
-        ) -> tuple[list[tuple[int, str]], list[tuple[int, str]], list[tuple[int, str]]]:
-            tip, events, messages = await c.redis.mget(
-                self._key("audit:tip"), self._key("ev:n"), self._key("msg:n")
-            )
+        async def read(c: _Client) -> tuple[list[Any], list[Any], list[Any], list[Anchor]]:
+            pipe = c.redis.pipeline(transaction=True)  # one state: a trim changes both
+            pipe.mget(self._key("audit:tip"), self._key("ev:n"), self._key("msg:n"))
+            pipe.lrange(self._key("audit:anchors"), 0, -1)
+            (tip, events, messages), anchored = await pipe.execute()
+            anchors = [_anchor(text) for text in anchored]
+            first = anchors[-1].seq + 1 if anchors else 1
             return (
-                await self._range(c, "audit", 1, _parse_tip(tip)[0]),
+                await self._range(c, "audit", first, _parse_tip(tip)[0]),
                 await self._range(c, "ev", 1, int(events or 0)),
                 await self._range(c, "msg", 1, int(messages or 0)),
+                anchors,
             )
 
-        audit, events, messages = await self._run("verify_audit", read)
+        audit, events, messages, anchors = await self._run("verify_audit", read)
         chained = [records.audit_record_of_json(seq, text) for seq, text in audit]
-        chain = verify(chained, anchor=anchor, key=self.audit_key)
+        chain = verify_store(chained, anchors, anchor=anchor, key=self.audit_key)
         if not chain.ok:
             return chain
         rows = agree(
@@ -1369,6 +1425,72 @@ class RedisStore:
             )
 
         await self._run("gc", work, write=True)
+
+    # ------------------------------------------------------------------ audit archive
+    async def audit_anchors(self) -> list[Anchor]:
+        """The store's audit archive anchors, oldest first (`baton.backends.archive`)."""
+
+        async def work(c: _Client) -> list[str]:
+            found: list[str] = await c.redis.lrange(self._key("audit:anchors"), 0, -1)
+            return found
+
+        return [_anchor(text) for text in await self._run("audit_anchors", work)]
+
+    async def archive_audit(
+        self,
+        to: str | Path,
+        *,
+        max_age_s: float | None = None,
+        keep: int | None = None,
+        dry_run: bool = False,
+    ) -> ArchiveReport:
+        """Archive the audit chain's oldest records to the new JSONL file `to`, then record
+        the anchor and delete them in one script (`baton.backends.archive`)."""
+        return await archive(
+            to,
+            max_age_s=max_age_s,
+            keep=keep,
+            dry_run=dry_run,
+            key=self.audit_key,
+            scan=self._archive_scan,
+            trim=self._archive_trim,
+            size=self._gc_bytes,
+            measured=f"MEMORY USAGE of the keys under {self.prefix!r}",
+        )
+
+    async def _archive_scan(self) -> Scan:
+        anchors = await self.audit_anchors()
+
+        async def work(c: _Client) -> tuple[list[Any], list[Any], list[Any]]:
+            tip, events, messages = await c.redis.mget(
+                self._key("audit:tip"), self._key("ev:n"), self._key("msg:n")
+            )
+            first = anchors[-1].seq + 1 if anchors else 1
+            return (
+                await self._range(c, "audit", first, _parse_tip(tip)[0]),
+                await self._range(c, "ev", 1, int(events or 0)),
+                await self._range(c, "msg", 1, int(messages or 0)),
+            )
+
+        audit, events, messages = await self._run("archive_audit", work)
+        stored = {records.event_row_of_json(n, text).id for n, text in events}
+        stored |= {records.message_row_of_line(n, text).id for n, text in messages}
+        chain = [records.audit_record_of_json(seq, text) for seq, text in audit]
+        return Scan(chain, anchors, stored)
+
+    async def _archive_trim(self, anchor: Anchor, previous: Anchor | None) -> None:
+        text = json.dumps(dict(zip(ANCHOR_FIELDS, anchor_row(anchor), strict=True)))
+        seal = GENESIS if previous is None else previous.seal
+
+        async def work(c: _Client) -> str:
+            args = [self.prefix, seal, anchor.first_seq, anchor.seq, anchor.hash, text]
+            return str(await c.trim_audit(args=args))
+
+        if await self._run("archive_audit", work, write=True) != "ok":
+            raise StoreError(
+                f"Redis store {self.where}: archive_audit: another archive of the audit chain "
+                "was made meanwhile, or the chain changed; nothing was deleted. Run it again"
+            )
 
     # ------------------------------------------------------------------ lifecycle
     async def close(self) -> None:

@@ -40,6 +40,7 @@ from baton.backends._sql import (
     AUDIT_TIP,
     DROP_CHECKPOINT,
     EVENT_ROWS,
+    INSERT_ANCHOR,
     INSERT_AUDIT,
     INSERT_EVENTS,
     INSERT_MESSAGES,
@@ -48,10 +49,20 @@ from baton.backends._sql import (
     NEXT_BOARD_SEQ,
     NEXT_SNAPSHOT_SEQ,
     SAVE_CHECKPOINT,
+    SELECT_ANCHORS,
     SNAPSHOT_SEQ,
+    TRIM_AUDIT,
     UPSERT_ENTRY,
     UPSERT_SNAPSHOT,
     SQLStore,
+)
+from baton.backends.archive import (
+    Anchor,
+    ArchiveReport,
+    anchor_of,
+    anchor_row,
+    archive,
+    verify_store,
 )
 from baton.backends.audit import (
     GENESIS,
@@ -68,7 +79,6 @@ from baton.backends.audit import (
     record_body,
     resolve_key,
     retired_ids,
-    verify,
 )
 from baton.backends.base import BoardEntry, Checkpoint, SessionRecord, Snapshot
 from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
@@ -77,7 +87,7 @@ from baton.core.errors import ConfigError, StoreError
 from baton.core.events import EscalationCard, Event
 from baton.core.messages import Message
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """Version of the table layout, kept in `PRAGMA user_version`."""
 
 _MEMORY = ":memory:"
@@ -271,6 +281,37 @@ _MIGRATIONS: dict[int, tuple[Migration, ...]] = {
         # Nothing claims locks through the store (the kernel keeps a run's duplicate
         # hand-off locks in the run): the table goes, its index with it.
         "DROP TABLE IF EXISTS locks",
+    ),
+    11: (
+        # Archive and trim of the audit chain (`baton.backends.archive`): one sealed anchor
+        # per archive, append-only; an anchor must follow the last one and name a stored
+        # record by its hash. The audit table then lets go of the records at or below the
+        # last anchor, and of nothing else.
+        """CREATE TABLE IF NOT EXISTS audit_anchor (
+            first_seq INTEGER NOT NULL,
+            seq INTEGER PRIMARY KEY,
+            hash TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            archived_at REAL NOT NULL,
+            prev_seal TEXT NOT NULL,
+            seal TEXT NOT NULL
+        )""",
+        """CREATE TRIGGER IF NOT EXISTS audit_anchor_no_update BEFORE UPDATE ON audit_anchor
+        BEGIN SELECT RAISE(ABORT, 'audit anchors are append-only'); END""",
+        """CREATE TRIGGER IF NOT EXISTS audit_anchor_no_delete BEFORE DELETE ON audit_anchor
+        BEGIN SELECT RAISE(ABORT, 'audit anchors are append-only'); END""",
+        f"""CREATE TRIGGER IF NOT EXISTS audit_anchor_follows BEFORE INSERT ON audit_anchor
+        WHEN NEW.first_seq != COALESCE((SELECT MAX(seq) FROM audit_anchor), 0) + 1
+            OR NEW.seq < NEW.first_seq
+            OR NEW.prev_seal != COALESCE(
+                (SELECT seal FROM audit_anchor ORDER BY seq DESC LIMIT 1), '{GENESIS}')
+            OR NOT EXISTS (SELECT 1 FROM audit WHERE seq = NEW.seq AND hash = NEW.hash)
+        BEGIN SELECT RAISE(ABORT, 'an audit anchor must follow the last one and name a stored
+            audit record by its hash'); END""",
+        "DROP TRIGGER IF EXISTS audit_no_delete",
+        """CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+        WHEN OLD.seq > COALESCE((SELECT MAX(seq) FROM audit_anchor), 0)
+        BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END""",
     ),
 }
 
@@ -595,7 +636,7 @@ class SQLiteStore(SQLStore):
                     "that `baton run` wrote (nothing was written to the file)"
                 )
             self._schema = found
-            self._lacking = frozenset({"tasks", "board", "snapshots"} - tables)
+            self._lacking = frozenset({"tasks", "board", "snapshots", "audit_anchor"} - tables)
             if "audit" in tables:
                 columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(audit)")}
                 if "messages" not in columns:
@@ -812,7 +853,14 @@ class SQLiteStore(SQLStore):
         def check(conn: sqlite3.Connection) -> tuple[VerifyResult, VerifyResult | None]:
             conn.execute("BEGIN")
             try:
-                chain = verify(self._audit_pages(conn), anchor=anchor, key=self.audit_key)
+                anchors = (
+                    []
+                    if "audit_anchor" in self._lacking
+                    else [anchor_of(row) for row in conn.execute(SELECT_ANCHORS)]
+                )
+                chain = verify_store(
+                    self._audit_pages(conn), anchors, anchor=anchor, key=self.audit_key
+                )
                 if not chain.ok:
                     return chain, None
                 return chain, agree(
@@ -970,6 +1018,39 @@ class SQLiteStore(SQLStore):
                     _append_audit(conn, link([item], *_audit_tip(conn), self.audit_key))
 
         await self._run("gc", write)
+
+    # ------------------------------------------------------------------ audit archive
+    async def archive_audit(
+        self,
+        to: str | Path,
+        *,
+        max_age_s: float | None = None,
+        keep: int | None = None,
+        dry_run: bool = False,
+    ) -> ArchiveReport:
+        """Archive the audit chain's oldest records to the new JSONL file `to`, then record
+        the anchor and delete them in one transaction (`baton.backends.archive`)."""
+        self._needs("audit_anchor", "archive_audit")
+        return await archive(
+            to,
+            max_age_s=max_age_s,
+            keep=keep,
+            dry_run=dry_run,
+            key=self.audit_key,
+            scan=self._archive_scan,
+            trim=self._archive_trim,
+            size=self._gc_bytes,
+            measured="SQLite pages in use (page_count - freelist) x page_size",
+        )
+
+    async def _archive_trim(self, anchor: Anchor, previous: Anchor | None) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            with self._transaction(conn):
+                # the trigger checks the anchor follows `previous` and names a stored record
+                conn.execute(INSERT_ANCHOR, anchor_row(anchor))
+                conn.execute(TRIM_AUDIT, (anchor.seq,))
+
+        await self._run("archive_audit", write)
 
     async def close(self) -> None:
         """Close the connection once the calls already made are done, and stop the worker

@@ -1,7 +1,9 @@
-"""`baton audit verify` and `baton audit show`: the store's hash-chained audit trail.
+"""`baton audit verify`, `baton audit show` and `baton audit archive`: the store's
+hash-chained audit trail.
 
-Both open a SQLite store read-only: they migrate nothing and write nothing (an evidence copy
-may be read-only, and a file that is not a Baton store stays as it is). `$BATON_AUDIT_KEY`,
+`verify` and `show` open a SQLite store read-only: they migrate nothing and write nothing (an
+evidence copy may be read-only, and a file that is not a Baton store stays as it is).
+`archive` (`baton.cli.audit_archive`) moves the oldest records to a file. `$BATON_AUDIT_KEY`,
 when set, is the key the chain was sealed with.
 """
 
@@ -10,17 +12,20 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from baton.cli.audit_archive import archive_command
 from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, open_cli_store, sqlite_file
 from baton.core.errors import BatonError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
-    from baton.backends.audit import AuditRecord, AuditTrail
+    from baton.backends.archive import Anchor
+    from baton.backends.audit import AuditRecord, AuditTrail, VerifyResult
 
 STORE_HELP = f"Store URL: sqlite:///path.db (default {DEFAULT_STORE_URL})."
 """Help text of the `--store` option."""
@@ -28,9 +33,12 @@ STORE_HELP = f"Store URL: sqlite:///path.db (default {DEFAULT_STORE_URL})."
 T = TypeVar("T")
 
 audit_app = typer.Typer(
-    help="Verify and read the hash-chained audit trail of a store.", no_args_is_help=True
+    help="Verify, read and archive the hash-chained audit trail of a store.",
+    no_args_is_help=True,
 )
 """The `baton audit` command group."""
+
+audit_app.command("archive")(archive_command)
 
 
 def _with_trail(url: str, action: Callable[[AuditTrail], Coroutine[Any, Any, T]]) -> T:
@@ -77,10 +85,27 @@ def verify(
             help="A head printed by an earlier verify: also prove nothing up to it was cut.",
         ),
     ] = None,
+    archives: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--archive",
+            metavar="FILE",
+            help="An archive `baton audit archive` wrote; repeat for each, oldest first: "
+            "archives and store are verified as one chain.",
+        ),
+    ] = None,
+    archive_only: Annotated[
+        bool,
+        typer.Option(
+            "--archive-only", help="Verify the --archive files on their own; open no store."
+        ),
+    ] = False,
 ) -> None:
     """Check every audit record's hash and link, and that the stored events and messages are
     the ones the chain records; exit 1 naming the first bad record or row.
 
+    A store whose oldest records were archived is checked from its last anchor; with
+    --archive, the archive files too, from record 1, as one chain with the store's records.
     The store is opened read-only. Set BATON_AUDIT_KEY to the key the store was written with.
     """
     from rich.console import Console
@@ -90,12 +115,22 @@ def verify(
 
     out, err = Console(highlight=False), Console(stderr=True, highlight=False)
     url = store or DEFAULT_STORE_URL
+    files = list(archives or [])
     try:
         try:
             pinned = None if anchor is None else parse_anchor(anchor)
         except ValueError as exc:
-            raise CLIError(str(exc)) from None
-        result = _with_trail(url, lambda trail: trail.verify_audit(pinned))
+            raise CLIError(f"--anchor: {exc}", code=2) from None
+        if archive_only and not files:
+            raise CLIError("--archive-only needs at least one --archive FILE", code=2)
+        for path in files:
+            if not path.is_file():
+                raise CLIError(f"--archive {path}: no such file", code=2)
+        anchors: list[Anchor] = []
+        if archive_only:
+            result = _archives_alone(files, pinned)
+        else:
+            result, anchors = _with_trail(url, lambda trail: _verified(trail, files, pinned))
     except CLIError as exc:
         fail(err, exc)
         raise typer.Exit(exc.code) from None
@@ -104,15 +139,19 @@ def verify(
             where = f"{result.table} row {result.row}"
         else:  # a record, or a row it vouches for that is gone (the problem names its id)
             where = f"record {result.first_bad_seq}"
+        what = f"{where} {result.tamper}: " if result.tamper else f"{where}: "
         err.print(
             Text.assemble(
-                ("chain broken: ", "bold red"),
-                f"{where} {result.tamper}: {result.problem} ",
+                ("chain broken: " if result.tamper else "not verified: ", "bold red"),
+                f"{what}{result.problem} ",
                 (f"({result.checked} records checked)", "dim"),
             ),
             soft_wrap=True,
         )
         raise typer.Exit(1)
+    if archive_only:
+        _print_archives(out, files, result)
+        return
     rows = [f"{result.events} events"] if result.events is not None else []
     if result.messages is not None:
         rows.append(f"{result.messages} messages")
@@ -136,6 +175,7 @@ def verify(
             ),
             soft_wrap=True,
         )
+    _print_archived(out, anchors, files, result)
     if result.events is not None and result.messages is None:
         out.print(
             Text.assemble(
@@ -145,6 +185,87 @@ def verify(
             ),
             soft_wrap=True,
         )
+
+
+async def _verified(
+    trail: AuditTrail, files: list[Path], pinned: tuple[int, str] | None
+) -> tuple[VerifyResult, list[Anchor]]:
+    """The store's verification, joined with its archives' when `files` are given."""
+    from baton.backends.archive import Archiving, joined, verify_archives
+
+    anchors = list(await trail.audit_anchors()) if isinstance(trail, Archiving) else []
+    last = anchors[-1].seq if anchors else 0
+    in_files = files and pinned is not None and pinned[0] <= last
+    store = await trail.verify_audit(None if in_files else pinned)
+    if not files:
+        return store, anchors
+    key = getattr(trail, "audit_key", None)
+    try:
+        found = verify_archives(files, anchors, key=key, anchor=pinned if in_files else None)
+    except BatonError as exc:
+        raise CLIError(str(exc), code=2) from None
+    return joined(found, store, anchors), anchors
+
+
+def _archives_alone(files: list[Path], pinned: tuple[int, str] | None) -> VerifyResult:
+    from baton.backends.archive import verify_archives
+    from baton.backends.audit import resolve_key
+
+    try:
+        return verify_archives(files, key=resolve_key(), anchor=pinned)
+    except BatonError as exc:
+        raise CLIError(str(exc), code=2) from None
+
+
+def _print_archives(out: Any, files: list[Path], result: VerifyResult) -> None:
+    from rich.text import Text
+
+    from baton.backends.archive import file_sha256
+
+    start = result.head_seq - result.checked + 1
+    out.print(
+        Text.assemble(
+            ("archive intact: ", "bold green"),
+            f"records {start} to {result.head_seq} form one chain",
+        ),
+        soft_wrap=True,
+    )
+    out.print(Text.assemble(("head: ", "dim"), result.anchor), soft_wrap=True)
+    for path in files:
+        out.print(
+            Text.assemble(("sha256: ", "dim"), f"{file_sha256(path)}  {path}"), soft_wrap=True
+        )
+    out.print(
+        Text.assemble(
+            ("note: ", "bold yellow"),
+            "compare the head and sha256 with the store's anchor (verify with the store to do "
+            "so): on its own an archive proves only that it was not edited inside",
+        ),
+        soft_wrap=True,
+    )
+
+
+def _print_archived(
+    out: Any, anchors: list[Anchor], files: list[Path], result: VerifyResult
+) -> None:
+    from rich.text import Text
+
+    if not anchors:
+        return
+    last = anchors[-1]
+    if files:
+        said = (
+            f"records {result.start_seq + 1} to {last.seq} verified in {len(files)} archive "
+            "file(s), joined to the store's chain"
+        )
+        if result.start_seq:
+            said += f"; records 1 to {result.start_seq} were not given (earlier archives)"
+    else:
+        said = (
+            f"records 1 to {last.seq} are archived ({len(anchors)} archive(s)); the store's "
+            "chain continues from the last anchor: give --archive FILE for each to verify them"
+        )
+    out.print(Text.assemble(("archived: ", "dim"), said), soft_wrap=True)
 
 
 @audit_app.command("show")

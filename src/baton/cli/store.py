@@ -62,7 +62,7 @@ def gc(
     snapshots per thread, stale checkpoints. A record is kept while any rule given keeps it.
     Never deleted: session records, checkpoints waiting for a person and the messages and
     events of sessions holding a checkpoint, and the audit chain (gc records what it deleted
-    in it, so `baton audit verify` still verifies)."""
+    in it, so `baton audit verify` still verifies; `baton audit archive` trims the chain)."""
     from rich.console import Console
 
     out, err = Console(highlight=False), Console(stderr=True, highlight=False)
@@ -141,4 +141,9 @@ def _summary(report: GcReport) -> str:
         lines.append(f"size: {before:,}{unit} before, {after:,}{unit} after ({report.measured})")
     if report.dry_run:
         lines.append("dry run: nothing was deleted")
+    else:
+        lines.append(
+            "the audit chain stays whole (gc recorded what it deleted in it): move its old "
+            "records to a file with `baton audit archive STORE_URL --to FILE --before AGE`"
+        )
     return "\n".join(lines)
