@@ -197,7 +197,8 @@ class Post:
         if not isinstance(store, Blackboard):
             error = (
                 f"the store {type(store).__name__} has no blackboard; use a store with the "
-                "Blackboard capability (MemoryStore, SQLiteStore)"
+                "Blackboard capability (every shipped store has it: MemoryStore, SQLite, "
+                "PostgreSQL, Redis)"
             )
             self._done(kernel, run, turn, pending, started, error=error)
             return error_content(error), Failed(error)
