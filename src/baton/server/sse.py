@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, TypeVar
 
 import anyio
@@ -63,7 +63,7 @@ def stream(messages: AsyncIterator[bytes]) -> StreamingResponse:
     )
 
 
-async def paced(items: AsyncIterator[T]) -> AsyncIterator[T | None]:
+async def paced(items: AsyncIterator[T]) -> AsyncGenerator[T | None, None]:
     """Each item of `items` as it comes, and None after every `PING_S` seconds of silence
     (the caller sends `PING`). Closed early (the client went away), it cancels the pending
     read and closes `items`, shielded from the cancellation that closed it, so the run
