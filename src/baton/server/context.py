@@ -37,6 +37,10 @@ class ServerContext:
     change something (the dashboard reads it from its page; None with a token file)."""
     max_body_bytes: int = 1024 * 1024
     """The longest request body."""
+    model_id: str = "baton"
+    """The id the OpenAI-compatible endpoint serves the team as (`GET /v1/models`)."""
+    started: int = 0
+    """When the server started (epoch seconds): the served model's `created`."""
 
 
 def context(request: Request) -> ServerContext:

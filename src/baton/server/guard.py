@@ -135,8 +135,9 @@ class RequestGuard:
         seen = f"Origin {_shown(origin)}" if origin is not None else "no Origin header"
         return (
             f"refused: in the open mode (no token file) a {method} must come from the "
-            f"dashboard's own page (a same-origin Origin header) or carry the header "
-            f"{LOCAL_TOKEN_HEADER} with the token `baton serve` printed at start; this request "
+            f"dashboard's own page (a same-origin Origin header) or carry the local token "
+            f"`baton serve` printed at start (in the header {LOCAL_TOKEN_HEADER}, or as "
+            f"`Authorization: Bearer <token>`, an OpenAI client's api_key); this request "
             f"has {seen} and no valid token, so a page of another site may have sent it"
         )
 

@@ -44,6 +44,11 @@ def message(event: str, data: Any, *, id: str | None = None) -> bytes:
     return f"{head}event: {_field(event)}\ndata: {body}\n\n".encode()
 
 
+def data_message(data: Any) -> bytes:
+    """One SSE message with no event name: a `data:` line of JSON (OpenAI's chunks)."""
+    return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+
 def event_message(event: Event, *, with_id: bool = False) -> bytes:
     """The SSE message of a Baton event: its `type` as the name, its JSON as the data."""
     return message(event.type, event.model_dump(mode="json"), id=event.id if with_id else None)
