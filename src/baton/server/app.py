@@ -68,7 +68,7 @@ def create_app(
         raise ConfigError(f"max_body_bytes must be at least 1, got {max_body_bytes}")
     if not isinstance(model_id, str) or not re.fullmatch(MODEL_ID, model_id):
         raise ConfigError(
-            f"model_id must be 1 to 128 of the characters A-Z a-z 0-9 . _ : / -, got {model_id!r}"
+            f"model_id must be 1 to 128 of the characters A-Z a-z 0-9 . _ : -, got {model_id!r}"
         )
     local = LocalAddress.of(host, port) if auth is None else None
     local_token = secrets.token_urlsafe(32) if auth is None else None
@@ -108,15 +108,16 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         dependencies=[Depends(known_query)],
-        # everywhere: a body over the limit, a Host the open mode does not answer to, an
-        # unknown query parameter
-        responses=errors.responses(413, 421, 422),
     )
     app.state.baton = ctx
     app.state.local_token = local_token
     errors.install(app)
-    for module in (runs, sessions, desk, ops, openai_api):
-        app.include_router(module.router)
+    for module in (runs, sessions, desk, ops):
+        # everywhere: a body over the limit, a Host the open mode does not answer to, an
+        # unknown query parameter (the OpenAI-compatible routes say so in OpenAI's shape)
+        app.include_router(module.router, responses=errors.responses(413, 421, 422))
+    app.include_router(openai_api.router)
+    openai_api.document(app)
     if ops.STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=ops.STATIC_DIR), name="static")
     requests = Counter(

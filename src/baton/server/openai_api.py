@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, FastAPI, Header
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from baton.core.events import Event, TextDelta
@@ -23,7 +23,7 @@ from baton.core.ids import new_id
 from baton.runtime.result import RunResult
 from baton.server import sse
 from baton.server.context import Ctx, Operator, ServerContext, Viewer
-from baton.server.errors import UnknownModel, responses
+from baton.server.errors import RESPONSES, UnknownModel
 from baton.server.ids import REQUEST_ID, SESSION_ID
 from baton.server.openai_schemas import (
     ChatCompletionIn,
@@ -32,13 +32,24 @@ from baton.server.openai_schemas import (
     ChoiceOut,
     ModelListOut,
     ModelOut,
+    OpenAIErrorOut,
     UsageOut,
     chunk,
 )
 from baton.server.runs import failure, precheck, summary
 from baton.server.schemas import MAX_MESSAGE_CHARS, RunIn, RunSummary
 
-router = APIRouter(prefix="/v1", tags=["openai"])
+
+def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI `responses` entries of these error statuses, in OpenAI's error shape."""
+    described = {**RESPONSES, 400: {"description": "Invalid request (body, header or query)."}}
+    return {
+        code: {"model": OpenAIErrorOut, "description": described[code]["description"]}
+        for code in codes
+    }
+
+
+router = APIRouter(prefix="/v1", tags=["openai"], responses=responses(400, 413, 421))
 
 SESSION_HEADER = "X-Baton-Session"
 """The request header naming the session to continue; answers carry the session in it."""
@@ -277,6 +288,23 @@ async def _chunks(
         error = {"message": detail, "type": kind, "param": None, "code": str(code)}
         yield sse.data_message({"error": error})
     yield DONE
+
+
+def document(app: FastAPI) -> None:
+    """Make `app`'s OpenAPI schema say what `/v1/` answers: an invalid request there is a
+    400 (FastAPI lists a 422 for every route that validates its input)."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            for path, operations in schema["paths"].items():
+                if path.startswith(router.prefix + "/"):
+                    for operation in operations.values():
+                        operation["responses"].pop("422", None)
+        return build()
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _usage(s: RunSummary) -> dict[str, Any]:

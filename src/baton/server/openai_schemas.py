@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from baton.server.ids import SESSION_ID, USER_ID
 from baton.server.schemas import RunSummary
 
-MODEL_ID = r"^[A-Za-z0-9._:/-]{1,128}$"
+MODEL_ID = r"^[A-Za-z0-9._:-]{1,128}$"
 """A model id a server may be given (`baton serve --model-id`)."""
 
 DEFAULT_MODEL_ID = "baton"
@@ -146,6 +146,21 @@ class ModelListOut(BaseModel):
 
     object: Literal["list"] = "list"
     data: list[ModelOut]
+
+
+class OpenAIError(BaseModel):
+    """What went wrong, as OpenAI reports it."""
+
+    message: str = Field(description="What is wrong and what to do.")
+    type: str = Field(description="invalid_request_error, authentication_error, ...")
+    param: str | None = Field(default=None, description="The field at fault, if one is.")
+    code: str | None = Field(default=None, description="e.g. model_not_found, invalid_api_key.")
+
+
+class OpenAIErrorOut(BaseModel):
+    """Every 4xx/5xx answer under `/v1/`."""
+
+    error: OpenAIError
 
 
 def chunk(
