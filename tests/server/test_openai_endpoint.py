@@ -17,6 +17,8 @@ import uvicorn
 from openai import AsyncOpenAI
 from tests.server.server_kit import FINANCE, GATEWAY, OPERATOR, VIEWER, WEB_U1, auth, desk
 
+from baton import Agent, ScriptedModel, Team
+from baton.models import ModelRequest, ModelResponse
 from baton.server import create_app
 
 INVOICE = "What is the invoice of ORD-1001?"
@@ -36,12 +38,13 @@ class Live:
 
 
 @asynccontextmanager
-async def listening(**kw: Any) -> AsyncIterator[Live]:
-    """The desk's app on a free loopback port (`auth=` for tokens; open mode without)."""
+async def listening(team: Team | None = None, **kw: Any) -> AsyncIterator[Live]:
+    """The app of `team` (the desk by default) on a free loopback port (`auth=` for tokens;
+    open mode without)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app = create_app(desk(), host="127.0.0.1", port=port, **kw)
+    app = create_app(team or desk(), host="127.0.0.1", port=port, **kw)
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )
@@ -373,3 +376,41 @@ async def test_an_idempotency_key_answers_a_retry_with_the_recorded_run() -> Non
     assert retry.choices[0].message.content == first.choices[0].message.content
     assert [m["role"] for m in session["messages"]].count("user") == 1
     assert "X-Baton-Session" in lone.value.message
+
+
+class Quiet:
+    """A model that does not stream: it only generates whole replies."""
+
+    name = "quiet"
+
+    def __init__(self, text: str) -> None:
+        self.scripted = ScriptedModel([ScriptedModel.say(text)])
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """The scripted reply, whole."""
+        return await self.scripted.generate(request)
+
+
+async def test_a_model_that_does_not_stream_sends_its_whole_reply_in_one_chunk() -> None:
+    team = Team([Agent(name="a")], entry="a", model=Quiet("One whole reply, at once."))
+    async with listening(team) as live, live.client() as client:
+        stream = await client.chat.completions.create(
+            model="baton", messages=[user("hi")], stream=True
+        )
+        chunks = [c async for c in stream]
+    pieces = [c.choices[0].delta.content for c in chunks if c.choices[0].delta.content]
+    assert pieces == ["One whole reply, at once."]
+    assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+async def test_an_escalated_run_says_so_with_its_ticket() -> None:
+    async with listening() as live, live.client() as client:
+        done = await client.chat.completions.create(
+            model="baton", messages=[user("I want to talk to a lawyer")]
+        )
+    run = (done.model_extra or {})["baton"]
+    assert run["status"] == "escalated" and run["ticket_id"] is not None
+    text = done.choices[0].message.content or ""
+    assert text.endswith(
+        f"[baton: escalated to a person as ticket {run['ticket_id']} in the human queue]"
+    )
