@@ -414,3 +414,46 @@ async def test_an_escalated_run_says_so_with_its_ticket() -> None:
     assert text.endswith(
         f"[baton: escalated to a person as ticket {run['ticket_id']} in the human queue]"
     )
+
+
+async def test_a_client_that_leaves_a_streamed_chat_cancels_its_run() -> None:
+    model = ScriptedModel([ScriptedModel.slow(ScriptedModel.say("After a long think."), 5.0)])
+    team = Team([Agent(name="a")], entry="a", model=model)
+    async with listening(team) as live, live.client() as client:
+        stream = await client.chat.completions.create(
+            model="baton",
+            messages=[user("hi")],
+            stream=True,
+            extra_headers={"X-Baton-Session": "gone"},
+        )
+        first = await stream.__anext__()  # the run started: the model is thinking
+        await stream.close()
+        for _ in range(100):
+            cp = await team.store.get_checkpoint("gone")
+            if cp is not None and cp.status == "cancelled":
+                break
+            await asyncio.sleep(0.05)
+    assert first.choices[0].delta.role == "assistant"
+    assert cp is not None and cp.status == "cancelled"
+
+
+async def test_two_chats_on_one_session_at_once_take_turns() -> None:
+    async with listening() as live, live.client() as client:
+        headers = {"X-Baton-Session": "both"}
+        replies = await asyncio.gather(
+            *(
+                client.chat.completions.create(
+                    model="baton", messages=[user(text)], extra_headers=headers
+                )
+                for text in ("invoice ORD-11", "invoice ORD-12")
+            )
+        )
+        async with httpx.AsyncClient(base_url=live.url) as raw:
+            session = (await raw.get("/sessions/both")).json()
+    # one waited for the other (a session runs one message at a time), then ran in its turn
+    assert [(r.model_extra or {})["baton"]["status"] for r in replies] == ["completed"] * 2
+    assert [m["content"] for m in session["messages"] if m["role"] == "user"] in (
+        ["invoice ORD-11", "invoice ORD-12"],
+        ["invoice ORD-12", "invoice ORD-11"],
+    )
+    assert len({(r.model_extra or {})["baton"]["run_id"] for r in replies}) == 2
