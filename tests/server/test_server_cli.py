@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import httpx
+import openai
 import pytest
 from tests.server.server_kit import parse_sse
 from typer.testing import CliRunner
@@ -225,3 +226,37 @@ def test_the_open_mode_serves_its_own_address_and_the_printed_token_only(
         assert big.status_code == 413 and "4096 bytes" in big.json()["detail"]
         page = client.get("/")
         assert f'content="{token}"' in page.text
+
+
+def test_an_openai_client_talks_to_baton_serve_with_the_printed_token_as_its_key(
+    open_server: tuple[str, str, str],
+) -> None:
+    base, token, _ = open_server
+    with openai.OpenAI(base_url=f"{base}/v1", api_key=token, max_retries=0) as client:
+        assert [m.id for m in client.models.list().data] == ["baton"]
+        ask = [{"role": "user", "content": "please check the invoice for order ORD-202607-99"}]
+        done = client.chat.completions.create(model="baton", messages=ask)
+        pieces = [
+            c.choices[0].delta.content or ""
+            for c in client.chat.completions.create(
+                model="baton",
+                messages=ask,
+                stream=True,
+            )
+            if c.choices
+        ]
+    stranger = openai.OpenAI(base_url=f"{base}/v1", api_key="not-the-token", max_retries=0)
+    with stranger, pytest.raises(openai.PermissionDeniedError):
+        stranger.chat.completions.create(model="baton", messages=ask)
+    run = (done.model_extra or {})["baton"]
+    assert run["status"] == "completed" and run["path"] == ["triage", "billing"]
+    assert "ORD-202607-99" in (done.choices[0].message.content or "")
+    assert "".join(pieces) == done.choices[0].message.content
+
+
+def test_the_model_id_option_is_checked() -> None:
+    result = CliRunner().invoke(
+        app, ["serve", "examples.customer_service:team", "--model-id", "my model"]
+    )
+    assert result.exit_code != 0
+    assert "model_id must be 1 to 128 of the characters" in result.output

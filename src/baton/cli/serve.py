@@ -20,6 +20,9 @@ BUS_HELP = (
 
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
+DEFAULT_MODEL_ID = "baton"
+"""`--model-id` by default (the server's own default)."""
+
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 """`--max-body-bytes` by default (the server's own default, 1 MiB)."""
 
@@ -61,6 +64,14 @@ def serve(
             help="Longest request body in bytes (413 above it, before the body is read).",
         ),
     ] = DEFAULT_MAX_BODY_BYTES,
+    model_id: Annotated[
+        str,
+        typer.Option(
+            "--model-id",
+            help="The model id the OpenAI-compatible endpoint (/v1/chat/completions) serves "
+            "the team as.",
+        ),
+    ] = DEFAULT_MODEL_ID,
     log_level: Annotated[
         str, typer.Option("--log-level", help="uvicorn's log level (debug, info, warning).")
     ] = "info",
@@ -96,6 +107,7 @@ def serve(
             host=host,
             port=port,
             max_body_bytes=max_body_bytes,
+            model_id=model_id,
         )
     except (CLIError, BatonError, ValueError) as exc:
         error = exc if isinstance(exc, CLIError) else CLIError(str(exc))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import secrets
+import time
 from collections.abc import AsyncIterator
 
 from fastapi import Depends, FastAPI
@@ -15,12 +17,13 @@ from baton import __version__
 from baton.bus import Bus, open_bus
 from baton.core.errors import ConfigError
 from baton.observe.metrics import MetricsSink
-from baton.server import desk, errors, ops, runs, sessions
+from baton.server import desk, errors, openai_api, ops, runs, sessions
 from baton.server.auth import AuthConfig
 from baton.server.context import ServerContext, known_query
 from baton.server.guard import RequestGuard
 from baton.server.hosts import LocalAddress
 from baton.server.live import LiveHub
+from baton.server.openai_schemas import DEFAULT_MODEL_ID, MODEL_ID
 from baton.topologies.team import Team
 
 DESCRIPTION = """Operate a Baton team: run messages (live, as server-sent events), see each
@@ -41,6 +44,7 @@ def create_app(
     host: str | None = None,
     port: int | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    model_id: str = DEFAULT_MODEL_ID,
 ) -> FastAPI:
     """The API server (and dashboard) of `team`, served by a binding of it (`Team.bind`) on
     the team's store with the server's live and metrics sinks added; `team` is not changed.
@@ -53,6 +57,8 @@ def create_app(
     `poll_s`: how often a followed session's store is read for events of other processes.
     `host`, `port`: where the server listens (the open mode then answers to exactly that
     address; None: any loopback name, any port). `max_body_bytes`: the longest request body.
+    `model_id`: the id the OpenAI-compatible endpoint (`/v1/chat/completions`, `/v1/models`)
+    serves the team as.
     """
     if poll_s <= 0:
         raise ValueError("poll_s must be positive (seconds between store reads)")
@@ -60,6 +66,10 @@ def create_app(
         raise ConfigError(f"max_body_bytes must be a whole number of bytes, got {max_body_bytes!r}")
     if max_body_bytes < 1:
         raise ConfigError(f"max_body_bytes must be at least 1, got {max_body_bytes}")
+    if not isinstance(model_id, str) or not re.fullmatch(MODEL_ID, model_id):
+        raise ConfigError(
+            f"model_id must be 1 to 128 of the characters A-Z a-z 0-9 . _ : -, got {model_id!r}"
+        )
     local = LocalAddress.of(host, port) if auth is None else None
     local_token = secrets.token_urlsafe(32) if auth is None else None
     opened = isinstance(bus, str)
@@ -77,6 +87,8 @@ def create_app(
         local=local,
         local_token=local_token,
         max_body_bytes=max_body_bytes,
+        model_id=model_id,
+        started=int(time.time()),
     )
 
     @contextlib.asynccontextmanager
@@ -96,15 +108,16 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         dependencies=[Depends(known_query)],
-        # everywhere: a body over the limit, a Host the open mode does not answer to, an
-        # unknown query parameter
-        responses=errors.responses(413, 421, 422),
     )
     app.state.baton = ctx
     app.state.local_token = local_token
     errors.install(app)
     for module in (runs, sessions, desk, ops):
-        app.include_router(module.router)
+        # everywhere: a body over the limit, a Host the open mode does not answer to, an
+        # unknown query parameter (the OpenAI-compatible routes say so in OpenAI's shape)
+        app.include_router(module.router, responses=errors.responses(413, 421, 422))
+    app.include_router(openai_api.router)
+    openai_api.document(app)
     if ops.STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=ops.STATIC_DIR), name="static")
     requests = Counter(

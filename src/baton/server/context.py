@@ -16,6 +16,7 @@ from baton.observe.metrics import MetricsSink
 from baton.server.auth import OPEN_PRINCIPAL, AuthConfig, Principal
 from baton.server.hosts import LocalAddress
 from baton.server.live import LiveHub
+from baton.server.openai_schemas import DEFAULT_MODEL_ID
 from baton.topologies.team import Team
 
 
@@ -37,6 +38,10 @@ class ServerContext:
     change something (the dashboard reads it from its page; None with a token file)."""
     max_body_bytes: int = 1024 * 1024
     """The longest request body."""
+    model_id: str = DEFAULT_MODEL_ID
+    """The id the OpenAI-compatible endpoint serves the team as (`GET /v1/models`)."""
+    started: int = 0
+    """When the server started (epoch seconds): the served model's `created`."""
 
 
 def context(request: Request) -> ServerContext:

@@ -1,8 +1,11 @@
-"""How errors become HTTP answers: always `{"detail": "..."}`, a 4xx for anything the caller
-can fix (a 503 when the store or the bus cannot be reached), never a 5xx for bad input."""
+"""How errors become HTTP answers: `{"detail": "..."}` (under `/v1/`, the OpenAI-compatible
+endpoint, OpenAI's `{"error": {"message", "type", "param", "code"}}` with 400 for an invalid
+request), a 4xx for anything the caller can fix (a 503 when the store or the bus cannot be
+reached), never a 5xx for bad input."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -38,6 +41,55 @@ class Forbidden(Exception):
 class Conflict(Exception):
     """The step conflicts with the current state, e.g. a session that waits for a person
     (409)."""
+
+
+class UnknownModel(NotFound):
+    """A model id the OpenAI-compatible endpoint does not serve (404, `model_not_found`)."""
+
+    code = "model_not_found"
+
+
+OPENAI_PREFIX = "/v1/"
+"""Where the OpenAI-compatible endpoint lives: its errors take OpenAI's shape."""
+
+_OPENAI_TYPES: dict[int, tuple[str, str | None]] = {
+    400: ("invalid_request_error", None),
+    401: ("authentication_error", "invalid_api_key"),
+    403: ("permission_error", None),
+    404: ("invalid_request_error", "not_found"),
+    405: ("invalid_request_error", "method_not_allowed"),
+    409: ("conflict_error", None),
+    413: ("invalid_request_error", "request_too_large"),
+    421: ("invalid_request_error", "misdirected_request"),
+}
+"""OpenAI's error `type` (and a default `code`) per status; anything else is `server_error`."""
+
+
+def answer(
+    path: str,
+    status: int,
+    detail: str,
+    headers: Mapping[str, str] | None = None,
+    *,
+    problems: list[dict[str, Any]] | None = None,
+    code: str | None = None,
+) -> JSONResponse:
+    """The error answer of a request to `path`: `{"detail", "errors"?}`, or OpenAI's error
+    object under `/v1/` (an invalid request is a 400 there, as OpenAI clients expect)."""
+    if not path.startswith(OPENAI_PREFIX):
+        content: dict[str, Any] = {"detail": detail}
+        if problems is not None:
+            content["errors"] = problems
+        return JSONResponse(status_code=status, content=content, headers=headers)
+    if status == 422:
+        status = 400
+    kind, default_code = _OPENAI_TYPES.get(status, ("server_error", None))
+    param = None
+    if problems:
+        loc = [str(p) for p in problems[0]["loc"] if p not in ("body", "header", "query")]
+        param = ".".join(loc) or None
+    error = {"message": detail, "type": kind, "param": param, "code": code or default_code}
+    return JSONResponse(status_code=status, content={"error": error}, headers=headers)
 
 
 def status_of(exc: BaseException) -> int:
@@ -108,9 +160,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = _problems(exc)
-        return JSONResponse(
-            status_code=422, content={"detail": _describe(problems), "errors": problems}
-        )
+        return answer(request.url.path, 422, _describe(problems), problems=problems)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -132,7 +182,7 @@ def install(app: FastAPI) -> None:
         headers = getattr(exc, "headers", None)
         if code == 413:  # the rest of the body is never read: the connection cannot go on
             headers = {**(headers or {}), "Connection": "close"}
-        return JSONResponse(status_code=code, content={"detail": str(detail)}, headers=headers)
+        return answer(request.url.path, code, str(detail), headers)
 
     for kind in (
         NotFound,
@@ -150,4 +200,5 @@ async def _baton(request: Request, exc: Exception) -> JSONResponse:
     code = status_of(exc)
     if code == 500:
         raise exc
-    return JSONResponse(status_code=code, content={"detail": str(exc) or type(exc).__name__})
+    detail = str(exc) or type(exc).__name__
+    return answer(request.url.path, code, detail, code=getattr(exc, "code", None))

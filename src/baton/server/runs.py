@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-import anyio
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, StreamingResponse
 
@@ -150,43 +148,29 @@ async def post_run_stream(body: RunIn, ctx: Ctx, who: Operator) -> StreamingResp
 async def _run_events(
     ctx: ServerContext, items: AsyncIterator[Event | RunResult]
 ) -> AsyncIterator[bytes]:
-    pending: asyncio.Future[Event | RunResult] | None = None
     try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(items.__anext__())
-            done, _ = await asyncio.wait({pending}, timeout=sse.PING_S)
-            if not done:
-                yield sse.PING
-                continue
-            future, pending = pending, None
-            try:
-                item = future.result()
-            except StopAsyncIteration:
-                return
-            if isinstance(item, RunResult):
-                out = await summary(ctx, item)
-                yield sse.message("result", out.model_dump(mode="json"))
-            else:
-                yield sse.event_message(item)
+        async with contextlib.aclosing(sse.paced(items)) as paced:
+            async for item in paced:
+                if item is None:
+                    yield sse.PING
+                elif isinstance(item, RunResult):
+                    out = await summary(ctx, item)
+                    yield sse.message("result", out.model_dump(mode="json"))
+                else:
+                    yield sse.event_message(item)
     except Exception as exc:
-        code = status_of(exc)
-        if code >= 500 and code != 503:
-            log.exception("a streamed run failed")
-            detail = f"internal error: {type(exc).__name__}: {exc}"
-        else:
-            detail = str(exc)
+        code, detail = failure(exc)
         yield sse.message("error", {"status": code, "detail": detail})
-    finally:
-        with anyio.CancelScope(shield=True):  # the client went away: stop the run cleanly
-            if pending is not None and not pending.done():
-                pending.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await pending
-            close = getattr(items, "aclose", None)
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    await close()
+
+
+def failure(exc: Exception) -> tuple[int, str]:
+    """The status and the message a streamed run that failed with `exc` reports (an
+    unexpected error is logged with its traceback)."""
+    code = status_of(exc)
+    if code >= 500 and code != 503:
+        log.exception("a streamed run failed")
+        return code, f"internal error: {type(exc).__name__}: {exc}"
+    return code, str(exc)
 
 
 @router.get(

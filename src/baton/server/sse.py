@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any, TypeVar
 
+import anyio
 from fastapi.responses import StreamingResponse
 
 from baton.core.events import Event
@@ -30,6 +33,8 @@ PING = b": ping\n\n"
 PING_S = 15.0
 """Seconds of silence after which a stream sends `PING`."""
 
+T = TypeVar("T")
+
 
 def message(event: str, data: Any, *, id: str | None = None) -> bytes:
     """One SSE message: `id:` (optional), `event:`, one `data:` line of JSON, a blank line.
@@ -37,6 +42,11 @@ def message(event: str, data: Any, *, id: str | None = None) -> bytes:
     head = f"id: {_field(id)}\n" if id is not None else ""
     body = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     return f"{head}event: {_field(event)}\ndata: {body}\n\n".encode()
+
+
+def data_message(data: Any) -> bytes:
+    """One SSE message with no event name: a `data:` line of JSON (OpenAI's chunks)."""
+    return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
 
 
 def event_message(event: Event, *, with_id: bool = False) -> bytes:
@@ -56,3 +66,35 @@ def stream(messages: AsyncIterator[bytes]) -> StreamingResponse:
         media_type=MEDIA_TYPE,
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+async def paced(items: AsyncIterator[T]) -> AsyncGenerator[T | None, None]:
+    """Each item of `items` as it comes, and None after every `PING_S` seconds of silence
+    (the caller sends `PING`). Closed early (the client went away), it cancels the pending
+    read and closes `items`, shielded from the cancellation that closed it, so the run
+    behind `items` stops cleanly. Close it with `contextlib.aclosing`."""
+    pending: asyncio.Future[T] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(items.__anext__())
+            done, _ = await asyncio.wait({pending}, timeout=PING_S)
+            if not done:
+                yield None
+                continue
+            future, pending = pending, None
+            try:
+                item = future.result()
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        with anyio.CancelScope(shield=True):
+            if pending is not None and not pending.done():
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pending
+            close = getattr(items, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
