@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, Literal
@@ -120,6 +121,11 @@ def _bearer(header: str | None) -> str | None:
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
+def _blank(text: str) -> bool:
+    """Nothing a person could read: white space, control and format (invisible) characters."""
+    return all(c.isspace() or unicodedata.category(c) in ("Cc", "Cf") for c in text)
+
+
 def _may_read(who: Principal, record: SessionRecord | None) -> bool:
     """A token bound to one end user reads that user's sessions only; other readers read all
     (as `GET /sessions` of the API server)."""
@@ -175,8 +181,11 @@ class TeamTools:
                 f"user {who.name!r} may not run the team: `ask` needs the role operator"
             )
         text = clean_text(message)
-        if not text.strip():
-            raise ToolError("the message is empty (only white space or control characters)")
+        if _blank(text):
+            raise ToolError(
+                "the message is empty (only white space, control or invisible characters); "
+                "send the user's words"
+            )
         if session_id is not None:
             _check_id(session_id, SESSION_ID, "session_id")
         if user_id is not None:
