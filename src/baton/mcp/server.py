@@ -58,6 +58,9 @@ machine, who may run for any end user and read every session, and decides no app
 SESSIONS_URI = "baton://sessions"
 """The resource that lists the sessions the caller may read."""
 
+MAX_LISTED = 1000
+"""The most recently updated sessions `baton://sessions` looks at."""
+
 
 def session_uri(session_id: str) -> str:
     """The resource of one session."""
@@ -232,7 +235,7 @@ class TeamTools:
             iid = (cp.meta.get("interrupt") or {}).get("id", "?")
             raise ToolError(
                 f"session {session_id!r} waits for an answer to interrupt {iid}; answer it "
-                "through the API server (POST /interrupts/{id}/answer), then send the message"
+                f"through the API server (POST /interrupts/{iid}/answer), then send the message"
             )
 
     async def approvals_list(self) -> list[ApprovalCard]:
@@ -323,7 +326,8 @@ class TeamTools:
 
     # -------------------------------------------------------------------------- resources
     async def sessions(self) -> str:
-        """The sessions the caller may read, most recently updated first, as JSON."""
+        """The sessions the caller may read (of the `MAX_LISTED` most recently updated), most
+        recently updated first, as JSON."""
         who = self.caller.current()
         store = self.team.store
         cps = {cp.session_id: cp for cp in await store.list_checkpoints()}
@@ -337,9 +341,10 @@ class TeamTools:
                 "uri": session_uri(r.session_id),
                 "trace_uri": trace_uri(r.session_id),
             }
-            for r in await store.list_sessions(limit=1000)
+            for r in await store.list_sessions(limit=MAX_LISTED)
             if _may_read(who, r)
         ]
+        out.sort(key=lambda s: float(s["updated_at"] or 0.0), reverse=True)
         return json.dumps(out, ensure_ascii=False)
 
     async def _readable(self, session_id: str) -> SessionRecord:
