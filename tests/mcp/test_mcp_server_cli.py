@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
-from mcp_server_kit import HERE, TEAM, free_port, http_session, start_http, stop, structured
+from mcp_server_kit import (
+    HERE,
+    TEAM,
+    free_port,
+    http_session,
+    server_env,
+    start_http,
+    stop,
+    structured,
+)
 from typer.testing import CliRunner
 
 from baton.cli.app import app
@@ -65,3 +75,15 @@ async def test_open_http_on_loopback_runs_but_decides_no_approval(tmp_path):
             assert paused["status"] == "awaiting_approval"
     finally:
         stop(proc)
+
+
+def test_importing_baton_and_its_cli_imports_no_mcp_sdk():
+    code = (
+        "import sys, baton, baton.cli.app; "
+        "loaded = sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')); "
+        "print(loaded); assert not loaded"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=server_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
