@@ -17,6 +17,7 @@ from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team
 from baton.cli.dlq import dlq_app
 from baton.cli.driver import run_and_report
 from baton.cli.graph import graph as graph_command
+from baton.cli.mcp_serve import mcp_app
 from baton.cli.metrics import metrics as metrics_command
 from baton.cli.output import LivePrinter
 from baton.cli.resume import resume as resume_command
@@ -136,6 +137,7 @@ app.add_typer(approvals_app, name="approvals")
 app.add_typer(tickets_app, name="tickets")
 app.add_typer(checkpoints_app, name="checkpoints")
 app.add_typer(store_app, name="store")
+app.add_typer(mcp_app, name="mcp")
 
 
 # -------------------------------------------------------------------------------- trace

@@ -1,0 +1,1 @@
+"""Baton and the Model Context Protocol (the `mcp` extra: `pip install 'baton-relay[mcp]'`)."""
