@@ -504,6 +504,9 @@ class Hold:
         self._renewal: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> None:
+        refresh = self.resumer.runner.refresh_tools
+        if refresh is not None:  # toolsets (MCP servers) listed before the kernel runs
+            await refresh()
         self._token = run_log_redaction(self.redactor)
         try:
             self._renewal = await self.resumer.enter(self.session_id)

@@ -109,6 +109,9 @@ class Runner:
         session reads every earlier message again)."""
         self.live: dict[str, LiveRun] = {}
         """Session id -> the run going on in this process (`team.cancel` stops it)."""
+        self.refresh_tools: Callable[[], Awaitable[None]] | None = None
+        """Lists the agents' toolsets and compiles again the agents whose tools changed
+        (set by a team whose agents have toolsets); awaited before every run or resume."""
 
     # ------------------------------------------------------------------ the holder loop
     async def run(

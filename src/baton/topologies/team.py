@@ -51,6 +51,7 @@ from baton.runtime.rulebook import compile_guardrails
 from baton.runtime.runner import Listener, Runner
 from baton.runtime.sync import run_sync_guard
 from baton.runtime.tickets import Tickets
+from baton.runtime.toolsets import refresh_toolsets
 from baton.tools import DEFAULT_MAX_RESULT_CHARS
 from baton.topologies.mermaid import Flowchart, label
 
@@ -230,9 +231,16 @@ class Team:
         """The human queue: list, claim, answer and close escalation tickets."""
         self._bus_slot = bus
         self._owns_store, self._owns_bus = owns
+        if any(a.toolsets for a in self.agents.values()):
+            self._runner.refresh_tools = self._refresh_toolsets
         for sink in sinks:
             if isinstance(sink, BindsNames):
                 sink.bind_names(self.declared_names)
+
+    async def _refresh_toolsets(self) -> None:
+        """List the agents' toolsets (MCP servers) and compile again the agents whose tools
+        changed: before every run, so a run's tools stay the same while it goes on."""
+        await refresh_toolsets(self._plans, self.agents, self.default_model, self.blueprint)
 
     def bind(
         self: _Bound,
@@ -299,11 +307,14 @@ class Team:
     async def aclose(self) -> None:
         """Close what this object owns and detach its names from its sinks (a Team is also
         an async context manager). A team made by `Team(...)` owns its store and bus; a
-        binding owns only what it opened from a URL (see `bind`)."""
+        binding owns only what it opened from a URL (see `bind`). The connections of its
+        agents' toolsets (MCP servers) are closed too; they open again if used again."""
         for sink in self.sinks:
             if isinstance(sink, BindsNames):
                 sink.unbind_names(self.declared_names)
         try:
+            for toolset in {id(t): t for a in self.agents.values() for t in a.toolsets}.values():
+                await toolset.aclose()  # its connection; it opens again if used again
             if self._owns_bus:
                 await self._bus_slot.close()
         finally:
