@@ -10,6 +10,7 @@ tool output, quoted data for the model: never control state.
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from collections.abc import Mapping, Sequence
@@ -148,9 +149,9 @@ def _value(result: mcp_types.CallToolResult) -> Any:
         return text
     if not text:
         return structured
+    if isinstance(structured, dict) and list(structured.values()) == [text]:
+        return text  # a plain value the server wrapped (`{"result": text}`)
     try:
-        import json
-
         if json.loads(text) == structured:
             return structured
     except ValueError:
