@@ -102,6 +102,25 @@ async def test_a_server_killed_mid_run_fails_that_call_clearly_and_restarts_on_t
     assert len(restarted) == 1 and restarted != killed
 
 
+async def test_a_server_that_cannot_come_back_fails_its_calls_and_the_run_goes_on() -> None:
+    """Listed in an earlier run, then killed, then its command gone: each call fails as a
+    tool error naming the server, and the run still answers."""
+    server = time_server()
+    clock = Agent(name="clock", tools=[server.tools()])
+    twice = (("get_current_time", {"timezone": "UTC"}), ("get_current_time", {"timezone": "UTC"}))
+    async with Team([clock], entry="clock", model=ScriptedModel(script_of(*twice))) as team:
+        first = await team.run("time?", session_id="A")
+        (pid,) = children("mcp_server_time")
+        os.kill(pid, signal.SIGKILL)
+        server.command = "/nonexistent/mcp-server-time"  # as if it was uninstalled meanwhile
+        second = await team.run("time again?", session_id="B")
+    assert first.status == second.status == "completed"
+    lost, gone = called(second)
+    assert not lost.ok and "failed during the call to get_current_time" in lost.error
+    assert not gone.ok and "could not be started or reached" in gone.error
+    assert "/nonexistent/mcp-server-time" in gone.error
+
+
 async def test_a_server_that_cannot_start_names_itself_and_its_command() -> None:
     broken = MCPServer.stdio("/nonexistent/mcp-server-nothing", ["--flag"])
     clerk = Agent(name="clerk", tools=[broken.tools()])

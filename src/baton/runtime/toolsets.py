@@ -8,10 +8,11 @@ changed is asked again), so the tools an agent sees never change in the middle o
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, MutableMapping, Sequence
 
 from baton.agents import Agent
-from baton.core.errors import ConfigError
+from baton.core.errors import BatonError, ConfigError
 from baton.models.base import Model
 from baton.runtime.blueprint import Blueprint
 from baton.runtime.plan import AgentPlan, compile_plan
@@ -23,17 +24,28 @@ async def refresh_toolsets(
     agents: Mapping[str, Agent],
     default_model: Model | str | None,
     blueprint: Blueprint,
+    log: logging.Logger,
 ) -> None:
     """List every agent's toolsets; compile again (in `plans`) each agent whose listed
     tools are not the ones its plan holds. Raises what a toolset raises (a server that
-    cannot start) and `ConfigError` for a listed tool whose name the agent already has."""
+    cannot start) and `ConfigError` for a listed tool whose name the agent already has.
+    An agent whose toolsets were listed before keeps those tools when listing fails now
+    (logged on `log`)."""
     for agent in agents.values():
         if not agent.toolsets:
             continue
-        listed: list[Tool] = []
-        for toolset in agent.toolsets:
-            listed.extend(await toolset.list_tools())
         plan = plans[agent.name]
+        try:
+            listed: list[Tool] = []
+            for toolset in agent.toolsets:
+                listed.extend(await toolset.list_tools())
+        except BatonError as exc:
+            if plan.agent is agent:  # never listed: the agent cannot run without its tools
+                raise
+            # listed before: the run goes on with those tools, and a call to a server that
+            # is still down fails as a tool error naming it
+            log.warning("agent %r keeps the tools it had: %s", agent.name, exc)
+            continue
         if _same(plan.agent.tools[len(agent.tools) :], listed):
             continue
         _check_names(agent, listed)

@@ -240,7 +240,9 @@ class Team:
     async def _refresh_toolsets(self) -> None:
         """List the agents' toolsets (MCP servers) and compile again the agents whose tools
         changed: before every run, so a run's tools stay the same while it goes on."""
-        await refresh_toolsets(self._plans, self.agents, self.default_model, self.blueprint)
+        await refresh_toolsets(
+            self._plans, self.agents, self.default_model, self.blueprint, self._settings.log
+        )
 
     def bind(
         self: _Bound,
@@ -456,10 +458,11 @@ class Team:
         read while the session is held; a team needs nothing."""
         return None
 
-    def _held(self, session_id: str) -> Hold:
+    def _held(self, session_id: str, *, tools: bool = True) -> Hold:
         """What every entry point that runs the kernel does first: this team's redaction of
-        the logs made meanwhile, and the session held (one runner at a time)."""
-        return self._resumer.hold(session_id, self._settings.redactor)
+        the logs made meanwhile, and the session held (one runner at a time); `tools`: the
+        agents' toolsets listed first (an entry that runs no agent needs none)."""
+        return self._resumer.hold(session_id, self._settings.redactor, tools=tools)
 
     def run_sync(
         self, message: str, session_id: str | None = None, user_id: str | None = None
@@ -511,7 +514,7 @@ class Team:
         if live is not None and live.task is not asyncio.current_task():
             live.stop(reason)
             return await asyncio.wrap_future(live.done())
-        async with self._held(session_id):
+        async with self._held(session_id, tools=False):
             return await self._resumer.cancel(session_id, reason)
 
     async def release(self, session_id: str) -> bool:
@@ -541,7 +544,7 @@ class Team:
         """Drop the session's unfinished run (crashed, or waiting for approval) without
         running more of it: what it committed stays, the rest is gone, and the session is
         free for new messages. Returns the discarded checkpoint."""
-        async with self._held(session_id):
+        async with self._held(session_id, tools=False):
             return await self._resumer.discard(session_id)
 
     async def unfinished(self) -> list[Checkpoint]:
