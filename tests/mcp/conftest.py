@@ -4,6 +4,7 @@ its test."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -30,12 +31,12 @@ def no_stdio_server_left() -> Iterator[None]:
     assert not left, f"MCP server processes outlived the test: {left}"
 
 
-@pytest.fixture(scope="module")
-def demo_url() -> Iterator[str]:
-    """The demo server (the SDK's `MCPServer`) over streamable HTTP on 127.0.0.1."""
+@contextlib.contextmanager
+def demo_over(transport: str) -> Iterator[int]:
+    """The demo server (the SDK's `MCPServer`) over `transport` on 127.0.0.1: its port."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, DEMO, "http", str(port)],
+        [sys.executable, DEMO, transport, str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -49,10 +50,24 @@ def demo_url() -> Iterator[str]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the demo MCP server did not start") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield port
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture(scope="module")
+def demo_url() -> Iterator[str]:
+    """The demo server over streamable HTTP: its URL."""
+    with demo_over("http") as port:
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture
+def demo_sse_url() -> Iterator[str]:
+    """The demo server over the older HTTP+SSE transport: its URL."""
+    with demo_over("sse") as port:
+        yield f"http://127.0.0.1:{port}/sse"
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """A small MCP server built with the `mcp` SDK's own server (`MCPServer`, formerly FastMCP),
-for the client tests: `python demo_server.py stdio` or `python demo_server.py http PORT`.
+for the client tests: `python demo_server.py stdio`, `... http PORT` or `... sse PORT`.
 
 Its tools exercise what the client must handle: structured and text results, a call's
 `_meta`, a tool that never returns, a result that tries to steer the agent, and a tool list
@@ -78,5 +78,7 @@ async def grow(ctx: Context) -> str:
 if __name__ == "__main__":
     if sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif sys.argv[1] == "sse":
+        server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run("stdio")

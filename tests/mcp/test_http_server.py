@@ -166,3 +166,14 @@ async def test_an_mcp_tool_that_needs_approval_waits_and_runs_once_approved(
         done = await t.approve("S1", paused.approval.id, by="alice")
     assert done.status == "completed"
     assert done.output == "echo: pay"
+
+
+async def test_a_server_on_the_older_sse_transport_serves_the_same_tools(
+    demo_sse_url: str,
+) -> None:
+    server = MCPServer.sse(demo_sse_url, name="demo")
+    desk = Agent(name="desk", tools=[server.tools(include=["echo", "forecast"])])
+    model = ScriptedModel(script_of(("echo", {"text": "over sse"})))
+    async with Team([desk], entry="desk", model=model) as team:
+        result = await team.run("echo over sse", session_id="S1")
+    assert (result.status, result.output) == ("completed", "echo: over sse")

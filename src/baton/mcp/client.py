@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import mcp_types
-from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -32,6 +31,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from baton.approvals import PolicyLike
 from baton.core.errors import BatonError
+from mcp import Client, MCPError, StdioServerParameters
 
 if TYPE_CHECKING:
     from baton.mcp.toolset import MCPToolset
@@ -362,6 +362,7 @@ class MCPServer:
         try:
             client = await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout_s)
         except asyncio.TimeoutError:
+            ready.cancel()  # (nobody reads what the handshake ends with now)
             closing.set()
             task.cancel()
             with contextlib.suppress(BaseException):
