@@ -63,6 +63,12 @@ def fail() -> str:
 
 
 @server.tool()
+def connect() -> str:
+    """Fails with an error that quotes a secret (a password in a DSN)."""
+    raise ToolError("login failed for postgresql://app:Zq8-hunter2-Xv@db.internal:5432/main")
+
+
+@server.tool()
 async def grow(ctx: Context) -> str:
     """Add the tool `extra` and tell the client the list changed."""
 

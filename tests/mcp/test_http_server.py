@@ -177,3 +177,20 @@ async def test_a_server_on_the_older_sse_transport_serves_the_same_tools(
     async with Team([desk], entry="desk", model=model) as team:
         result = await team.run("echo over sse", session_id="S1")
     assert (result.status, result.output) == ("completed", "echo: over sse")
+
+
+async def test_an_error_quoting_a_secret_is_redacted_and_a_long_result_truncated(
+    demo_url: str,
+) -> None:
+    calls = (("connect", {}), ("forecast", {"city": "Reykjavik"}))
+    async with team_of(demo_url, *calls, max_result_chars=30) as team:
+        result = await team.run("connect, then the weather in Reykjavik", session_id="S1")
+        stored = [m.content or "" for m in await team.store.get_messages("S1")]
+    assert result.status == "completed"
+    failed, forecast = of_type(result, "tool_called")
+    assert not failed.ok and "Zq8-hunter2-Xv" not in (failed.error or "")
+    assert "login failed" in (failed.error or "")
+    assert not any("Zq8-hunter2-Xv" in text for text in stored)
+    assert "Zq8-hunter2-Xv" not in result.output
+    assert forecast.ok and forecast.truncated and forecast.result_chars > 30
+    assert "[truncated: showing 30 of" in result.output
