@@ -225,14 +225,19 @@ class Team:
         self.store: Store = store
         self.sinks: list[EventSink] = sinks
         self._settings = replace(settings, store=store, sinks=sinks)
-        self._runner = Runner(self._settings, self._plans, self.policy, self.blueprint.kinds)
+        toolsets = any(a.toolsets for a in self.agents.values())
+        self._runner = Runner(
+            self._settings,
+            self._plans,
+            self.policy,
+            self.blueprint.kinds,
+            refresh_tools=self._refresh_toolsets if toolsets else None,
+        )
         self._resumer = Resumer(self._runner, self._lease_s)
         self.tickets = Tickets(store, self._settings.at_rest)
         """The human queue: list, claim, answer and close escalation tickets."""
         self._bus_slot = bus
         self._owns_store, self._owns_bus = owns
-        if any(a.toolsets for a in self.agents.values()):
-            self._runner.refresh_tools = self._refresh_toolsets
         for sink in sinks:
             if isinstance(sink, BindsNames):
                 sink.bind_names(self.declared_names)
