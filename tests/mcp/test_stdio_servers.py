@@ -37,6 +37,8 @@ async def test_time_server_answers_a_team_run_and_only_the_included_tool_is_offe
     clock = Agent(name="clock", tools=[time_server().tools(include=["get_current_time"])])
     script = script_of(("get_current_time", {"timezone": "Asia/Tokyo"}), seen=seen)
     async with Team([clock], entry="clock", model=ScriptedModel(script)) as team:
+        assert children("mcp_server_time") == []  # nothing starts before a run needs it
+        assert team.describe()["agents"]["clock"]["toolsets"] == ["time"]
         result = await team.run("what time is it in Tokyo?", session_id="S1")
 
     assert result.status == "completed", result.error

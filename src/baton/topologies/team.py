@@ -685,7 +685,8 @@ class Team:
 
     def describe(self) -> dict[str, Any]:
         """A plain-dict summary of the team (agents, hand-off graph, entry, fallback); a
-        conductor agent says so, with its round budget, and names no model."""
+        conductor agent says so, with its round budget, and names no model; an agent with
+        toolsets (MCP servers) names them."""
         conductors = self.blueprint.conductors
         agents: dict[str, Any] = {}
         for a in self.agents.values():
@@ -694,6 +695,8 @@ class Team:
                 "tools": [t.name for t in a.tools],
                 "handoffs": list(a.handoffs),
             }
+            if a.toolsets:  # their tools are known once listed (before the first run)
+                agents[a.name]["toolsets"] = [t.name for t in a.toolsets]
             if a.name in conductors:
                 agents[a.name]["conductor"] = {"rounds": conductors[a.name].rounds}
         return {
