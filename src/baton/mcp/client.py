@@ -30,7 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from baton.approvals import PolicyLike
-from baton.core.errors import BatonError
+from baton.core.errors import BatonError, ConfigError
 from mcp import Client, MCPError, StdioServerParameters
 
 if TYPE_CHECKING:
@@ -113,9 +113,9 @@ class MCPServer:
         connect_timeout_s: float = 30.0,
     ) -> None:
         if transport not in ("stdio", "http", "sse"):
-            raise MCPServerError(f"transport must be stdio, http or sse, not {transport!r}")
+            raise ConfigError(f"transport must be stdio, http or sse, not {transport!r}")
         if isinstance(args, str):
-            raise MCPServerError(f"MCP server {name!r}: args takes a list of strings")
+            raise ConfigError(f"MCP server {name!r}: args takes a list of strings")
         self.name = name
         """Names the server in errors and logs."""
         self.transport = transport
@@ -151,7 +151,7 @@ class MCPServer:
         to a minimal environment (PATH, HOME...), as the SDK does; `name` defaults to the
         command's file name."""
         if not isinstance(command, str) or not command.strip():
-            raise MCPServerError("MCPServer.stdio needs the command that starts the server")
+            raise ConfigError("MCPServer.stdio needs the command that starts the server")
         return cls(
             name=name or os.path.basename(command),
             transport="stdio",
@@ -198,7 +198,7 @@ class MCPServer:
     ) -> MCPServer:
         parts = urlsplit(url) if isinstance(url, str) else None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise MCPServerError(f"MCPServer.{transport} needs an http(s) URL, got {url!r}")
+            raise ConfigError(f"MCPServer.{transport} needs an http(s) URL, got {url!r}")
         return cls(
             name=name or parts.hostname,
             transport=transport,
