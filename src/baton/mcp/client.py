@@ -23,11 +23,14 @@ from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
+import anyio
+import httpx2
 import mcp_types
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types.jsonrpc import CONNECTION_CLOSED
 
 from baton.approvals import PolicyLike
 from baton.core.errors import BatonError, ConfigError
@@ -39,8 +42,14 @@ if TYPE_CHECKING:
 _log = logging.getLogger("baton")
 _T = TypeVar("_T")
 
-_CONNECTION_LOST = (-32000,)
-"""`CONNECTION_CLOSED`: the SDK's error for a request whose connection ended."""
+_TRANSPORT_ERRORS = (
+    OSError,
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    anyio.EndOfStream,
+    httpx2.TransportError,
+)
+"""What a connection that broke raises (the next call makes a new one)."""
 
 
 class MCPServerError(BatonError):
@@ -320,11 +329,16 @@ class MCPServer:
         try:
             return await client.call_tool(name, arguments, meta=meta)  # type: ignore[arg-type]
         except MCPError as exc:
-            if exc.code in _CONNECTION_LOST:
+            if exc.code == CONNECTION_CLOSED:  # the request's connection ended
                 raise self._failed(f"the call to {name}", exc) from exc
             raise MCPServerError(f"{self.describe()} refused the call to {name}: {exc}") from exc
-        except Exception as exc:
+        except _TRANSPORT_ERRORS as exc:
             raise self._failed(f"the call to {name}", exc) from exc
+        except Exception as exc:  # the connection is fine: the answer is what is wrong
+            raise MCPServerError(
+                f"{self.describe()} answered the call to {name} with a result that cannot be "
+                f"used ({type(exc).__name__}: {exc})"
+            ) from exc
 
     def _failed(self, what: str, exc: BaseException) -> MCPServerError:
         """The connection is dropped (the next use opens a new one): the error says so."""
