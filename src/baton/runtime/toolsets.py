@@ -49,7 +49,10 @@ async def refresh_toolsets(
         if _same(plan.agent.tools[len(agent.tools) :], listed):
             continue
         _check_names(agent, listed)
-        expanded = agent.model_copy(update={"tools": (*agent.tools, *listed)})
+        update: dict[str, object] = {"tools": (*agent.tools, *listed)}
+        if plan.model is not None:  # the model resolved at build, not a second client
+            update["model"] = plan.model
+        expanded = agent.model_copy(update=update)
         plans[agent.name] = compile_plan(
             expanded,
             agents,
