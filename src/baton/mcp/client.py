@@ -72,9 +72,19 @@ class _Loop:
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.loop))
 
     def stop(self) -> None:
-        """Stop the loop and its thread (after its connections are closed)."""
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
+        """Stop the loop and its thread (after its connections are closed); work still on
+        it is cancelled, so that no caller waits for a loop that no longer runs."""
+
+        async def end() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            if tasks:  # their callers hear of it before the loop stops
+                await asyncio.wait(tasks, timeout=5)
+            asyncio.get_running_loop().stop()
+
+        asyncio.run_coroutine_threadsafe(end(), self.loop)
+        self.thread.join(10)
         if not self.thread.is_alive():
             self.loop.close()
 
