@@ -211,3 +211,29 @@ async def test_fetch_server_reads_a_loopback_page_for_the_agent(page_url: str) -
     assert "The kettle now whistles in three languages." in result.output
     (call,) = called(result)
     assert call.ok and call.arguments == {"url": page_url}
+
+
+async def test_closing_a_server_ends_a_call_in_flight_with_an_error_and_it_opens_again() -> None:
+    import asyncio
+
+    demo = MCPServer.stdio(sys.executable, [DEMO, "stdio"], name="demo")
+    await demo.list_tools()  # connected: the call below is in flight when the server closes
+    hanging = asyncio.ensure_future(demo.call_tool("hang", {}))
+    await asyncio.sleep(0.5)
+    await demo.aclose()
+    with pytest.raises(MCPServerError, match=r"MCP server 'demo'.*during the call to hang"):
+        await asyncio.wait_for(hanging, 10)
+    again = await demo.call_tool("echo", {"text": "again"})
+    assert again.content[0].text == "echo: again"  # type: ignore[union-attr]
+    await demo.aclose()
+
+
+async def test_closing_a_server_while_it_starts_fails_the_waiting_call_clearly() -> None:
+    import asyncio
+
+    demo = MCPServer.stdio(sys.executable, [DEMO, "stdio"], name="demo")
+    waiting = asyncio.ensure_future(demo.call_tool("echo", {"text": "x"}))
+    await asyncio.sleep(0.05)  # the server's process is still starting
+    await demo.aclose()
+    with pytest.raises(MCPServerError, match=r"MCP server 'demo'.*closed \(aclose\)"):
+        await asyncio.wait_for(waiting, 10)

@@ -60,7 +60,9 @@ class MCPServerError(BatonError):
 class _Loop:
     """An event loop running in a daemon thread of its own."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, server: str) -> None:
+        self.server = server
+        self.stopping = False
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(
             target=self.loop.run_forever, name=f"baton-mcp-{name}", daemon=True
@@ -68,12 +70,24 @@ class _Loop:
         self.thread.start()
 
     async def run(self, work: Coroutine[Any, Any, _T]) -> _T:
-        """`work` run on this loop, awaited from the caller's (cancelling one cancels it)."""
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.loop))
+        """`work` run on this loop, awaited from the caller's (cancelling one cancels it);
+        work the loop's stop cancelled raises `MCPServerError` to its caller."""
+        done = asyncio.run_coroutine_threadsafe(work, self.loop)
+        try:
+            return await asyncio.wrap_future(done)
+        except asyncio.CancelledError:
+            if self.stopping and done.cancelled():
+                raise MCPServerError(
+                    f"{self.server} was closed (aclose) during this call; it opens again on "
+                    "the next call"
+                ) from None
+            raise
 
     def stop(self) -> None:
         """Stop the loop and its thread (after its connections are closed); work still on
         it is cancelled, so that no caller waits for a loop that no longer runs."""
+
+        self.stopping = True
 
         async def end() -> None:
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
@@ -308,7 +322,7 @@ class MCPServer:
     def _on_loop(self, work: Coroutine[Any, Any, _T]) -> Awaitable[_T]:
         with self._loop_lock:
             if self._loop is None:
-                self._loop = _Loop(self.name)
+                self._loop = _Loop(self.name, self.describe())
             loop = self._loop
         return loop.run(work)
 
@@ -423,7 +437,10 @@ class MCPServer:
                 await closing.wait()
         except BaseException as exc:
             if not ready.done():
-                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(exc))
+                if isinstance(exc, Exception):
+                    ready.set_exception(exc)
+                else:  # cancelled (the server closed while it started): nobody waits now
+                    ready.cancel()
             elif not isinstance(exc, asyncio.CancelledError) and not closing.is_set():
                 _log.warning("%s: its connection ended: %s", self.describe(), _leaf(exc))
             if isinstance(exc, asyncio.CancelledError):
