@@ -7,6 +7,7 @@ that changes."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -38,6 +39,18 @@ def whoami(ctx: Context) -> dict[str, Any]:
     """The `_meta` this call carried."""
     meta = ctx.request_context.meta or {}
     return {"meta": {k: v for k, v in dict(meta).items() if isinstance(v, str)}}
+
+
+@server.tool()
+def setting(name: str, ctx: Context) -> dict[str, Any]:
+    """An environment variable and the directory of the server's process, and a header of
+    the request."""
+    headers = {k.lower(): v for k, v in (ctx.headers or {}).items()}
+    return {
+        "env": os.environ.get(name),
+        "cwd": os.getcwd(),
+        "header": headers.get(name.lower().replace("_", "-")),
+    }
 
 
 @server.tool()

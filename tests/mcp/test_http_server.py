@@ -194,3 +194,11 @@ async def test_an_error_quoting_a_secret_is_redacted_and_a_long_result_truncated
     assert "Zq8-hunter2-Xv" not in result.output
     assert forecast.ok and forecast.truncated and forecast.result_chars > 30
     assert "[truncated: showing 30 of" in result.output
+
+
+async def test_the_headers_given_to_the_server_go_with_every_request(demo_url: str) -> None:
+    server = MCPServer.http(demo_url, headers={"X-Desk-Token": "t0k"}, name="demo")
+    result = await server.call_tool("setting", {"name": "X_Desk_Token"})
+    assert result.structured_content is not None
+    assert (result.structured_content["env"], result.structured_content["header"]) == (None, "t0k")
+    await server.aclose()

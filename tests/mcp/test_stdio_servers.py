@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -237,3 +238,13 @@ async def test_closing_a_server_while_it_starts_fails_the_waiting_call_clearly()
     await demo.aclose()
     with pytest.raises(MCPServerError, match=r"MCP server 'demo'.*closed \(aclose\)"):
         await asyncio.wait_for(waiting, 10)
+
+
+async def test_env_and_cwd_given_to_a_stdio_server_reach_its_process(tmp_path: Path) -> None:
+    demo = MCPServer.stdio(
+        sys.executable, [DEMO, "stdio"], env={"DESK_REGION": "eu-2"}, cwd=str(tmp_path)
+    )
+    result = await demo.call_tool("setting", {"name": "DESK_REGION"})
+    assert result.structured_content == {"env": "eu-2", "cwd": str(tmp_path), "header": None}
+    assert demo.name == os.path.basename(sys.executable)  # the default name: the command's
+    await demo.aclose()
