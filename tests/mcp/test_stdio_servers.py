@@ -248,3 +248,13 @@ async def test_env_and_cwd_given_to_a_stdio_server_reach_its_process(tmp_path: P
     assert result.structured_content == {"env": "eu-2", "cwd": str(tmp_path), "header": None}
     assert demo.name == os.path.basename(sys.executable)  # the default name: the command's
     await demo.aclose()
+
+
+async def test_a_command_that_never_answers_the_handshake_times_out_and_is_stopped() -> None:
+    mute = MCPServer.stdio(
+        sys.executable, ["-c", "import time; time.sleep(60)"], name="mute", connect_timeout_s=0.5
+    )
+    with pytest.raises(MCPServerError, match=r"'mute'.*did not complete the MCP handshake"):
+        await mute.list_tools()
+    assert children("time.sleep(60)") == []  # its process was stopped
+    await mute.aclose()
