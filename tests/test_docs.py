@@ -30,6 +30,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/stores.md",
         "docs/server.md",
         "docs/mcp-server.md",
+        "docs/mcp.md",
     ],
 )
 def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -52,11 +52,12 @@ from baton.models import Model, ModelRequest, ModelResponse, ScriptedModel
 from baton.observe import ConsoleSink, EventSink, JSONLSink
 from baton.runtime import Guards, RunResult
 from baton.runtime.redact import Redactor
-from baton.tools import Tool, ToolContext, tool, tool_context
+from baton.tools import Tool, ToolContext, Toolset, tool, tool_context
 from baton.topologies import Team
 
 if TYPE_CHECKING:
     from baton.backends.sqlite import SQLiteStore
+    from baton.mcp import MCPServer, MCPServerError, MCPToolset
     from baton.models.local import LocalModel
     from baton.models.openai_compat import OpenAICompatible
     from baton.observe import MetricsSink, OTelSink
@@ -108,6 +109,9 @@ __all__ = [
     "JSONLSink",
     "Leases",
     "LocalModel",
+    "MCPServer",
+    "MCPServerError",
+    "MCPToolset",
     "MemoryStore",
     "Message",
     "MetricsSink",
@@ -145,6 +149,7 @@ __all__ = [
     "ToolCall",
     "ToolContext",
     "ToolError",
+    "Toolset",
     "Usage",
     "Verdict",
     "Worker",
@@ -201,6 +206,10 @@ def __getattr__(name: str) -> Any:
         from baton.models.openai_compat import OpenAICompatible
 
         return OpenAICompatible
+    if name in ("MCPServer", "MCPServerError", "MCPToolset"):  # the `mcp` SDK, an extra
+        import baton.mcp
+
+        return getattr(baton.mcp, name)
     if name in ("OTelSink", "MetricsSink"):  # opentelemetry / prometheus load on first use
         import baton.observe
 

@@ -6,12 +6,12 @@ import re
 from collections.abc import Sequence
 from typing import Any, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from baton.approvals import ApprovalPolicy, approval_policy
 from baton.core.policies import ContextPolicy, parse_policy
 from baton.guardrails import Guardrail
-from baton.tools import Tool
+from baton.tools import Tool, Toolset
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,47}$")
 
@@ -30,6 +30,11 @@ class Agent(BaseModel):
     not_for: str = Field(default="", description="What it must not handle (drives hand-offs).")
     examples: Sequence[str] = Field(default=(), description="Utterances it should receive.")
     tools: Sequence[Tool] = Field(default=(), description="Tools only this agent may call.")
+    toolsets: Sequence[Toolset] = Field(
+        default=(),
+        description="Tools it takes from elsewhere, listed by the team before each run (an MCP "
+        "server's `server.tools(...)`); a toolset given in `tools` lands here.",
+    )
     handoffs: Sequence[str] = Field(default=(), description="Agents it may pass the baton to.")
     model: Any = Field(
         default=None,
@@ -92,6 +97,30 @@ class Agent(BaseModel):
                 "'_' or '-' (at most 48 characters), because they become tool names"
             )
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_toolsets(cls, data: Any) -> Any:
+        """`tools=[server.tools(...), my_tool]`: the toolsets go to `toolsets`."""
+        if isinstance(data, dict) and "tools" in data:
+            items = list(data["tools"] or ())
+            sets = [t for t in items if isinstance(t, Toolset)]
+            if sets:
+                data = {
+                    **data,
+                    "tools": [t for t in items if not isinstance(t, Toolset)],
+                    "toolsets": [*data.get("toolsets", ()), *sets],
+                }
+        return data
+
+    @field_validator("toolsets", mode="before")
+    @classmethod
+    def _toolsets(cls, v: Any) -> Any:
+        items = tuple(v or ())
+        for t in items:
+            if not isinstance(t, Toolset):
+                raise ValueError(f"{t!r} is not a toolset: pass server.tools(...) of an MCPServer")
+        return items
 
     @field_validator("tools", mode="before")
     @classmethod

@@ -7,6 +7,7 @@ import contextvars
 import functools
 import inspect
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_type_hints, overload
@@ -62,6 +63,8 @@ class ToolContext:
     """Where each slot of `state` came from: `tool` or `kernel` (verified), `user` (the
     user's own words); a slot missing here is not verified. Check it before trusting a slot
     for a decision (`baton.runtime.control`)."""
+    trace_id: str = ""
+    """The run's W3C trace id (32 hex characters), for a tool that carries the trace on."""
 
 
 _CONTEXT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
@@ -468,6 +471,23 @@ class Tool:
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
+
+
+class Toolset(ABC):
+    """Tools an agent takes from elsewhere (an MCP server), known only once listed: pass one
+    in `Agent(tools=[...])` beside plain tools. The team lists it before each run."""
+
+    name: str
+    """Names the toolset in errors (an MCP server's name)."""
+
+    @abstractmethod
+    async def list_tools(self) -> Sequence[Tool]:
+        """The tools it offers now; the same objects while nothing changed (a new list is
+        what makes the team compile the agent again)."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Release what it holds (a connection); it opens again when next used."""
 
 
 @overload

@@ -379,6 +379,7 @@ async def run_tool(kernel: Kernel, call: Call) -> Handled:
         state=dict(run.session.state),
         scopes=tuple(plan.agent.scopes),
         provenance=dict(provenance(run.session)),
+        trace_id=run.trace_id,
     )
     started = time.perf_counter()
     pending.started = True

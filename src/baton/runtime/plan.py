@@ -174,20 +174,34 @@ def compile_plans(
     for name in [*(extra_entries or {}), *(conductors or {})]:
         if name not in agents:
             raise ConfigError(f"the topology names {name!r}, which is not one of its agents")
-    plans = {}
-    for a in agents.values():
-        conducted = (conductors or {}).get(a.name)
-        if conducted is not None and a.model is not None:
-            raise ConfigError(
-                f"agent {a.name!r} is a conductor: it decides in code and has no model; "
-                "remove its model"
-            )
-        plan = _compile(a, agents, default_model, conducted)
-        extras = (extra_entries or {}).get(a.name, ())
-        if extras:
-            plan = _with_extras(plan, extras)
-        plans[a.name] = plan
-    return plans
+    return {
+        a.name: compile_plan(
+            a,
+            agents,
+            default_model,
+            (extra_entries or {}).get(a.name, ()),
+            (conductors or {}).get(a.name),
+        )
+        for a in agents.values()
+    }
+
+
+def compile_plan(
+    agent: Agent,
+    agents: Mapping[str, Agent],
+    default_model: Model | str | None = None,
+    extras: Sequence[Extra] = (),
+    conducted: Conducted | None = None,
+) -> AgentPlan:
+    """Compile one agent of `agents` (`compile_plans` does each; a team compiles an agent
+    again when the tools its toolsets list change)."""
+    if conducted is not None and agent.model is not None:
+        raise ConfigError(
+            f"agent {agent.name!r} is a conductor: it decides in code and has no model; "
+            "remove its model"
+        )
+    plan = _compile(agent, agents, default_model, conducted)
+    return _with_extras(plan, extras) if extras else plan
 
 
 def _with_extras(plan: AgentPlan, extras: Sequence[Extra]) -> AgentPlan:

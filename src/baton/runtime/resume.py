@@ -143,9 +143,12 @@ class Resumer:
                 key=session_id,
             )
 
-    def hold(self, session_id: str, redactor: Redactor | None = None) -> Hold:
-        """`async with resumer.hold(sid):` the session for one run (see `Hold`)."""
-        return Hold(self, session_id, redactor)
+    def hold(
+        self, session_id: str, redactor: Redactor | None = None, *, tools: bool = True
+    ) -> Hold:
+        """`async with resumer.hold(sid):` the session for one run (see `Hold`); `tools`:
+        list the agents' toolsets first (False for what runs no agent: discard, cancel)."""
+        return Hold(self, session_id, redactor, tools)
 
     async def enter(self, session_id: str) -> asyncio.Task[None] | None:
         """Take the session: the lock of this process (shared by every team on the same
@@ -494,16 +497,22 @@ class Hold:
     and sinks), and the session held by one runner at a time (a class, not a generator: every
     run enters one)."""
 
-    __slots__ = ("_renewal", "_token", "redactor", "resumer", "session_id")
+    __slots__ = ("_renewal", "_token", "redactor", "resumer", "session_id", "tools")
 
-    def __init__(self, resumer: Resumer, session_id: str, redactor: Redactor | None) -> None:
+    def __init__(
+        self, resumer: Resumer, session_id: str, redactor: Redactor | None, tools: bool = True
+    ) -> None:
         self.resumer = resumer
+        self.tools = tools
         self.session_id = session_id
         self.redactor = redactor
         self._token: contextvars.Token[Redactor | None] | None = None
         self._renewal: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> None:
+        refresh = self.resumer.runner.refresh_tools
+        if refresh is not None and self.tools:  # toolsets (MCP servers), before the kernel
+            await refresh()
         self._token = run_log_redaction(self.redactor)
         try:
             self._renewal = await self.resumer.enter(self.session_id)

@@ -84,6 +84,7 @@ class Runner:
         plans: Mapping[str, AgentPlan],
         policy: SwarmPolicy,
         kinds: Mapping[str, Kind] | None = None,
+        refresh_tools: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.cfg = cfg
         self.plans = plans
@@ -109,6 +110,9 @@ class Runner:
         session reads every earlier message again)."""
         self.live: dict[str, LiveRun] = {}
         """Session id -> the run going on in this process (`team.cancel` stops it)."""
+        self.refresh_tools = refresh_tools
+        """Lists the agents' toolsets and compiles again the agents whose tools changed
+        (set by a team whose agents have toolsets); awaited before every run or resume."""
 
     # ------------------------------------------------------------------ the holder loop
     async def run(

@@ -51,6 +51,7 @@ from baton.runtime.rulebook import compile_guardrails
 from baton.runtime.runner import Listener, Runner
 from baton.runtime.sync import run_sync_guard
 from baton.runtime.tickets import Tickets
+from baton.runtime.toolsets import refresh_toolsets
 from baton.tools import DEFAULT_MAX_RESULT_CHARS
 from baton.topologies.mermaid import Flowchart, label
 
@@ -224,7 +225,14 @@ class Team:
         self.store: Store = store
         self.sinks: list[EventSink] = sinks
         self._settings = replace(settings, store=store, sinks=sinks)
-        self._runner = Runner(self._settings, self._plans, self.policy, self.blueprint.kinds)
+        toolsets = any(a.toolsets for a in self.agents.values())
+        self._runner = Runner(
+            self._settings,
+            self._plans,
+            self.policy,
+            self.blueprint.kinds,
+            refresh_tools=self._refresh_toolsets if toolsets else None,
+        )
         self._resumer = Resumer(self._runner, self._lease_s)
         self.tickets = Tickets(store, self._settings.at_rest)
         """The human queue: list, claim, answer and close escalation tickets."""
@@ -233,6 +241,13 @@ class Team:
         for sink in sinks:
             if isinstance(sink, BindsNames):
                 sink.bind_names(self.declared_names)
+
+    async def _refresh_toolsets(self) -> None:
+        """List the agents' toolsets (MCP servers) and compile again the agents whose tools
+        changed: before every run, so a run's tools stay the same while it goes on."""
+        await refresh_toolsets(
+            self._plans, self.agents, self.default_model, self.blueprint, self._settings.log
+        )
 
     def bind(
         self: _Bound,
@@ -299,11 +314,14 @@ class Team:
     async def aclose(self) -> None:
         """Close what this object owns and detach its names from its sinks (a Team is also
         an async context manager). A team made by `Team(...)` owns its store and bus; a
-        binding owns only what it opened from a URL (see `bind`)."""
+        binding owns only what it opened from a URL (see `bind`). The connections of its
+        agents' toolsets (MCP servers) are closed too; they open again if used again."""
         for sink in self.sinks:
             if isinstance(sink, BindsNames):
                 sink.unbind_names(self.declared_names)
         try:
+            for toolset in {id(t): t for a in self.agents.values() for t in a.toolsets}.values():
+                await toolset.aclose()  # its connection; it opens again if used again
             if self._owns_bus:
                 await self._bus_slot.close()
         finally:
@@ -445,10 +463,11 @@ class Team:
         read while the session is held; a team needs nothing."""
         return None
 
-    def _held(self, session_id: str) -> Hold:
+    def _held(self, session_id: str, *, tools: bool = True) -> Hold:
         """What every entry point that runs the kernel does first: this team's redaction of
-        the logs made meanwhile, and the session held (one runner at a time)."""
-        return self._resumer.hold(session_id, self._settings.redactor)
+        the logs made meanwhile, and the session held (one runner at a time); `tools`: the
+        agents' toolsets listed first (an entry that runs no agent needs none)."""
+        return self._resumer.hold(session_id, self._settings.redactor, tools=tools)
 
     def run_sync(
         self, message: str, session_id: str | None = None, user_id: str | None = None
@@ -500,7 +519,7 @@ class Team:
         if live is not None and live.task is not asyncio.current_task():
             live.stop(reason)
             return await asyncio.wrap_future(live.done())
-        async with self._held(session_id):
+        async with self._held(session_id, tools=False):
             return await self._resumer.cancel(session_id, reason)
 
     async def release(self, session_id: str) -> bool:
@@ -530,7 +549,7 @@ class Team:
         """Drop the session's unfinished run (crashed, or waiting for approval) without
         running more of it: what it committed stays, the rest is gone, and the session is
         free for new messages. Returns the discarded checkpoint."""
-        async with self._held(session_id):
+        async with self._held(session_id, tools=False):
             return await self._resumer.discard(session_id)
 
     async def unfinished(self) -> list[Checkpoint]:
@@ -666,7 +685,8 @@ class Team:
 
     def describe(self) -> dict[str, Any]:
         """A plain-dict summary of the team (agents, hand-off graph, entry, fallback); a
-        conductor agent says so, with its round budget, and names no model."""
+        conductor agent says so, with its round budget, and names no model; an agent with
+        toolsets (MCP servers) names them."""
         conductors = self.blueprint.conductors
         agents: dict[str, Any] = {}
         for a in self.agents.values():
@@ -675,6 +695,8 @@ class Team:
                 "tools": [t.name for t in a.tools],
                 "handoffs": list(a.handoffs),
             }
+            if a.toolsets:  # their tools are known once listed (before the first run)
+                agents[a.name]["toolsets"] = [t.name for t in a.toolsets]
             if a.name in conductors:
                 agents[a.name]["conductor"] = {"rounds": conductors[a.name].rounds}
         return {
