@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from baton import Agent, ScriptedModel, Team, tool
-from baton.core.text import clean_text, clean_value
+from baton.core.text import blank, clean_text, clean_value
 
 
 @given(st.text(alphabet=st.characters(codec=None)))
@@ -52,3 +53,20 @@ async def test_a_run_full_of_lone_surrogates_is_stored(tmp_path: Path) -> None:
     assert [m.content for m in stored if m.role == "user"] == ["hi \ufffd"]
     assert any(m.role == "tool" and m.content == "\ufffd half\ufffd" for m in stored)
     await team.aclose()
+
+
+@pytest.mark.parametrize("text", ["", "  \n\t", "\x00\x07", "\u200b\u200d\ufeff", "\u3000 \x1b"])
+def test_text_of_only_white_space_control_or_invisible_characters_is_blank(text: str) -> None:
+    assert blank(text)
+
+
+@pytest.mark.parametrize("text", ["a", " 退款 ", "\x00?", "\u200bhi", "🙂"])
+def test_text_a_person_can_read_is_not_blank(text: str) -> None:
+    assert not blank(text)
+
+
+@pytest.mark.parametrize("message", ["\x00\x07", "\u200b \u200b"])
+def test_a_team_refuses_a_message_with_nothing_to_read(message: str) -> None:
+    team = Team([Agent(name="solo")], entry="solo", model=ScriptedModel([ScriptedModel.say("hi")]))
+    with pytest.raises(ValueError, match="invisible characters"):
+        team.run_sync(message, session_id="S1")

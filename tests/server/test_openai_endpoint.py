@@ -265,6 +265,7 @@ async def test_the_open_mode_needs_the_local_token_or_the_dashboards_origin() ->
         ({"model": "baton", "messages": [user("hi")], "n": 2}, "n"),
         ({"model": "baton", "messages": [user("hi")], "user": "a b"}, "user"),
         ({"model": "baton", "messages": [user("  \n\t  ")]}, "empty"),
+        ({"model": "baton", "messages": [user("\x00\x07\u200b")]}, "empty"),
         (
             {
                 "model": "baton",

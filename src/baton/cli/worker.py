@@ -17,7 +17,7 @@ from baton.cli.common import CLIError, fail, load_team
 from baton.cli.options import STORE_HELP
 from baton.core.errors import BatonError
 from baton.core.ids import new_id
-from baton.core.text import clean_text
+from baton.core.text import blank, clean_text
 from baton.worker import Worker
 
 BUS_HELP = "Bus URL: redis://host:6379/0 (workers in other processes) or memory://."
@@ -114,8 +114,13 @@ def submit(
 ) -> None:
     """Queue one message for the workers; print its request id, and its result with --wait."""
     out, err = Console(highlight=False), Console(stderr=True, highlight=False)
-    if not message.strip():
-        fail(err, CLIError("the message is empty", code=2))
+    if blank(message):
+        fail(
+            err,
+            CLIError(
+                "the message is empty (only white space, control or invisible characters)", code=2
+            ),
+        )
         raise typer.Exit(2)
 
     async def main() -> int:

@@ -8,6 +8,7 @@ what enters a run (the user's message, the model's text and arguments, tool resu
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 
@@ -20,6 +21,12 @@ def clean_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
+
+
+def blank(text: str) -> bool:
+    """Nothing a person could read: only white space, control and format (invisible, such as
+    zero-width) characters; `"\\x00\\x07"` and `"\\u200b"` are blank."""
+    return all(c.isspace() or unicodedata.category(c) in ("Cc", "Cf") for c in text)
 
 
 def clean_value(value: Any) -> Any:

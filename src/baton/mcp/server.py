@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, Literal
@@ -34,7 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from baton.backends.base import Checkpoint, SessionRecord
 from baton.core.approval import ApprovalCard
 from baton.core.errors import BatonError
-from baton.core.text import clean_text
+from baton.core.text import blank, clean_text
 from baton.observe.tree import build_tree
 from baton.runtime.result import RunResult
 from baton.server.auth import (
@@ -124,11 +123,6 @@ def _bearer(header: str | None) -> str | None:
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
-def _blank(text: str) -> bool:
-    """Nothing a person could read: white space, control and format (invisible) characters."""
-    return all(c.isspace() or unicodedata.category(c) in ("Cc", "Cf") for c in text)
-
-
 def _may_read(who: Principal, record: SessionRecord | None) -> bool:
     """A token bound to one end user reads that user's sessions only; other readers read all
     (as `GET /sessions` of the API server)."""
@@ -184,7 +178,7 @@ class TeamTools:
                 f"user {who.name!r} may not run the team: `ask` needs the role operator"
             )
         text = clean_text(message)
-        if _blank(text):
+        if blank(text):
             raise ToolError(
                 "the message is empty (only white space, control or invisible characters); "
                 "send the user's words"

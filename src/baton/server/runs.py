@@ -14,7 +14,7 @@ from baton.bus.base import Envelope
 from baton.bus.headers import trace_headers
 from baton.core.events import Event
 from baton.core.ids import new_id
-from baton.core.text import clean_text
+from baton.core.text import blank, clean_text
 from baton.runtime.result import RunResult
 from baton.server import sse
 from baton.server.auth import Principal
@@ -36,8 +36,8 @@ async def precheck(ctx: ServerContext, body: RunIn, who: Principal) -> tuple[str
     the kernel would refuse, before anything starts (a streamed run's refusal then is a plain
     4xx answer, not an event)."""
     message = clean_text(body.message)
-    if not message.strip():
-        raise ValueError("the message is empty (only white space or control characters)")
+    if blank(message):
+        raise ValueError("the message is empty (only white space, control or invisible characters)")
     try:
         user_id = who.run_user(body.user_id)
     except PermissionError as exc:

@@ -25,7 +25,7 @@ from baton.core.errors import (
 from baton.core.events import Event
 from baton.core.ids import new_id
 from baton.core.interrupt import InterruptCard
-from baton.core.text import clean_text
+from baton.core.text import blank, clean_text
 from baton.guardrails import Guardrail
 from baton.models.base import Model
 from baton.models.registry import resolve_model
@@ -394,8 +394,11 @@ class Team:
         returns the envelope (its `id` is the request id, `session_id` the session's). The
         turn carries the caller's trace context. `await team.result(session_id)` waits for
         the answer. A request id submitted again is answered once (its recorded result)."""
-        if not isinstance(message, str) or not message.strip():
-            raise ValueError("message must be a non-empty string")
+        if not isinstance(message, str) or blank(message):
+            raise ValueError(
+                "message must be a non-empty string (not only white space, control or "
+                "invisible characters)"
+            )
         envelope = Envelope(
             session_id=session_id or new_id("s_"),
             message=clean_text(message),
@@ -434,8 +437,11 @@ class Team:
         request_id: str | None = None,
         trace_id: str | None = None,
     ) -> RunResult:
-        if not isinstance(message, str) or not message.strip():
-            raise ValueError("message must be a non-empty string")
+        if not isinstance(message, str) or blank(message):
+            raise ValueError(
+                "message must be a non-empty string (not only white space, control or "
+                "invisible characters)"
+            )
         sid = session_id or new_id("s_")
         message = clean_text(message)
         async with self._held(sid):
