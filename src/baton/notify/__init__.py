@@ -1,0 +1,43 @@
+"""Notifications where people work: approval requests, escalations, failed runs and guard
+alerts pushed as cards to webhooks, Slack, WeCom and DingTalk (`docs/notifications.md`)."""
+
+from baton.notify.cards import Card, CardField, CardKind, CardLink, GuardRate, card_for
+from baton.notify.channels import (
+    Channel,
+    ChannelConfig,
+    DingTalkChannel,
+    HttpRequest,
+    SlackChannel,
+    WebhookChannel,
+    WeComChannel,
+)
+from baton.notify.signing import (
+    DEFAULT_WINDOW_S,
+    dingtalk_sign,
+    dingtalk_url,
+    sign_webhook,
+    verify_dingtalk,
+    verify_signature,
+)
+
+__all__ = [
+    "DEFAULT_WINDOW_S",
+    "Card",
+    "CardField",
+    "CardKind",
+    "CardLink",
+    "Channel",
+    "ChannelConfig",
+    "DingTalkChannel",
+    "GuardRate",
+    "HttpRequest",
+    "SlackChannel",
+    "WeComChannel",
+    "WebhookChannel",
+    "card_for",
+    "dingtalk_sign",
+    "dingtalk_url",
+    "sign_webhook",
+    "verify_dingtalk",
+    "verify_signature",
+]

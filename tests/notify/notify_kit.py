@@ -1,0 +1,132 @@
+"""What the notification tests share: a loopback HTTP receiver that records every POST it
+gets and answers with the statuses it is told to (then 200), and notifiable events."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from baton.core.approval import ApprovalCard
+from baton.core.events import (
+    ApprovalRequested,
+    Escalated,
+    EscalationCard,
+    GuardTripped,
+    RunFinished,
+)
+
+
+@dataclass
+class Received:
+    """One request as the receiver got it."""
+
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: bytes
+    status: int
+
+
+@dataclass
+class Receiver:
+    """Records requests; answers `statuses` in order, then 200. `hold` (an Event) makes the
+    handler wait before answering (a deliverer killed mid-request)."""
+
+    received: list[Received] = field(default_factory=list)
+    statuses: list[int] = field(default_factory=list)
+    hold: threading.Event | None = None
+    url: str = ""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def answer(self) -> int:
+        with self._lock:
+            return self.statuses.pop(0) if self.statuses else 200
+
+    def keys(self) -> list[str]:
+        """The idempotency keys received, in order."""
+        return [r.headers.get("Idempotency-Key", "") for r in self.received]
+
+
+def start() -> tuple[Receiver, ThreadingHTTPServer]:
+    """A receiver listening on 127.0.0.1 (a free port), served from a daemon thread."""
+    rec = Receiver()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            status = rec.answer()
+            parts = urlsplit(self.path)
+            with rec._lock:
+                rec.received.append(
+                    Received(parts.path, parse_qs(parts.query), dict(self.headers), body, status)
+                )
+            if rec.hold is not None:
+                rec.hold.wait(10)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"errcode":0}' if status == 200 else b'{"error":"boom"}')
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # quiet test output
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    rec.url = f"http://127.0.0.1:{server.server_address[1]}"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return rec, server
+
+
+def approval(session_id: str = "S1", run_id: str = "R1", **card: object) -> ApprovalRequested:
+    """An approval_requested event of a refund waiting for a `finance` approver."""
+    fields: dict[str, object] = {
+        "id": "ap-1",
+        "session_id": session_id,
+        "run_id": run_id,
+        "trace_id": "T1",
+        "agent": "billing",
+        "kind": "tool",
+        "tool": "refund",
+        "call_id": "c1",
+        "arguments": {"order_id": "ORD-202607-99", "amount": 120},
+        "reason": "退款超过 100 元需要财务审批",
+        "required_roles": ["finance"],
+    }
+    fields.update(card)
+    return ApprovalRequested(
+        trace_id="T1",
+        session_id=session_id,
+        run_id=run_id,
+        agent="billing",
+        card=ApprovalCard(**fields),  # type: ignore[arg-type]
+    )
+
+
+def escalated(session_id: str = "S1") -> Escalated:
+    """An escalation to the human queue, with a hand-over card in Chinese."""
+    card = EscalationCard(
+        session_id=session_id,
+        trace_id="T1",
+        user_id="U1",
+        path=["triage", "billing", "tech"],
+        reasons=["ping-pong billing ↔ tech"],
+        state={"order_id": "ORD-202607-99"},
+        last_user_message="服务器 srv-7 又挂了，发票也没收到",
+    )
+    return Escalated(trace_id="T1", session_id=session_id, run_id="R1", to="human", card=card)
+
+
+def failed(session_id: str = "S1") -> RunFinished:
+    """A run that ended failed."""
+    return RunFinished(
+        trace_id="T1", session_id=session_id, run_id="R1", status="failed", error="model down"
+    )
+
+
+def tripped(guard: str = "max_hops", ts: float = 1000.0, session_id: str = "S1") -> GuardTripped:
+    """A guard trip at `ts`."""
+    return GuardTripped(
+        trace_id="T1", session_id=session_id, run_id="R1", guard=guard, detail="5 hops", ts=ts
+    )
