@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from baton.backends.sqlite import SQLiteStore
     from baton.models.local import LocalModel
     from baton.models.openai_compat import OpenAICompatible
+    from baton.notify import Notifier, NotifyConfig
     from baton.observe import MetricsSink, OTelSink
     from baton.topologies.blackboard import Blackboard
     from baton.topologies.debate import Debate
@@ -118,6 +119,8 @@ __all__ = [
     "NewerCheckpoint",
     "NoRunToResume",
     "NodeContext",
+    "Notifier",
+    "NotifyConfig",
     "OTelSink",
     "OpenAICompatible",
     "ParseError",
@@ -201,6 +204,10 @@ def __getattr__(name: str) -> Any:
         from baton.models.openai_compat import OpenAICompatible
 
         return OpenAICompatible
+    if name in ("Notifier", "NotifyConfig"):
+        import baton.notify
+
+        return getattr(baton.notify, name)
     if name in ("OTelSink", "MetricsSink"):  # opentelemetry / prometheus load on first use
         import baton.observe
 

@@ -11,6 +11,7 @@ from baton.notify.channels import (
     WebhookChannel,
     WeComChannel,
 )
+from baton.notify.deliver import Notifier, NotifyConfig, backoff_s
 from baton.notify.signing import (
     DEFAULT_WINDOW_S,
     dingtalk_sign,
@@ -31,9 +32,12 @@ __all__ = [
     "DingTalkChannel",
     "GuardRate",
     "HttpRequest",
+    "Notifier",
+    "NotifyConfig",
     "SlackChannel",
     "WeComChannel",
     "WebhookChannel",
+    "backoff_s",
     "card_for",
     "dingtalk_sign",
     "dingtalk_url",
