@@ -29,6 +29,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/deploy.md",
         "docs/stores.md",
         "docs/server.md",
+        "docs/notifications.md",
     ],
 )
 def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
