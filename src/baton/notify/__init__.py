@@ -12,6 +12,7 @@ from baton.notify.channels import (
     WeComChannel,
 )
 from baton.notify.deliver import Notifier, NotifyConfig, backoff_s
+from baton.notify.links import ApprovalLinks, LinkClaims, read_link, sign_link
 from baton.notify.signing import (
     DEFAULT_WINDOW_S,
     dingtalk_sign,
@@ -23,6 +24,7 @@ from baton.notify.signing import (
 
 __all__ = [
     "DEFAULT_WINDOW_S",
+    "ApprovalLinks",
     "Card",
     "CardField",
     "CardKind",
@@ -32,6 +34,7 @@ __all__ = [
     "DingTalkChannel",
     "GuardRate",
     "HttpRequest",
+    "LinkClaims",
     "Notifier",
     "NotifyConfig",
     "SlackChannel",
@@ -41,6 +44,8 @@ __all__ = [
     "card_for",
     "dingtalk_sign",
     "dingtalk_url",
+    "read_link",
+    "sign_link",
     "sign_webhook",
     "verify_dingtalk",
     "verify_signature",

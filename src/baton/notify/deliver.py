@@ -31,6 +31,7 @@ from baton.core.errors import ConfigError
 from baton.core.ids import now
 from baton.notify.cards import Card, GuardRate, card_for
 from baton.notify.channels import Channel, ChannelConfig
+from baton.notify.links import ApprovalLinks
 from baton.runtime.redact import Redactor
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ class NotifyConfig(BaseModel):
     """When guard trips become an alert."""
     redact_keys: list[str] = Field(default_factory=list)
     """Sensitive key names beyond the redactor's defaults."""
+    links: ApprovalLinks | None = None
+    """Signed approve/reject links on approval cards (None: cards carry no links)."""
 
     @model_validator(mode="after")
     def _check(self) -> NotifyConfig:
@@ -191,7 +194,10 @@ class Notifier:
         event = item.parsed()
         rate = self.config.guard_rate
         if item.kind != "guard_tripped":
-            return card_for(event, self.redactor)
+            card = card_for(event, self.redactor)
+            if self.config.links is not None:
+                card.links = self.config.links.for_card(card)
+            return card
         trips = await self.store.count_outbox(item.kind, item.key, item.ts - rate.window_s, item.ts)
         if trips != rate.trips:
             return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 from collections.abc import AsyncIterator
 
@@ -15,7 +16,7 @@ from baton import __version__
 from baton.bus import Bus, open_bus
 from baton.core.errors import ConfigError
 from baton.observe.metrics import MetricsSink
-from baton.server import desk, errors, ops, runs, sessions
+from baton.server import desk, errors, links, ops, runs, sessions
 from baton.server.auth import AuthConfig
 from baton.server.context import ServerContext, known_query
 from baton.server.guard import RequestGuard
@@ -41,6 +42,7 @@ def create_app(
     host: str | None = None,
     port: int | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    link_secret: str | None = None,
 ) -> FastAPI:
     """The API server (and dashboard) of `team`, served by a binding of it (`Team.bind`) on
     the team's store with the server's live and metrics sinks added; `team` is not changed.
@@ -53,6 +55,8 @@ def create_app(
     `poll_s`: how often a followed session's store is read for events of other processes.
     `host`, `port`: where the server listens (the open mode then answers to exactly that
     address; None: any loopback name, any port). `max_body_bytes`: the longest request body.
+    `link_secret` (else `$BATON_APPROVAL_LINK_SECRET`): the secret that signs the approve and
+    reject links of notification cards (`baton.notify.links`); None turns the links off.
     """
     if poll_s <= 0:
         raise ValueError("poll_s must be positive (seconds between store reads)")
@@ -77,6 +81,7 @@ def create_app(
         local=local,
         local_token=local_token,
         max_body_bytes=max_body_bytes,
+        link_secret=link_secret or os.environ.get("BATON_APPROVAL_LINK_SECRET") or None,
     )
 
     @contextlib.asynccontextmanager
@@ -103,7 +108,7 @@ def create_app(
     app.state.baton = ctx
     app.state.local_token = local_token
     errors.install(app)
-    for module in (runs, sessions, desk, ops):
+    for module in (runs, sessions, desk, links, ops):
         app.include_router(module.router)
     if ops.STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=ops.STATIC_DIR), name="static")

@@ -37,6 +37,8 @@ class ServerContext:
     change something (the dashboard reads it from its page; None with a token file)."""
     max_body_bytes: int = 1024 * 1024
     """The longest request body."""
+    link_secret: str | None = None
+    """The secret of signed approval links (`baton.notify.links`); None: links are off."""
 
 
 def context(request: Request) -> ServerContext:
