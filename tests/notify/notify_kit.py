@@ -4,10 +4,17 @@ gets and answers with the statuses it is told to (then 200), and notifiable even
 from __future__ import annotations
 
 import threading
+import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.services import POSTGRES, require_service
+
+from baton.backends import MemoryStore
+from baton.backends.sqlite import SQLiteStore
 from baton.core.approval import ApprovalCard
 from baton.core.events import (
     ApprovalRequested,
@@ -134,3 +141,31 @@ def tripped(guard: str = "max_hops", ts: float = 1000.0, session_id: str = "S1")
     return GuardTripped(
         trace_id="T1", session_id=session_id, run_id="R1", guard=guard, detail="5 hops", ts=ts
     )
+
+
+OUTBOX_BACKENDS = ["memory", "sqlite", "postgres"]
+"""The stores with the outbox."""
+
+POSTGRES_URL = f"postgresql://postgres@{POSTGRES[0]}:{POSTGRES[1]}/test"
+
+
+def outbox_store(kind: str, tmp_path: Path, schema: str | None = None) -> Any:
+    """A fresh store of `kind` (PostgreSQL in a schema of its own, `schema` to share one)."""
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "sqlite":
+        return SQLiteStore(f"sqlite:///{tmp_path}/notify.db")
+    require_service("PostgreSQL", POSTGRES)
+    from baton.backends.postgres import PostgresStore
+
+    return PostgresStore(POSTGRES_URL, schema=schema or f"t_{uuid.uuid4().hex[:12]}")
+
+
+async def dispose(store: Any) -> None:
+    """Close a store, dropping a PostgreSQL store's schema first."""
+    drop = getattr(store, "drop", None)
+    try:
+        if drop is not None:
+            await drop()
+    finally:
+        await store.close()

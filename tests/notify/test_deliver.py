@@ -8,15 +8,23 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import AsyncIterator
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.notify.notify_kit import Receiver, approval, escalated, failed, tripped
+from tests.notify.notify_kit import (
+    Receiver,
+    approval,
+    dispose,
+    escalated,
+    failed,
+    outbox_store,
+    tripped,
+)
 
 from baton import Agent, ScriptedModel, Team, tool
-from baton.backends import MemoryStore, SessionRecord
+from baton.backends import SessionRecord
 from baton.backends.sqlite import SQLiteStore
 from baton.core.errors import ConfigError
 from baton.notify import verify_signature
@@ -30,13 +38,6 @@ def config(receiver: Receiver, **options: Any) -> NotifyConfig:
         {"type": "webhook", "name": "ops", "url": f"{receiver.url}/hook", "secret": SECRET}
     ]
     return NotifyConfig.model_validate({"channels": channels, **options})
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
-    s = MemoryStore() if request.param == "memory" else SQLiteStore(f"sqlite:///{tmp_path}/n.db")
-    yield s
-    await s.close()
 
 
 async def commit(store: Any, *events: Any, sid: str = "S1") -> None:
@@ -106,12 +107,16 @@ async def test_an_unreachable_channel_is_logged_and_retried(store: Any) -> None:
         await n.close()
 
 
-async def test_two_deliverers_send_each_card_once(tmp_path: Path, receiver: Receiver) -> None:
-    url = f"sqlite:///{tmp_path}/n.db"
-    writer = SQLiteStore(url)
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_two_deliverers_send_each_card_once(
+    kind: str, tmp_path: Path, receiver: Receiver
+) -> None:
+    """Two deliverers on one shared store, each with its own connection, claim at once."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    writer = outbox_store(kind, tmp_path, schema)
     for i in range(12):
         await commit(writer, approval(session_id=f"S{i}"), sid=f"S{i}")
-    stores = [SQLiteStore(url), SQLiteStore(url)]
+    stores = [outbox_store(kind, tmp_path, schema), outbox_store(kind, tmp_path, schema)]
     notifiers = [
         Notifier(s, config(receiver, batch=4), owner=f"d{i}") for i, s in enumerate(stores)
     ]
@@ -124,8 +129,9 @@ async def test_two_deliverers_send_each_card_once(tmp_path: Path, receiver: Rece
     finally:
         for n in notifiers:
             await n.close()
-        for s in (*stores, writer):
+        for s in stores:
             await s.close()
+        await dispose(writer)
 
 
 async def test_same_idempotency_key_after_a_deliverer_dies_mid_delivery(

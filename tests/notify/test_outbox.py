@@ -5,24 +5,24 @@ claim items under a lease and settle them with their delivery log."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from tests.notify.notify_kit import approval, escalated, failed, tripped
+from tests.notify.notify_kit import (
+    POSTGRES_URL,
+    approval,
+    dispose,
+    escalated,
+    failed,
+    outbox_store,
+    tripped,
+)
 
-from baton.backends import MemoryStore, SessionRecord
+from baton.backends import SessionRecord
 from baton.backends.outbox import Delivery, Outbox
 from baton.backends.sqlite import SQLiteStore
 from baton.core.errors import ConflictError, StoreError
 from baton.core.events import RunFinished, RunStarted
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Outbox]:
-    s = MemoryStore() if request.param == "memory" else SQLiteStore(f"sqlite:///{tmp_path}/o.db")
-    yield s
-    await s.close()
 
 
 async def test_the_notifiable_events_of_a_commit_go_to_the_outbox(store: Outbox) -> None:
@@ -74,6 +74,35 @@ async def test_a_commit_that_fails_mid_transaction_writes_no_notification(tmp_pa
         assert await store.get_events("S1") == []
     finally:
         await store.close()
+
+
+async def test_a_postgres_commit_that_fails_mid_transaction_writes_no_notification(
+    tmp_path: Path,
+) -> None:
+    store = outbox_store("postgres", tmp_path)
+    try:
+        await store.commit_run(SessionRecord("S0"), [], [])  # creates the schema
+        import asyncpg
+
+        conn = await asyncpg.connect(POSTGRES_URL)
+        try:
+            # the audit records are the commit's last write: make them fail, after the outbox
+            await conn.execute(f'SET search_path TO "{store.schema}"')
+            await conn.execute(
+                "CREATE FUNCTION fail() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ BEGIN RAISE EXCEPTION 'disk'; END $$"
+            )
+            await conn.execute(
+                "CREATE TRIGGER fail BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION fail()"
+            )
+        finally:
+            await conn.close()
+        with pytest.raises(StoreError, match="disk"):
+            await store.commit_run(SessionRecord("S1"), [], [approval(), failed()])
+        assert await store.list_outbox() == []
+        assert await store.get_events("S1") == []
+    finally:
+        await dispose(store)
 
 
 async def test_claims_are_leased_and_settled_by_their_holder(store: Outbox) -> None:

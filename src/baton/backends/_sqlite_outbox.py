@@ -39,12 +39,6 @@ OUTBOX_TABLE = """CREATE TABLE IF NOT EXISTS outbox (
 )"""
 """The outbox table (schema 12); rowid orders rows as committed."""
 
-INSERT_OUTBOX = (
-    "INSERT INTO outbox (id, kind, key, session_id, run_id, ts, event, created_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
-)
-"""Insert the rows of `outbox_rows` (an event committed twice is one notification)."""
-
 _DUE = (
     "SELECT id FROM outbox WHERE status = 'pending' AND next_at <= ? "
     "AND (owner IS NULL OR lease_until <= ?) ORDER BY rowid LIMIT ?"

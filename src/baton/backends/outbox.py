@@ -50,6 +50,13 @@ OUTBOX_COLUMNS = (
 )
 """The outbox table's columns, in `OutboxItem`'s order."""
 
+INSERT_OUTBOX = (
+    "INSERT INTO outbox (id, kind, key, session_id, run_id, ts, event, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
+)
+"""Insert the rows of `outbox_rows` (`?` placeholders; an event committed twice is one
+notification)."""
+
 
 def notifiable(event: Event) -> bool:
     """Whether `event` goes to the outbox."""

@@ -56,7 +56,7 @@ from baton.backends._sql import (
     UPSERT_SNAPSHOT,
     SQLStore,
 )
-from baton.backends._sqlite_outbox import INSERT_OUTBOX, OUTBOX_TABLE, SQLiteOutbox
+from baton.backends._sqlite_outbox import OUTBOX_TABLE, SQLiteOutbox
 from baton.backends.archive import (
     Anchor,
     ArchiveReport,
@@ -82,6 +82,7 @@ from baton.backends.audit import (
     retired_ids,
 )
 from baton.backends.base import BoardEntry, Checkpoint, SessionRecord, Snapshot
+from baton.backends.outbox import INSERT_OUTBOX
 from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
 from baton.backends.sealing import CheckpointKeyProvider, resolve_keys
 from baton.core.errors import ConfigError, StoreError

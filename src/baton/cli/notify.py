@@ -58,8 +58,7 @@ def _outbox(url: str) -> Any:
     store = open_cli_store(url)
     if not isinstance(store, Outbox):
         raise CLIError(
-            f"the store {url} has no outbox: notifications need a sqlite:// store (or "
-            "MemoryStore in process)",
+            f"the store {url} has no outbox: notifications need a sqlite:// or postgresql:// store",
             code=2,
         )
     return store

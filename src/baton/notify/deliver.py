@@ -148,7 +148,7 @@ class Notifier:
         if not isinstance(store, Outbox):
             raise ConfigError(
                 f"{type(store).__name__} has no outbox: notifications need a store with the "
-                "Outbox capability (MemoryStore, SQLiteStore)"
+                "Outbox capability (MemoryStore, SQLiteStore, PostgresStore)"
             )
         self.store: Outbox = store
         self.config = config
