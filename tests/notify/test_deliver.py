@@ -26,7 +26,7 @@ from tests.notify.notify_kit import (
 from baton import Agent, ScriptedModel, Team, tool
 from baton.backends import SessionRecord
 from baton.backends.sqlite import SQLiteStore
-from baton.core.errors import ConfigError
+from baton.core.errors import ConfigError, StoreError
 from baton.notify import verify_signature
 from baton.notify.deliver import Notifier, NotifyConfig, backoff_s
 
@@ -291,6 +291,83 @@ async def test_a_real_runs_approval_request_reaches_the_webhook(
     assert card["kind"] == "approval" and card["required_roles"] == ["finance"]
     assert card["session_id"] == "S1" and card["approval_id"]
     assert b"sk-abcdef0123456789XYZ" not in got.body and b"ORD-1" in got.body
+
+
+async def test_an_event_no_card_can_be_made_of_is_dead_at_once(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    """A row this Baton cannot read (written by another version, or edited) would fail on
+    every try: it is the dead letter at once, and the deliverer goes on."""
+    import sqlite3
+
+    store = SQLiteStore(f"sqlite:///{tmp_path}/n.db")
+    await commit(store, failed(), escalated())
+    raw = sqlite3.connect(tmp_path / "n.db")
+    raw.execute("UPDATE outbox SET event = replace(event, 'run_finished', 'no_such_event')")
+    raw.commit()
+    raw.close()
+    n = Notifier(store, config(receiver))
+    try:
+        assert await n.run_once() == 2
+    finally:
+        await n.close()
+    bad, good = await store.list_outbox()
+    await store.close()
+    assert bad.status == "dead" and "no card can be made of it" in bad.deliveries[0].error
+    assert good.status == "delivered" and len(receiver.received) == 1
+
+
+async def test_a_receiver_that_never_answers_is_a_failed_try(
+    store: Any, receiver: Receiver
+) -> None:
+    import threading
+
+    await commit(store, failed())
+    receiver.hold = threading.Event()
+    n = Notifier(store, config(receiver, timeout_s=0.3, lease_s=5))
+    try:
+        await n.run_once(at=0.0)
+    finally:
+        receiver.hold.set()
+        await n.close()
+    (item,) = await store.list_outbox()
+    assert item.status == "pending" and item.deliveries[0].status_code is None
+    assert "Timeout" in item.deliveries[0].error
+
+
+async def test_run_prunes_old_settled_items_and_outlives_a_failing_store(
+    store: Any, receiver: Receiver
+) -> None:
+    await commit(store, tripped(ts=1.0), failed())
+    old, pending = await store.list_outbox()
+    await store.claim_outbox("x", lease_s=5, limit=1)
+    await store.settle_outbox(old.id, "x", "skipped", [])
+    n = Notifier(store, config(receiver, keep_s=60))
+    calls = 0
+    real = store.claim_outbox
+
+    async def flaky(*args: Any, **kw: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise StoreError("database is locked")
+        return await real(*args, **kw)
+
+    store.claim_outbox = flaky
+    stop = asyncio.Event()
+    task = asyncio.create_task(n.run(poll_s=0.02, stop=stop))
+    try:
+        for _ in range(300):
+            if receiver.received:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        stop.set()
+        await task
+        await n.close()
+    assert calls >= 2  # the failure was logged and the loop went on
+    assert [i.id for i in await store.list_outbox()] == [pending.id]  # the old one pruned
+    assert len(receiver.received) == 1
 
 
 def test_backoff_doubles_up_to_the_cap_with_jitter() -> None:

@@ -14,6 +14,7 @@ from baton.backends.outbox import (
     OutboxItem,
     OutboxStatus,
     deliveries_json,
+    deliveries_of,
     item_of_row,
 )
 from baton.core.errors import StoreError
@@ -108,11 +109,11 @@ class SQLiteOutbox:
                 ).fetchone()
                 if row is None or row[0] != owner:
                     return False
-                log = item_of_row(("", "", "", "", "", 0, "", "", 0, 0, None, 0, row[1], 0))
+                log = [*deliveries_of(row[1]), *deliveries]
                 conn.execute(
                     "UPDATE outbox SET status = ?, attempts = attempts + 1, next_at = ?, "
                     "owner = NULL, lease_until = 0, deliveries = ? WHERE id = ?",
-                    (status, next_at, deliveries_json([*log.deliveries, *deliveries]), item_id),
+                    (status, next_at, deliveries_json(log), item_id),
                 )
             return True
 

@@ -141,6 +141,11 @@ def deliveries_json(deliveries: Sequence[Delivery]) -> str:
     return json.dumps([asdict(d) for d in deliveries], ensure_ascii=False)
 
 
+def deliveries_of(text: str) -> list[Delivery]:
+    """The delivery log from its stored JSON."""
+    return [Delivery(**d) for d in json.loads(text)]
+
+
 def item_of_row(row: Sequence[Any]) -> OutboxItem:
     """An item from its row (`OUTBOX_COLUMNS`)."""
     (iid, kind, key, sid, run_id, ts, event, status, attempts, next_at, owner, lease, log, at) = row
@@ -157,7 +162,7 @@ def item_of_row(row: Sequence[Any]) -> OutboxItem:
         next_at=float(next_at),
         owner=owner,
         lease_until=float(lease),
-        deliveries=[Delivery(**d) for d in json.loads(log)],
+        deliveries=deliveries_of(log),
         created_at=float(at),
     )
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from baton.backends.outbox import Delivery, Outbox, OutboxItem
-from baton.core.errors import ConfigError
+from baton.core.errors import ConfigError, StoreError
 from baton.core.ids import now
 from baton.notify.cards import Card, GuardRate, card_for
 from baton.notify.channels import Channel, ChannelConfig
@@ -43,6 +43,8 @@ log = logging.getLogger("baton.notify")
 
 _ERROR_CHARS = 300
 """How much of a failed answer the delivery log keeps."""
+_PRUNE_EVERY_S = 3600.0
+"""How often `Notifier.run` drops old settled items (`NotifyConfig.keep_s`)."""
 
 
 class NotifyConfig(BaseModel):
@@ -71,6 +73,9 @@ class NotifyConfig(BaseModel):
     """Sensitive key names beyond the redactor's defaults."""
     links: ApprovalLinks | None = None
     """Signed approve/reject links on approval cards (None: cards carry no links)."""
+    keep_s: float | None = Field(default=7 * 86400.0, gt=0)
+    """`run` drops settled items (delivered, dead, skipped) older than this, once an hour;
+    None keeps them (drop them with `prune_outbox`)."""
 
     @model_validator(mode="after")
     def _check(self) -> NotifyConfig:
@@ -182,11 +187,22 @@ class Notifier:
         return len(items)
 
     async def run(self, *, poll_s: float = 1.0, stop: asyncio.Event | None = None) -> None:
-        """Deliver until `stop` is set: a batch at a time, waiting `poll_s` when none is due."""
+        """Deliver until `stop` is set: a batch at a time, waiting `poll_s` when none is due.
+        A store that fails (down, locked) is logged and tried again after `poll_s`: nothing
+        is lost meanwhile, the items stay in the outbox."""
         stop = stop or asyncio.Event()
+        pruned_at = 0.0
         while not stop.is_set():
-            if await self.run_once() == 0:
-                with contextlib.suppress(TimeoutError):
+            try:
+                if self.config.keep_s is not None and now() - pruned_at > _PRUNE_EVERY_S:
+                    await self.store.prune_outbox(now() - self.config.keep_s)
+                    pruned_at = now()
+                busy = await self.run_once() > 0
+            except StoreError as exc:
+                log.warning("the outbox cannot be read or settled now (%s); retrying", exc)
+                busy = False
+            if not busy:
+                with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), poll_s)
 
     async def card(self, item: OutboxItem) -> Card | None:
@@ -205,7 +221,14 @@ class Notifier:
 
     async def _deliver(self, item: OutboxItem, t: float) -> None:
         """Send one item to the channels still owed it, and settle it."""
-        card = await self.card(item)
+        try:
+            card = await self.card(item)
+        except (ValueError, TypeError) as exc:
+            # an event this Baton cannot read would fail on every try: the dead letter at once
+            why = f"no card can be made of it: {type(exc).__name__}: {exc}"[:_ERROR_CHARS]
+            log.warning("notification %s is dead: %s", item.id, why)
+            await self._settle(item, "dead", [Delivery("-", item.attempts + 1, False, None, why)])
+            return
         done = item.delivered_to()
         owed = [] if card is None else self._channels(card, done)
         if card is None or (not owed and not done):
@@ -239,8 +262,12 @@ class Notifier:
         key = f"{item.id}:{channel.name}"
         req = channel.request(card, key)
         try:
-            response = await self._http().post(req.url, headers=req.headers, content=req.body)
-        except httpx.HTTPError as exc:
+            # a total limit: httpx's timeout bounds each phase, and the lease must outlast a try
+            response = await asyncio.wait_for(
+                self._http().post(req.url, headers=req.headers, content=req.body),
+                self.config.timeout_s,
+            )
+        except (httpx.HTTPError, asyncio.TimeoutError) as exc:
             error = f"{type(exc).__name__}: {exc}"[:_ERROR_CHARS]
             return Delivery(channel.name, attempt, False, None, error, key), None
         code = response.status_code
