@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.notify.notify_kit import Receiver, approval
+from tests.notify.notify_kit import Receiver, approval, failed
 
 from baton.backends import SessionRecord
 from baton.backends.sqlite import SQLiteStore
@@ -92,3 +92,19 @@ def test_cli_errors_are_clear(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "notification config" in bad.stderr and "channels" in bad.stderr
     missing = cli("notify", "show", "nope", "--store", url)
     assert missing.returncode == 1 and "no notification 'nope'" in missing.stderr
+
+
+async def test_retry_sends_a_dead_letter_again(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/n.db"
+    store = SQLiteStore(url)
+    ev = failed()
+    await store.commit_run(SessionRecord("S1"), [], [ev])
+    await store.claim_outbox("a", lease_s=5)
+    await store.settle_outbox(ev.id, "a", "dead", [])
+    done = await asyncio.to_thread(cli, "notify", "retry", ev.id, "--store", url)
+    assert done.returncode == 0 and "pending again" in done.stdout, done.stderr
+    item = await store.get_outbox(ev.id)
+    await store.close()
+    assert item is not None and (item.status, item.attempts) == ("pending", 0)
+    again = await asyncio.to_thread(cli, "notify", "retry", ev.id, "--store", url)
+    assert again.returncode == 1 and "no dead notification" in again.stderr

@@ -139,6 +139,18 @@ class PostgresOutbox:
 
         return await self._run("prune_outbox", prune, write=True)
 
+    async def requeue_outbox(self, item_id: str) -> bool:
+        """Make a dead item pending again, due now (`Outbox`)."""
+        sql = (
+            "UPDATE outbox SET status = 'pending', attempts = 0, next_at = 0 "
+            "WHERE id = $1 AND status = 'dead' RETURNING 1"
+        )
+
+        async def requeue(conn: Any) -> bool:
+            return await conn.fetchval(sql, item_id) is not None
+
+        return await self._run("requeue_outbox", requeue, write=True)
+
     async def _select(self, action: str, tail: str, params: Sequence[object]) -> list[OutboxItem]:
         async def select(conn: Any) -> list[Any]:
             rows: list[Any] = await conn.fetch(

@@ -46,6 +46,12 @@ _DUE = (
 )
 
 
+_REQUEUE = (
+    "UPDATE outbox SET status = 'pending', attempts = 0, next_at = 0 "
+    "WHERE id = ? AND status = 'dead'"
+)
+
+
 class SQLiteOutbox:
     """`Outbox` over the SQLite store's connection; every write in one IMMEDIATE
     transaction, so two processes sharing the file never claim one row both."""
@@ -155,6 +161,17 @@ class SQLiteOutbox:
             return int(cur.rowcount)
 
         return await self._run("prune_outbox", prune)
+
+    async def requeue_outbox(self, item_id: str) -> bool:
+        """Make a dead item pending again, due now (`Outbox`)."""
+        self._needs("outbox", "requeue_outbox")
+
+        def requeue(conn: sqlite3.Connection) -> bool:
+            with self._transaction(conn):
+                cur = conn.execute(_REQUEUE, (item_id,))
+            return cur.rowcount == 1
+
+        return await self._run("requeue_outbox", requeue)
 
     async def _select(self, action: str, tail: str, params: Sequence[object]) -> list[OutboxItem]:
         self._needs("outbox", action)

@@ -213,6 +213,11 @@ class Outbox(Protocol):
         """Drop settled items (not pending) that happened before `before`; how many."""
         ...
 
+    async def requeue_outbox(self, item_id: str) -> bool:
+        """Send a dead item again: pending, due now, its tries counted from 0 (its delivery
+        log kept). False when no dead item has that id."""
+        ...
+
 
 class MemoryOutbox:
     """`Outbox` in process memory (`MemoryStore`'s): `_add_outbox` is called by its
@@ -292,6 +297,14 @@ class MemoryOutbox:
             for i in self._outbox.values()
             if i.kind == kind and i.key == key and since < i.ts <= until
         )
+
+    async def requeue_outbox(self, item_id: str) -> bool:
+        """Make a dead item pending again, due now (`Outbox`)."""
+        item = self._outbox.get(item_id)
+        if item is None or item.status != "dead":
+            return False
+        item.status, item.attempts, item.next_at = "pending", 0, 0.0
+        return True
 
     async def prune_outbox(self, before: float) -> int:
         """Drop settled items that happened before `before` (`Outbox`)."""

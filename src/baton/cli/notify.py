@@ -1,4 +1,4 @@
-"""`baton notify run|list|show`: deliver the store's outbox to the configured channels, and
+"""`baton notify run|list|show|retry`: deliver the store's outbox to the configured channels, and
 read its delivery log.
 
 The deliverer is a process of its own (`baton notify run`), beside `baton serve` and the
@@ -188,3 +188,28 @@ def show(
         mark = "ok" if d.ok else "failed"
         line = f"  #{d.attempt} {at} {safe(d.channel)} {code} {mark} {safe_clip(d.error, 120)}"
         out.print(line.rstrip(), markup=False)
+
+
+@notify_app.command("retry")
+def retry(
+    item_id: Annotated[str, typer.Argument(help="A dead item's id (`baton notify list`).")],
+    store: StoreOption = None,
+) -> None:
+    """Send a dead letter again once its cause is fixed: pending, due now, tries from 0."""
+    out, _ = _consoles()
+    url = store or DEFAULT_STORE_URL
+
+    async def main() -> None:
+        st = _outbox(url)
+        try:
+            done = await st.requeue_outbox(item_id)
+        finally:
+            await st.close()
+        if not done:
+            raise CLIError(
+                f"no dead notification {item_id!r} in {url}; see `baton notify list --status dead`",
+                1,
+            )
+
+    _run(main())
+    out.print(f"{item_id} is pending again; a running `baton notify run` sends it", markup=False)

@@ -152,3 +152,19 @@ async def test_claim_refuses_nonsense(store: Store) -> None:
     assert isinstance(store, Outbox)
     with pytest.raises(StoreError, match="lease_s > 0"):
         await store.claim_outbox("a", lease_s=0)
+
+
+@capability(Outbox)
+async def test_a_dead_item_is_requeued_with_its_log(store: Store) -> None:
+    assert isinstance(store, Outbox)
+    await _commit(store, _failed())
+    (item,) = await store.claim_outbox("a", lease_s=5, at=10.0)
+    failed = Delivery("ops", 1, False, 500, "boom", at=10.5)
+    assert not await store.requeue_outbox(item.id)  # not dead: nothing to do
+    assert await store.settle_outbox(item.id, "a", "dead", [failed], next_at=0.0)
+    assert await store.claim_outbox("b", lease_s=5, at=20.0) == []
+    assert await store.requeue_outbox(item.id)
+    assert not await store.requeue_outbox("nope")
+    (again,) = await store.claim_outbox("b", lease_s=5, at=20.0)
+    assert (again.id, again.status, again.attempts) == (item.id, "pending", 0)
+    assert again.deliveries == [failed]
