@@ -45,8 +45,7 @@ def test_every_shipped_store_has_every_capability(store: Store) -> None:
     if type(store).__name__ != "MemoryStore":  # the persistent stores keep an audit chain
         assert isinstance(store, AuditTrail)
         assert isinstance(store, Archiving)
-    if type(store).__name__ != "RedisStore":  # the notifications' outbox: not on Redis yet
-        assert isinstance(store, Outbox)
+    assert isinstance(store, Outbox)  # the notifications' outbox
 
 
 class Partial:

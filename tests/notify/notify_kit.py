@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.services import POSTGRES, require_service
+from tests.services import POSTGRES, REDIS, require_service
 
 from baton.backends import MemoryStore
 from baton.backends.sqlite import SQLiteStore
@@ -143,18 +143,25 @@ def tripped(guard: str = "max_hops", ts: float = 1000.0, session_id: str = "S1")
     )
 
 
-OUTBOX_BACKENDS = ["memory", "sqlite", "postgres"]
+OUTBOX_BACKENDS = ["memory", "sqlite", "postgres", "redis"]
 """The stores with the outbox."""
 
 POSTGRES_URL = f"postgresql://postgres@{POSTGRES[0]}:{POSTGRES[1]}/test"
+REDIS_URL = f"redis://{REDIS[0]}:{REDIS[1]}/0"
 
 
 def outbox_store(kind: str, tmp_path: Path, schema: str | None = None) -> Any:
-    """A fresh store of `kind` (PostgreSQL in a schema of its own, `schema` to share one)."""
+    """A fresh store of `kind` (PostgreSQL in a schema, Redis under a prefix of its own;
+    `schema` names one to share)."""
     if kind == "memory":
         return MemoryStore()
     if kind == "sqlite":
         return SQLiteStore(f"sqlite:///{tmp_path}/notify.db")
+    if kind == "redis":
+        require_service("Redis", REDIS)
+        from baton.backends.redis_store import RedisStore
+
+        return RedisStore(REDIS_URL, prefix=f"{schema or f't_{uuid.uuid4().hex[:12]}'}:")
     require_service("PostgreSQL", POSTGRES)
     from baton.backends.postgres import PostgresStore
 

@@ -107,7 +107,7 @@ async def test_an_unreachable_channel_is_logged_and_retried(store: Any) -> None:
         await n.close()
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("kind", ["sqlite", "postgres", "redis"])
 async def test_two_deliverers_send_each_card_once(
     kind: str, tmp_path: Path, receiver: Receiver
 ) -> None:

@@ -58,7 +58,8 @@ def _outbox(url: str) -> Any:
     store = open_cli_store(url)
     if not isinstance(store, Outbox):
         raise CLIError(
-            f"the store {url} has no outbox: notifications need a sqlite:// or postgresql:// store",
+            f"the store {url} has no outbox: notifications need a store with the Outbox "
+            "capability (sqlite://, postgresql://, redis://)",
             code=2,
         )
     return store

@@ -153,7 +153,7 @@ class Notifier:
         if not isinstance(store, Outbox):
             raise ConfigError(
                 f"{type(store).__name__} has no outbox: notifications need a store with the "
-                "Outbox capability (MemoryStore, SQLiteStore, PostgresStore)"
+                "Outbox capability (every store Baton ships has it)"
             )
         self.store: Outbox = store
         self.config = config
