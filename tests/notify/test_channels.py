@@ -169,3 +169,5 @@ def test_cards_of_each_kind() -> None:
 def test_channel_config_errors_name_the_problem() -> None:
     with pytest.raises(ValueError, match="must start with http"):
         SlackChannel(name="s", url="hooks.slack.com/x")
+    with pytest.raises(ValueError, match="webhook secret must not be empty"):
+        WebhookChannel(name="w", url="http://127.0.0.1:9/", secret="")

@@ -205,6 +205,34 @@ async def test_a_2xx_with_an_errcode_is_a_failure(store: Any) -> None:
     assert item.status == "pending" and item.deliveries[0].error == "errcode 310000: sign not match"
 
 
+async def test_an_unexpected_error_on_one_item_does_not_stop_the_others(store: Any) -> None:
+    import httpx
+
+    calls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request.headers["Idempotency-Key"])
+        if len(calls) == 1:
+            raise RuntimeError("a bug in a transport")
+        return httpx.Response(200)
+
+    await commit(store, failed(), escalated())
+    hook = {"type": "webhook", "name": "ops", "url": "http://hooks/", "secret": "k"}
+    cfg = NotifyConfig.model_validate({"channels": [hook], "lease_s": 30})
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    n = Notifier(store, cfg, client=client)
+    try:
+        assert await n.run_once(at=0.0) == 2
+        statuses = {i.id: i.status for i in await store.list_outbox()}
+        assert sorted(statuses.values()) == ["delivered", "pending"]
+        assert await n.run_once(at=10.0) == 0  # the failed one stays leased
+        assert await n.run_once(at=31.0) == 1  # then it is tried again
+        assert {i.status for i in await store.list_outbox()} == {"delivered"}
+        assert calls[0] == calls[2]  # the same key on the try after the failure
+    finally:
+        await client.aclose()
+
+
 async def test_retry_after_of_a_429_is_honoured(store: Any, receiver: Receiver) -> None:
     import httpx
 

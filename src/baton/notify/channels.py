@@ -90,6 +90,13 @@ class WebhookChannel(Channel):
     secret: SecretStr
     """Shared with the receiver, which checks requests with `verify_signature`."""
 
+    @field_validator("secret")
+    @classmethod
+    def _secret(cls, secret: SecretStr) -> SecretStr:
+        if not secret.get_secret_value():
+            raise ValueError("a webhook secret must not be empty: receivers verify with it")
+        return secret
+
     def request(self, card: Card, key: str, *, now: float | None = None) -> HttpRequest:
         """The card as JSON (`{"id", "kind", "card", "markdown"}`), signed."""
         body = _body(
@@ -156,6 +163,7 @@ class DingTalkChannel(Channel):
 
     type: Literal["dingtalk"] = "dingtalk"
     secret: SecretStr | None = None
+    """The robot's signing secret (its 加签 setting); None for a robot without one."""
 
     def request(self, card: Card, key: str, *, now: float | None = None) -> HttpRequest:
         """`{"msgtype": "markdown", "markdown": {"title", "text"}}`; the URL signed."""

@@ -183,7 +183,16 @@ class Notifier:
         items = await self.store.claim_outbox(
             self.owner, self.config.lease_s, self.config.batch, at=t
         )
-        await asyncio.gather(*(self._deliver(item, t) for item in items))
+        outcomes = await asyncio.gather(
+            *(self._deliver(item, t) for item in items), return_exceptions=True
+        )
+        # one item's failure does not stop the others; it stays leased, and is tried again
+        # when its lease ends
+        for item, outcome in zip(items, outcomes, strict=True):
+            if isinstance(outcome, StoreError):
+                raise outcome
+            if isinstance(outcome, BaseException):
+                log.error("notification %s failed: %r; retried after its lease", item.id, outcome)
         return len(items)
 
     async def run(self, *, poll_s: float = 1.0, stop: asyncio.Event | None = None) -> None:
