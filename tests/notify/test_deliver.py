@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -420,3 +421,13 @@ def test_config_errors_say_what_to_fix(tmp_path: Path) -> None:
         NotifyConfig.load(bad)
     with pytest.raises(ConfigError, match="has no outbox"):
         Notifier(object(), NotifyConfig.model_validate({"channels": [hook]}))
+
+
+def test_the_documented_config_file_loads(tmp_path: Path) -> None:
+    doc = Path(__file__).resolve().parents[2] / "docs" / "notifications.md"
+    (block,) = re.findall(r"```json\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+    path = tmp_path / "notify.json"
+    path.write_text(block, encoding="utf-8")
+    cfg = NotifyConfig.load(path)
+    assert [c.type for c in cfg.channels] == ["webhook", "slack", "wecom", "dingtalk"]
+    assert cfg.links is not None and cfg.keep_s == 604800
