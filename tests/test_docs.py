@@ -31,6 +31,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/server.md",
         "docs/mcp-server.md",
         "docs/mcp.md",
+        "docs/notifications.md",
     ],
 )
 def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

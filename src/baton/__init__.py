@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from baton.mcp import MCPServer, MCPServerError, MCPToolset
     from baton.models.local import LocalModel
     from baton.models.openai_compat import OpenAICompatible
+    from baton.notify import Notifier, NotifyConfig
     from baton.observe import MetricsSink, OTelSink
     from baton.topologies.blackboard import Blackboard
     from baton.topologies.debate import Debate
@@ -122,6 +123,8 @@ __all__ = [
     "NewerCheckpoint",
     "NoRunToResume",
     "NodeContext",
+    "Notifier",
+    "NotifyConfig",
     "OTelSink",
     "OpenAICompatible",
     "ParseError",
@@ -210,6 +213,10 @@ def __getattr__(name: str) -> Any:
         import baton.mcp
 
         return getattr(baton.mcp, name)
+    if name in ("Notifier", "NotifyConfig"):
+        import baton.notify
+
+        return getattr(baton.notify, name)
     if name in ("OTelSink", "MetricsSink"):  # opentelemetry / prometheus load on first use
         import baton.observe
 

@@ -20,6 +20,7 @@ from baton.backends import (
 )
 from baton.backends.archive import Archiving
 from baton.backends.memory import MemoryStore
+from baton.backends.outbox import Outbox
 from baton.testing import *  # noqa: F403 - every suite's tests, over the `store` fixture
 from baton.testing import SUITES, leases, retention, sessions, tasks
 from baton.testing.kit import skip_unless_capable
@@ -44,6 +45,7 @@ def test_every_shipped_store_has_every_capability(store: Store) -> None:
     if type(store).__name__ != "MemoryStore":  # the persistent stores keep an audit chain
         assert isinstance(store, AuditTrail)
         assert isinstance(store, Archiving)
+    assert isinstance(store, Outbox)  # the notifications' outbox
 
 
 class Partial:

@@ -18,7 +18,9 @@ ALL_ROLES = "fuzz-token-0123456789abc"
 FUZZER = {"name": "fuzz", "roles": ["operator", "approver:*"]}
 
 APP = create_app(
-    desk(), auth=AuthConfig.from_mapping({"tokens": {**TOKENS["tokens"], ALL_ROLES: FUZZER}})
+    desk(),
+    auth=AuthConfig.from_mapping({"tokens": {**TOKENS["tokens"], ALL_ROLES: FUZZER}}),
+    link_secret="fuzz-link-secret",  # the signed approval links answer, not only 404
 )
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 
@@ -37,6 +39,8 @@ def test_the_schema_documents_every_endpoint_and_its_errors() -> None:
         "/approvals",
         "/approvals/{approval_id}/approve",
         "/approvals/{approval_id}/reject",
+        "/approvals/links/{token}",
+        "/approvals/links/{token}/use",
         "/interrupts",
         "/interrupts/{interrupt_id}/answer",
         "/tickets",

@@ -22,6 +22,7 @@ from baton.backends.base import (
 )
 from baton.backends.board import write_with_retry
 from baton.backends.memory import MemoryStore
+from baton.backends.outbox import Delivery, Outbox, OutboxItem
 from baton.backends.retention import GcReport, Retaining, Retention
 from baton.backends.sealing import (
     CheckpointKeyProvider,
@@ -90,11 +91,14 @@ __all__ = [
     "CheckpointKeyProvider",
     "CheckpointKeys",
     "Checkpoints",
+    "Delivery",
     "GcReport",
     "HumanQueue",
     "HumanTicket",
     "Leases",
     "MemoryStore",
+    "Outbox",
+    "OutboxItem",
     "RekeyReport",
     "Retaining",
     "Retention",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -32,6 +32,7 @@ from baton.backends.base import (
     SessionRecord,
     Snapshot,
 )
+from baton.backends.outbox import outbox_rows
 from baton.backends.sealing import CheckpointKeyProvider, opened, stored_data
 from baton.core.errors import StoreError
 from baton.core.events import EscalationCard, Event, event_from_json
@@ -230,6 +231,8 @@ class CommitRows:
     """The audit records' bodies; only linking them needs the chain's tip."""
     checkpoint: tuple[Any, ...] | None
     """`checkpoint_row` of the checkpoint committed with the run, if any."""
+    outbox: list[tuple[Any, ...]] = field(default_factory=list)
+    """`outbox_rows` of the notifiable events (`baton.backends.outbox`)."""
 
 
 def commit_rows(
@@ -249,6 +252,7 @@ def commit_rows(
         [event_row(e, text) for e, text in zip(events, texts, strict=True)],
         prepare(events, texts, messages=message_digests(message_rows), session_id=sid),
         None if checkpoint is None else checkpoint_row(keys, checkpoint),
+        outbox_rows(events, texts),
     )
 
 

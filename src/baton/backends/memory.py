@@ -34,6 +34,7 @@ from baton.backends.base import (
     Snapshot,
     TicketStatus,
 )
+from baton.backends.outbox import MemoryOutbox
 from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
 from baton.core.errors import ConfigError
 from baton.core.events import EscalationCard, Event
@@ -94,7 +95,7 @@ _TRIM_MARGIN = 8
 only after growing by a further `max_sessions // _TRIM_MARGIN` sessions."""
 
 
-class MemoryStore:
+class MemoryStore(MemoryOutbox):
     """A dict-backed store; session state is copied in and out so callers never alias it.
 
     Bounded, so that a long-running process does not grow without end: it keeps at most
@@ -116,8 +117,9 @@ class MemoryStore:
     a state it has checkpointed). Tasks are copied in and out, and evicted with their session.
     Blackboard values are kept as JSON text (so they round-trip as SQLite's do) and are not
     bounded: `delete_board` drops a board. Graph snapshots are kept as JSON text too, bounded
-    by `keep_last`, and evicted with the session of their thread. Not shared between
-    processes: `shared` is False.
+    by `keep_last`, and evicted with the session of their thread. The outbox
+    (`baton.backends.outbox`) is not evicted; `prune_outbox` drops what was delivered. Not
+    shared between processes: `shared` is False.
     """
 
     url = "memory://"
@@ -148,6 +150,7 @@ class MemoryStore:
         """Keep each checkpoint as JSON text (`state.to_json()`, as a persistent store does)
         instead of the live state: slower, and what the tests run to prove the shortcut
         equivalent (a resumed run reads the text back like any store's)."""
+        MemoryOutbox.__init__(self)  # the outbox is not evicted with sessions
         self._sessions: OrderedDict[str, SessionRecord] = OrderedDict()  # in commit order
         self._trim_at = max_sessions
         self._messages: dict[str, list[Message]] = {}
@@ -200,6 +203,7 @@ class MemoryStore:
             self._messages.setdefault(sid, []).extend(messages)
         if events:
             self._add_events(sid, events)
+            self._add_outbox(events)
         if checkpoint is not None:
             self._checkpoints[sid] = self._kept(checkpoint)
         elif run_id is not None:

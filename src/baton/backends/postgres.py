@@ -63,6 +63,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from baton.backends import _records as records
 from baton.backends._aio import settle
 from baton.backends._conflicts import board_conflict, board_json, version_conflict
+from baton.backends._postgres_outbox import OUTBOX_MIGRATION, PostgresOutbox
 from baton.backends._records import AUDIT_COLUMNS, SESSION_COLUMNS, commit_rows
 from baton.backends._snapshots import check_keep_last, snapshot_json
 from baton.backends._sql import (
@@ -107,6 +108,7 @@ from baton.backends.audit import (
     retired_ids,
 )
 from baton.backends.base import BoardEntry, Checkpoint, SessionRecord, Snapshot
+from baton.backends.outbox import INSERT_OUTBOX
 from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
 from baton.backends.sealing import CheckpointKeyProvider, resolve_keys
 from baton.core.errors import ConfigError, StoreError
@@ -125,7 +127,7 @@ T = TypeVar("T")
 
 log = logging.getLogger("baton.store")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Version of the table layout, kept in the table `schema_version`."""
 
 DEFAULT_SCHEMA = "baton"
@@ -361,6 +363,11 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         """CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
         FOR EACH STATEMENT EXECUTE FUNCTION audit_append_only()""",
     ),
+    5: (
+        # The outbox (`baton.backends.outbox`): notifiable events written with the run's
+        # commit, and their delivery state.
+        *OUTBOX_MIGRATION,
+    ),
 }
 
 _LOST: tuple[type[BaseException], ...] = (
@@ -521,7 +528,7 @@ def _unicode_error(exc: BaseException) -> UnicodeEncodeError | None:
     return None
 
 
-class PostgresStore(SQLStore):
+class PostgresStore(SQLStore, PostgresOutbox):
     """A `Store` in PostgreSQL, with the `Tasks`, `Blackboard`, `Snapshots` and `AuditTrail`
     capabilities; several processes may share it (`shared` is True).
 
@@ -993,6 +1000,8 @@ class PostgresStore(SQLStore):
                 await conn.executemany(numbered(INSERT_MESSAGES), rows.messages)
             if rows.events:
                 await conn.executemany(numbered(INSERT_EVENTS), rows.events)
+            if rows.outbox:  # notifications commit with the run, or not at all
+                await conn.executemany(numbered(INSERT_OUTBOX), rows.outbox)
             if rows.audit:
                 tip = await conn.fetchrow(AUDIT_TIP)
                 last = (0, GENESIS) if tip is None else (int(tip[0]), str(tip[1]))

@@ -83,6 +83,7 @@ from baton.backends._conflicts import (
     version_conflict,
 )
 from baton.backends._records import commit_rows
+from baton.backends._redis_outbox import COMMIT_OUTBOX_LUA, RedisOutbox
 from baton.backends._snapshots import check_keep_last, snapshot_json
 from baton.backends.archive import (
     ANCHOR_FIELDS,
@@ -202,7 +203,7 @@ end
 # 6 record, 7 incoming, 8 created_at, 9 updated_at, 10 checkpoint mode ('', 'put', 'drop'),
 # 11 run id to drop, 12-17 checkpoint (run, seq, status, data, meta, updated_at), then the
 # count and items of: messages (row), events (session, trace, JSON), audit records
-# (seq, session, JSON, hash).
+# (seq, session, JSON, hash), outbox items (`COMMIT_OUTBOX_LUA`).
 _COMMIT = (
     _WRITE_PRELUDE
     + _CHECKPOINT_FUNCTIONS
@@ -252,6 +253,9 @@ for _ = 1, count do
   i = i + 4
 end
 if tip then redis.call('SET', P .. 'audit:tip', tip) end
+"""
+    + COMMIT_OUTBOX_LUA
+    + """
 return finish('ok')
 """
 )
@@ -602,7 +606,7 @@ def _redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
-class RedisStore:
+class RedisStore(RedisOutbox):
     """A `Store` in Redis, with the `Tasks`, `Blackboard`, `Snapshots` and `AuditTrail`
     capabilities; several processes may share it (`shared` is True).
 
@@ -859,6 +863,9 @@ class RedisStore:
         for _, event_sid, trace_id, _, _, text, _ in rows.events:
             body += [event_sid, trace_id, text]
         unsealed = rows.audit
+        outbox: list[Any] = [len(rows.outbox)]
+        for iid, kind, key, event_sid, event_run, ts, text, at in rows.outbox:
+            outbox += [iid, kind, key, event_sid, event_run, _num(ts), text, _num(at)]
 
         async def work(c: _Client) -> None:
             tip = self._tip
@@ -877,7 +884,7 @@ class RedisStore:
                         audit += [r.seq, r.session_id, records.audit_json(r), r.hash]
                     last = (chained[-1].seq, chained[-1].hash)
                 head[4:] = [expected]
-                result = await c.commit(args=[*head, *body, *audit])
+                result = await c.commit(args=[*head, *body, *audit, *outbox])
                 kind, _, rest = str(result).partition(":")
                 if kind == "ok":
                     if last is not None:

@@ -56,6 +56,7 @@ from baton.backends._sql import (
     UPSERT_SNAPSHOT,
     SQLStore,
 )
+from baton.backends._sqlite_outbox import OUTBOX_TABLE, SQLiteOutbox
 from baton.backends.archive import (
     Anchor,
     ArchiveReport,
@@ -81,13 +82,14 @@ from baton.backends.audit import (
     retired_ids,
 )
 from baton.backends.base import BoardEntry, Checkpoint, SessionRecord, Snapshot
+from baton.backends.outbox import INSERT_OUTBOX
 from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
 from baton.backends.sealing import CheckpointKeyProvider, resolve_keys
 from baton.core.errors import ConfigError, StoreError
 from baton.core.events import EscalationCard, Event
 from baton.core.messages import Message
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 """Version of the table layout, kept in `PRAGMA user_version`."""
 
 _MEMORY = ":memory:"
@@ -313,6 +315,13 @@ _MIGRATIONS: dict[int, tuple[Migration, ...]] = {
         WHEN OLD.seq > COALESCE((SELECT MAX(seq) FROM audit_anchor), 0)
         BEGIN SELECT RAISE(ABORT, 'audit records are append-only'); END""",
     ),
+    12: (
+        # The outbox (`baton.backends.outbox`): notifiable events written with the run's
+        # commit, and their delivery state.
+        OUTBOX_TABLE,
+        "CREATE INDEX IF NOT EXISTS outbox_due ON outbox (status, next_at)",
+        "CREATE INDEX IF NOT EXISTS outbox_rate ON outbox (kind, key, ts)",
+    ),
 }
 
 _SESSION_COLUMNS_V8 = SESSION_COLUMNS.replace("control", "'{}' AS control")
@@ -482,7 +491,7 @@ def parse_sqlite_url(url: str) -> str:
     return str(Path(raw).expanduser().resolve())
 
 
-class SQLiteStore(SQLStore):
+class SQLiteStore(SQLStore, SQLiteOutbox):
     """A `Store` in a SQLite file (WAL mode); several processes may share the file.
 
     `shared` is True: runs in other processes may reach the same sessions, so they hold a
@@ -636,7 +645,9 @@ class SQLiteStore(SQLStore):
                     "that `baton run` wrote (nothing was written to the file)"
                 )
             self._schema = found
-            self._lacking = frozenset({"tasks", "board", "snapshots", "audit_anchor"} - tables)
+            self._lacking = frozenset(
+                {"tasks", "board", "snapshots", "audit_anchor", "outbox"} - tables
+            )
             if "audit" in tables:
                 columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(audit)")}
                 if "messages" not in columns:
@@ -775,7 +786,12 @@ class SQLiteStore(SQLStore):
         return _SESSION_COLUMNS_V8 if self._schema == 8 else _SESSION_COLUMNS_V7
 
     def _predates(self, table: str, action: str) -> StoreError:
-        what = {"tasks": "tasks", "board": "blackboards", "snapshots": "graph snapshots"}[table]
+        what = {
+            "tasks": "tasks",
+            "board": "blackboards",
+            "snapshots": "graph snapshots",
+            "outbox": "the outbox",
+        }[table]
         return StoreError(
             f"SQLite store {self.path}: {action}: schema version {self._schema} predates "
             f"{what} and the store was opened read-only; open it read-write once (on a copy) "
@@ -827,6 +843,8 @@ class SQLiteStore(SQLStore):
                     conn.execute(DROP_CHECKPOINT, (sid, run_id))
                 conn.executemany(INSERT_MESSAGES, rows.messages)
                 conn.executemany(INSERT_EVENTS, rows.events)
+                if rows.outbox:  # notifications commit with the run, or not at all
+                    conn.executemany(INSERT_OUTBOX, rows.outbox)
                 if rows.audit:
                     # linked under the write lock: concurrent writers chain one after another
                     _append_audit(conn, link(rows.audit, *_audit_tip(conn), self.audit_key))

@@ -19,6 +19,7 @@ from baton.cli.driver import run_and_report
 from baton.cli.graph import graph as graph_command
 from baton.cli.mcp_serve import mcp_app
 from baton.cli.metrics import metrics as metrics_command
+from baton.cli.notify import notify_app
 from baton.cli.output import LivePrinter
 from baton.cli.resume import resume as resume_command
 from baton.cli.serve import serve as serve_command
@@ -135,6 +136,7 @@ app.command("serve")(serve_command)
 app.add_typer(dlq_app, name="dlq")
 app.add_typer(approvals_app, name="approvals")
 app.add_typer(tickets_app, name="tickets")
+app.add_typer(notify_app, name="notify")
 app.add_typer(checkpoints_app, name="checkpoints")
 app.add_typer(store_app, name="store")
 app.add_typer(mcp_app, name="mcp")

@@ -130,3 +130,12 @@ class InvalidTransition(BatonError):
 class PlanError(BatonError):
     """A plan's tasks cannot be ordered: two share an id, one depends on a task the plan does
     not have, or some depend on each other in a cycle."""
+
+
+class NotifyError(BatonError):
+    """A notification channel is configured wrongly, or a card could not be delivered."""
+
+
+class SignatureError(NotifyError):
+    """A signed notification or link failed verification (bad signature, tampered body, a
+    timestamp outside the replay window, an expired or used link)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import secrets
 import time
@@ -17,7 +18,7 @@ from baton import __version__
 from baton.bus import Bus, open_bus
 from baton.core.errors import ConfigError
 from baton.observe.metrics import MetricsSink
-from baton.server import desk, errors, openai_api, ops, runs, sessions
+from baton.server import desk, errors, links, openai_api, ops, runs, sessions
 from baton.server.auth import AuthConfig
 from baton.server.context import ServerContext, known_query
 from baton.server.guard import RequestGuard
@@ -45,6 +46,7 @@ def create_app(
     port: int | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     model_id: str = DEFAULT_MODEL_ID,
+    link_secret: str | None = None,
 ) -> FastAPI:
     """The API server (and dashboard) of `team`, served by a binding of it (`Team.bind`) on
     the team's store with the server's live and metrics sinks added; `team` is not changed.
@@ -59,6 +61,8 @@ def create_app(
     address; None: any loopback name, any port). `max_body_bytes`: the longest request body.
     `model_id`: the id the OpenAI-compatible endpoint (`/v1/chat/completions`, `/v1/models`)
     serves the team as.
+    `link_secret` (else `$BATON_APPROVAL_LINK_SECRET`): the secret that signs the approve and
+    reject links of notification cards (`baton.notify.links`); None turns the links off.
     """
     if poll_s <= 0:
         raise ValueError("poll_s must be positive (seconds between store reads)")
@@ -89,6 +93,7 @@ def create_app(
         max_body_bytes=max_body_bytes,
         model_id=model_id,
         started=int(time.time()),
+        link_secret=link_secret or os.environ.get("BATON_APPROVAL_LINK_SECRET") or None,
     )
 
     @contextlib.asynccontextmanager
@@ -112,7 +117,7 @@ def create_app(
     app.state.baton = ctx
     app.state.local_token = local_token
     errors.install(app)
-    for module in (runs, sessions, desk, ops):
+    for module in (runs, sessions, desk, links, ops):
         # everywhere: a body over the limit, a Host the open mode does not answer to, an
         # unknown query parameter (the OpenAI-compatible routes say so in OpenAI's shape)
         app.include_router(module.router, responses=errors.responses(413, 421, 422))

@@ -42,6 +42,8 @@ class ServerContext:
     """The id the OpenAI-compatible endpoint serves the team as (`GET /v1/models`)."""
     started: int = 0
     """When the server started (epoch seconds): the served model's `created`."""
+    link_secret: str | None = None
+    """The secret of signed approval links (`baton.notify.links`); None: links are off."""
 
 
 def context(request: Request) -> ServerContext:

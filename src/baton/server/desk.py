@@ -40,7 +40,10 @@ async def list_approvals(ctx: Ctx, who: Viewer) -> list[ApprovalCard]:
     return await ctx.team.approvals()
 
 
-async def _card(ctx: ServerContext, approval_id: str, session_id: str | None) -> ApprovalCard:
+async def approval_card(
+    ctx: ServerContext, approval_id: str, session_id: str | None
+) -> ApprovalCard:
+    """The waiting card `approval_id` (of `session_id` if given); 404 when none waits."""
     for card in await ctx.team.approvals():
         if card.id == approval_id and session_id in (None, card.session_id):
             return card
@@ -54,7 +57,7 @@ async def _card(ctx: ServerContext, approval_id: str, session_id: str | None) ->
 async def _decide(
     ctx: ServerContext, approval_id: str, body: DecisionIn, who: Principal, ok: bool
 ) -> RunSummary:
-    card = await _card(ctx, approval_id, body.session_id)
+    card = await approval_card(ctx, approval_id, body.session_id)
     try:
         role = who.approver_role_for(card.required_roles, body.role)
     except PermissionError as exc:

@@ -2,7 +2,7 @@
 
 One suite per capability (`baton.backends`): `sessions`, `checkpoints`, `leases`,
 `human_queue` (together what the kernel needs, `Store`), `tasks`, `blackboard`, `snapshots`,
-`audit_trail`, `retention`.
+`audit_trail`, `retention`, `outbox`.
 Each test is marked with the capabilities it checks (`kit.capability`); run against a store
 that lacks one, it is skipped with a reason naming it. To run every suite against a store,
 give pytest a `store` fixture that makes a fresh one, in a test module that imports the
@@ -32,6 +32,7 @@ from baton.testing import (
     checkpoints,
     human_queue,
     leases,
+    outbox,
     retention,
     sessions,
     snapshots,
@@ -49,6 +50,7 @@ SUITES: tuple[ModuleType, ...] = (
     snapshots,
     audit_trail,
     retention,
+    outbox,
 )
 """Every conformance suite, one module per capability."""
 
