@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from baton import Agent, ScriptedModel, Team, tool
-from baton.core.text import blank, clean_text, clean_value
+from baton.core.text import BLANK_RANGES, blank, clean_text, clean_value
 
 
 @given(st.text(alphabet=st.characters(codec=None)))
@@ -70,3 +72,16 @@ def test_a_team_refuses_a_message_with_nothing_to_read(message: str) -> None:
     team = Team([Agent(name="solo")], entry="solo", model=ScriptedModel([ScriptedModel.say("hi")]))
     with pytest.raises(ValueError, match="invisible characters"):
         team.run_sync(message, session_id="S1")
+
+
+def test_the_blank_ranges_are_unicode_14s_white_space_control_and_format_characters() -> None:
+    listed = {c for a, b in BLANK_RANGES for c in map(chr, range(a, b + 1))}
+    for c in listed:  # categories of assigned characters do not change between versions
+        assert c.isspace() or unicodedata.category(c) in ("Cc", "Cf"), hex(ord(c))
+    if unicodedata.unidata_version == "14.0.0":  # Python 3.11's: the list is all of them
+        found = {
+            c
+            for c in map(chr, range(sys.maxunicode + 1))
+            if c.isspace() or unicodedata.category(c) in ("Cc", "Cf")
+        }
+        assert found == listed

@@ -12,6 +12,7 @@ from baton.core.events import EscalationCard
 from baton.core.interrupt import InterruptCard
 from baton.core.messages import Message
 from baton.core.payload import HandoffPayload
+from baton.core.text import VISIBLE_PATTERN
 from baton.observe.causality import SlotWrite
 from baton.observe.tree import RunNode
 from baton.runtime.result import RunResult
@@ -56,7 +57,11 @@ class RunIn(_Body):
     """One user message for the team."""
 
     message: str = Field(
-        min_length=1, max_length=MAX_MESSAGE_CHARS, description="The user message."
+        min_length=1,
+        max_length=MAX_MESSAGE_CHARS,
+        description="The user message (with at least one readable character).",
+        # documented, not enforced here: `precheck` refuses a blank message in plain words
+        json_schema_extra={"pattern": VISIBLE_PATTERN},
     )
     session_id: str | None = Field(
         default=None,
