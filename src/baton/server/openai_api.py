@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, Header
+from fastapi import APIRouter, FastAPI, Header, Path
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from baton.core.events import Event, TextDelta
@@ -26,6 +26,7 @@ from baton.server.context import Ctx, Operator, ServerContext, Viewer
 from baton.server.errors import RESPONSES, UnknownModel
 from baton.server.ids import REQUEST_ID, SESSION_ID
 from baton.server.openai_schemas import (
+    MODEL_ID,
     ChatCompletionIn,
     ChatCompletionOut,
     ChatMessageOut,
@@ -154,7 +155,13 @@ async def list_models(ctx: Ctx, who: Viewer) -> ModelListOut:
     summary="One served model",
     responses=responses(401, 403, 404),
 )
-async def get_model(model: str, ctx: Ctx, who: Viewer) -> ModelOut:
+async def get_model(
+    model: Annotated[
+        str, Path(pattern=MODEL_ID, description="A model id ([A-Za-z0-9._:-], 1 to 128).")
+    ],
+    ctx: Ctx,
+    who: Viewer,
+) -> ModelOut:
     """The served team's model, or 404 for another id."""
     _model(ctx, model)
     return ModelOut(id=ctx.model_id, created=ctx.started)
