@@ -14,15 +14,18 @@ through `base_url`. Two tool modes:
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import os
+import random
 import re
+import time
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from baton.core.errors import ConfigError, ModelError, ModelTimeout
+from baton.core.errors import ConfigError, ModelError, ModelTimeout, ModelUnreachable
 from baton.core.messages import ToolCall, Usage
 from baton.models.base import ModelRequest, ModelResponse, estimate_tokens
 from baton.models.streaming import VisibleText
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     import openai
 
 ToolMode = Literal["native", "text"]
+_T = TypeVar("_T")
 
 _PLACEHOLDER_KEY = "none"
 """Key sent to servers that need none (local servers accept any key)."""
@@ -54,7 +58,10 @@ class OpenAICompatible:
         timeout_s: float | None = None,
         extra_body: dict[str, Any] | None = None,
         client: openai.AsyncOpenAI | None = None,
-        max_retries: int = 2,
+        max_retries: int = 3,
+        retry_base_s: float = 0.5,
+        retry_max_s: float = 8.0,
+        retry_after_max_s: float = 30.0,
     ) -> None:
         if not model or not model.strip():
             raise ConfigError("OpenAICompatible needs a model name, e.g. 'gpt-4o-mini'")
@@ -75,7 +82,20 @@ class OpenAICompatible:
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
         self.extra_body = dict(extra_body) if extra_body else None
+        if max_retries < 0 or retry_base_s < 0 or retry_max_s < 0 or retry_after_max_s < 0:
+            raise ConfigError(
+                "max_retries, retry_base_s, retry_max_s and retry_after_max_s must be >= 0 "
+                f"(got {max_retries}, {retry_base_s}, {retry_max_s}, {retry_after_max_s})"
+            )
         self.max_retries = max_retries
+        """Retries of a call that met a transient failure (connection refused, timeout, HTTP
+        408/409/429/5xx) before it fails."""
+        self.retry_base_s = retry_base_s
+        """The first retry waits up to this long; each next one up to twice as long."""
+        self.retry_max_s = retry_max_s
+        """The most one backoff waits (before its jitter)."""
+        self.retry_after_max_s = retry_after_max_s
+        """A server's `Retry-After` is honoured up to this many seconds."""
         self._client = client
         self._own_client = client is None
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
@@ -123,7 +143,7 @@ class OpenAICompatible:
             self._client = openai.AsyncOpenAI(
                 api_key=self.api_key or _PLACEHOLDER_KEY,
                 base_url=self.base_url,
-                max_retries=self.max_retries,
+                max_retries=0,  # `_retrying` retries, with this model's settings
                 **options,
             )
             self._client_loop = weakref.ref(loop)
@@ -141,7 +161,7 @@ class OpenAICompatible:
         kwargs = self._request_kwargs(request)
         try:
             client = self._get_client()
-            completion = await client.chat.completions.create(**kwargs)
+            completion = await self._retrying(lambda: client.chat.completions.create(**kwargs))
         except Exception as exc:
             error = self._translate(exc)
             if error is None:
@@ -183,7 +203,8 @@ class OpenAICompatible:
         started = False
         try:
             client = self._get_client()
-            chunks = await self._open_stream(client, kwargs)
+            # only opening the stream is retried: text already shown cannot be taken back
+            chunks = await self._retrying(lambda: self._open_stream(client, kwargs))
         except Exception as exc:
             error = self._translated(exc)
             if error is None:
@@ -225,6 +246,25 @@ class OpenAICompatible:
         self._stream_usage = True
         return chunks
 
+    async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """`attempt()`, retried after a transient failure up to `max_retries` times: after the
+        server's `Retry-After` (up to `retry_after_max_s`), else an exponential backoff with
+        full jitter (a random wait up to `retry_base_s * 2**n`, at most `retry_max_s`)."""
+        tries = 0
+        while True:
+            try:
+                return await attempt()
+            except Exception as exc:
+                if tries >= self.max_retries or not _transient(exc):
+                    raise
+                after = _retry_after(exc)
+                if after is not None:
+                    wait = min(after, self.retry_after_max_s)
+                else:
+                    wait = random.uniform(0, min(self.retry_max_s, self.retry_base_s * 2**tries))
+                tries += 1
+                await asyncio.sleep(wait)
+
     def _translated(self, exc: Exception, *, mid_stream: bool = False) -> ModelError | None:
         """The `ModelError` for an exception met while streaming (`generate`'s, plus errors
         only a stream meets), or None for one that did not come from the client."""
@@ -238,7 +278,7 @@ class OpenAICompatible:
                 "timeout_s"
             )
         if mid_stream and isinstance(exc, openai.APIConnectionError):
-            return ModelError(
+            return ModelUnreachable(
                 f"{where} dropped the connection in the middle of its reply ({exc}); check the "
                 "server's logs, or retry"
             )
@@ -344,10 +384,11 @@ class OpenAICompatible:
             return ModelTimeout(
                 f"{where} did not answer{limit}; check the server's load, or raise timeout_s"
             )
+        tried = f" (tried {self.max_retries + 1} times)" if self.max_retries else ""
         if isinstance(exc, openai.APIConnectionError):
-            return ModelError(
-                f"cannot connect to {self.endpoint} for {self.name}: {exc}; check OPENAI_BASE_URL "
-                "(or base_url=...) and that the server is up"
+            return ModelUnreachable(
+                f"cannot connect to {self.endpoint} for {self.name}{tried}: {exc}; check "
+                "OPENAI_BASE_URL (or base_url=...) and that the server is up"
             )
         if isinstance(exc, openai.APIStatusError):
             status, detail = exc.status_code, _server_message(exc)
@@ -370,6 +411,8 @@ class OpenAICompatible:
                 hint = "the server failed; check its logs, or retry later"
             else:
                 hint = "unexpected status from the server"
+            if _transient(exc):
+                return ModelUnreachable(f"{where} answered HTTP {status}{tried}: {detail}; {hint}")
             return ModelError(f"{where} answered HTTP {status}: {detail}; {hint}")
         if isinstance(exc, openai.OpenAIError):
             return ModelError(f"{where} failed: {type(exc).__name__}: {exc}")
@@ -481,6 +524,48 @@ class _StreamedReply:
             choices=choices,
             usage=self.usage,
         )
+
+
+_TRANSIENT_STATUS = frozenset({408, 409, 429})
+
+
+def _transient(exc: Exception) -> bool:
+    """Whether a failure may pass if the call is made again: no connection, a timeout, the
+    server busy (408, 409, 429) or failing (5xx)."""
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError):  # a timeout is one too
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
+    return False
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """The seconds a server asked to wait (`Retry-After` in seconds or as an HTTP date, or
+    `retry-after-ms`), or None."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def _too_deep(where: str, what: str) -> str:
