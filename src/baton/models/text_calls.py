@@ -22,6 +22,7 @@ from typing import Any
 
 from baton.core.errors import ParseError
 from baton.core.messages import ToolCall
+from baton.core.nesting import too_deep
 from baton.models.parsing import (
     _ARGS_KEYS,
     _NAME_KEYS,
@@ -52,7 +53,7 @@ def find_text_calls(
     an identifier-like name and its arguments is a call too (the kernel then answers it as an
     unknown tool, and the model can correct itself). `known_only`: only `tool_names` count (an
     agent whose answer is JSON may answer with such keys)."""
-    if not text or "{" not in text:
+    if not text or "{" not in text or too_deep(text):  # too deep: `parse_text_mode` names it
         return None
     calls: list[ToolCall] = []
     spans: list[tuple[int, int]] = []
