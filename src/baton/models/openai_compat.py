@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import os
 import random
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     import openai
 
 ToolMode = Literal["native", "text"]
+Constrain = Literal["off", "auto", "json_schema", "llama.cpp", "vllm", "ollama"]
+_FORMS: tuple[Constrain, ...] = ("json_schema", "llama.cpp", "vllm", "ollama")
+"""The ways to ask a server for constrained decoding, in the order `auto` tries them."""
 _T = TypeVar("_T")
 
 _PLACEHOLDER_KEY = "none"
@@ -62,6 +66,7 @@ class OpenAICompatible:
         retry_base_s: float = 0.5,
         retry_max_s: float = 8.0,
         retry_after_max_s: float = 30.0,
+        constrain: Constrain = "off",
     ) -> None:
         if not model or not model.strip():
             raise ConfigError("OpenAICompatible needs a model name, e.g. 'gpt-4o-mini'")
@@ -77,7 +82,19 @@ class OpenAICompatible:
                 "(or pass api_key=...) for OpenAI, or set OPENAI_BASE_URL (or pass base_url=...) "
                 'for a local server, where any key like "none" works'
             )
+        if constrain not in ("off", "auto", *_FORMS):
+            raise ConfigError(
+                "constrain must be 'off', 'auto', 'json_schema', 'llama.cpp', 'vllm' or "
+                f"'ollama', got {constrain!r}"
+            )
         self.tool_mode: ToolMode = tool_mode
+        self.constrain: Constrain = constrain
+        """How a request with tools asks the server to decode only `{"tool": ..., "arguments":
+        ...}` for a real tool or `{"final": ...}` (the embedded engine's grammar, as a JSON
+        schema): `off`, one server's form, or `auto` (the standard form first, the next one
+        when a server refuses it; the accepted form is kept)."""
+        self._form: Constrain | None = constrain if constrain in _FORMS else None
+        self._form_settled = constrain != "auto"
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
@@ -114,6 +131,12 @@ class OpenAICompatible:
         """Answers follow `ModelRequest.output_schema` through the server's structured outputs
         (`response_format`); in text mode the schema is written into the prompt instead."""
         return self.tool_mode == "native"
+
+    @property
+    def constrained_as(self) -> Constrain | None:
+        """The form of constrained decoding requests with tools use now (None: none; with
+        `constrain="auto"`, known once the first such request went through)."""
+        return self._form
 
     @property
     def endpoint(self) -> str:
@@ -158,16 +181,56 @@ class OpenAICompatible:
     # ------------------------------------------------------------------ generate
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Send the request to the server and map its reply (errors become `ModelError`)."""
-        kwargs = self._request_kwargs(request)
         try:
             client = self._get_client()
-            completion = await self._retrying(lambda: client.chat.completions.create(**kwargs))
+            completion, kwargs = await self._sent(
+                request, lambda kw: client.chat.completions.create(**kw)
+            )
         except Exception as exc:
             error = self._translate(exc)
             if error is None:
                 raise
             raise error from exc
-        return self._to_response(completion, kwargs["messages"])
+        return self._to_response(completion, kwargs["messages"], self._textual(request))
+
+    async def _sent(
+        self, request: ModelRequest, send: Callable[[dict[str, Any]], Awaitable[_T]]
+    ) -> tuple[_T, dict[str, Any]]:
+        """`send(kwargs)` with retries. With `constrain="auto"`, until a form is settled, a
+        server that refuses the form tried (HTTP 400, 422, or 500 as llama-cpp-python answers
+        a field it cannot validate) is asked in the next one at once; when none fits, the
+        server decodes freely."""
+        if self.constrain == "auto" and self._form is None and not self._form_settled:
+            self._form = _FORMS[0]
+        while True:
+            kwargs = self._request_kwargs(request)
+            probing = not self._form_settled and bool(request.tools)
+            try:
+                if probing:
+                    answer = await send(kwargs)
+                else:
+                    answer = await self._retrying(functools.partial(send, kwargs))
+            except Exception as exc:
+                if not probing:
+                    raise
+                if getattr(exc, "status_code", None) in (400, 422, 500):
+                    tried = self._form
+                    if tried is None or tried == _FORMS[-1]:
+                        self._form, self._form_settled = None, True  # none fits
+                    else:
+                        self._form = _FORMS[_FORMS.index(tried) + 1]
+                    continue
+                if not _transient(exc):
+                    raise
+                answer = await self._retrying(functools.partial(send, kwargs))
+            if probing:
+                self._form_settled = True
+            return answer, kwargs
+
+    def _textual(self, request: ModelRequest) -> bool:
+        """Whether this request's reply writes its calls as JSON text (text mode, or
+        constrained decoding, which renders the tools into the prompt)."""
+        return self.tool_mode == "text" or (self._form is not None and bool(request.tools))
 
     # ------------------------------------------------------------------ stream
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
@@ -182,29 +245,37 @@ class OpenAICompatible:
         Errors, including one the server reports mid-stream, raise `ModelError`/`ModelTimeout`
         as `generate` does.
         """
-        kwargs = self._request_kwargs(request)
-        visible = VisibleText(text_mode=self.tool_mode == "text")
+        sent: list[dict[str, Any]] = []
         reply = _StreamedReply()
-        async with aclosing(self._chunks(kwargs)) as chunks:
+        visible: VisibleText | None = None
+        async with aclosing(self._chunks(request, sent)) as chunks:
             async for chunk in chunks:
                 delta = reply.add(chunk)
+                if visible is None:
+                    visible = VisibleText(text_mode=self._textual(request))
                 if delta:
                     shown = visible.feed(delta)
                     if shown:
                         yield shown
-        response = self._to_response(reply.completion(), kwargs["messages"])
+        textual = self._textual(request)
+        response = self._to_response(reply.completion(), sent[-1]["messages"], textual)
+        visible = visible or VisibleText(text_mode=textual)
         rest = visible.finish(response.text, (t.name for t in request.tools))
         if rest:
             yield rest
         yield response
 
-    async def _chunks(self, kwargs: dict[str, Any]) -> AsyncGenerator[Any, None]:
-        """The server's `ChatCompletionChunk`s, errors translated to `ModelError`."""
+    async def _chunks(
+        self, request: ModelRequest, sent: list[dict[str, Any]]
+    ) -> AsyncGenerator[Any, None]:
+        """The server's `ChatCompletionChunk`s, errors translated to `ModelError` (`sent`
+        gets the request's keyword arguments as sent)."""
         started = False
         try:
             client = self._get_client()
             # only opening the stream is retried: text already shown cannot be taken back
-            chunks = await self._retrying(lambda: self._open_stream(client, kwargs))
+            chunks, kwargs = await self._sent(request, lambda kw: self._open_stream(client, kw))
+            sent.append(kwargs)
         except Exception as exc:
             error = self._translated(exc)
             if error is None:
@@ -296,7 +367,26 @@ class OpenAICompatible:
         """The keyword arguments of `chat.completions.create` for this request."""
         temperature = self.temperature if self.temperature is not None else request.temperature
         kwargs: dict[str, Any] = {"model": self.model, "temperature": temperature}
-        if self.tool_mode == "native":
+        extra = dict(self.extra_body) if self.extra_body else {}
+        if self._form is not None and request.tools:
+            kwargs["messages"] = render_text_mode(
+                request.messages, request.tools, request.output_schema
+            )
+            from baton.models.local.grammar import tool_call_schema  # (no llama.cpp needed)
+
+            grammar = tool_call_schema(request.tools, final_schema=request.output_schema)
+            if self._form == "json_schema":
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "reply", "schema": grammar},
+                }
+            elif self._form == "llama.cpp":  # llama.cpp's server and llama-cpp-python's
+                kwargs["response_format"] = {"type": "json_object", "schema": grammar}
+            elif self._form == "vllm":
+                extra["guided_json"] = grammar
+            else:  # ollama
+                extra["format"] = grammar
+        elif self.tool_mode == "native":
             kwargs["messages"] = [m.to_chat() for m in request.messages]
             if request.tools:
                 kwargs["tools"] = [s.to_openai() for s in request.tools]
@@ -310,11 +400,13 @@ class OpenAICompatible:
                 kwargs["response_format"] = _json_schema_format(request)
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
-        if self.extra_body:
-            kwargs["extra_body"] = self.extra_body
+        if extra:
+            kwargs["extra_body"] = extra
         return kwargs
 
-    def _to_response(self, completion: Any, sent: list[dict[str, Any]]) -> ModelResponse:
+    def _to_response(
+        self, completion: Any, sent: list[dict[str, Any]], textual: bool
+    ) -> ModelResponse:
         """Map a `ChatCompletion` onto a `ModelResponse`, keeping raw tool arguments."""
         choices = getattr(completion, "choices", None)
         if not choices:
@@ -355,7 +447,7 @@ class OpenAICompatible:
             text=text,
             tool_calls=calls,
             usage=mapped,
-            text_tool_calls=self.tool_mode == "text",
+            text_tool_calls=textual,
             raw=completion,
         )
 
