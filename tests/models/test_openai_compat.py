@@ -19,7 +19,7 @@ import pytest
 from pydantic import BaseModel
 
 from baton import Agent, Team, tool
-from baton.core.errors import ConfigError, ModelError, ModelTimeout
+from baton.core.errors import ConfigError, ModelError, ModelTimeout, ModelUnreachable
 from baton.core.messages import Message, ToolCall, ToolSpec
 from baton.models import ModelRequest, ModelResponse, OpenAICompatible, resolve_model
 from baton.models.base import StreamingModel
@@ -656,21 +656,22 @@ async def test_unrepairable_arguments_are_reasked_over_http(server: FakeOpenAI) 
     assert reask[-2]["role"] == "tool"
 
 
-async def test_http_500_fails_the_run_with_a_helpful_error(server: FakeOpenAI) -> None:
+async def test_http_500_stops_the_run_with_a_helpful_error(server: FakeOpenAI) -> None:
     server.script(Reply({"error": {"message": "CUDA out of memory", "type": "server"}}, 500))
     team, lookups = desk(model(server))
 
-    result = await team.run("invoice ORD-1")
+    with pytest.raises(ModelUnreachable) as info:
+        await team.run("invoice ORD-1")
 
-    assert result.status == "failed"
-    assert result.error is not None
-    assert "HTTP 500" in result.error
-    assert "CUDA out of memory" in result.error
-    assert "check its logs" in result.error
+    error = str(info.value)
+    assert "HTTP 500" in error
+    assert "CUDA out of memory" in error
+    assert "check its logs" in error
+    assert "none of its tools ran: send the message again" in error
     assert lookups == []
 
 
-async def test_closed_port_fails_the_run_with_a_helpful_error(
+async def test_closed_port_stops_the_run_with_a_helpful_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -680,13 +681,13 @@ async def test_closed_port_fails_the_run_with_a_helpful_error(
     brain = OpenAICompatible("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
     team, _ = desk(brain)
 
-    result = await team.run("invoice ORD-1")
+    with pytest.raises(ModelUnreachable) as info:
+        await team.run("invoice ORD-1")
 
-    assert result.status == "failed"
-    assert result.error is not None
-    assert f"127.0.0.1:{port}" in result.error
-    assert "OPENAI_BASE_URL" in result.error
-    assert "server is up" in result.error
+    error = str(info.value)
+    assert f"127.0.0.1:{port}" in error
+    assert "OPENAI_BASE_URL" in error
+    assert "server is up" in error
 
 
 # ---------------------------------------------------------------------- errors

@@ -27,6 +27,11 @@ class ModelTimeout(ModelError):
     """A model call ran longer than `Guards.model_timeout_s`."""
 
 
+class ModelUnreachable(ModelError):
+    """The model's server could not be reached (connection refused, HTTP 429 or 5xx) after
+    the provider's retries; the run stops resumable at its last checkpoint."""
+
+
 class ParseError(BatonError):
     """Model output could not be parsed into a tool call or answer, even after repair."""
 

@@ -14,15 +14,19 @@ through `base_url`. Two tool modes:
 from __future__ import annotations
 
 import asyncio
+import email.utils
+import functools
 import json
 import os
+import random
 import re
+import time
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from baton.core.errors import ConfigError, ModelError, ModelTimeout
+from baton.core.errors import ConfigError, ModelError, ModelTimeout, ModelUnreachable
 from baton.core.messages import ToolCall, Usage
 from baton.models.base import ModelRequest, ModelResponse, estimate_tokens
 from baton.models.streaming import VisibleText
@@ -32,6 +36,10 @@ if TYPE_CHECKING:
     import openai
 
 ToolMode = Literal["native", "text"]
+Constrain = Literal["off", "auto", "json_schema", "llama.cpp", "vllm", "ollama"]
+_FORMS: tuple[Constrain, ...] = ("json_schema", "llama.cpp", "vllm", "ollama")
+"""The ways to ask a server for constrained decoding, in the order `auto` tries them."""
+_T = TypeVar("_T")
 
 _PLACEHOLDER_KEY = "none"
 """Key sent to servers that need none (local servers accept any key)."""
@@ -54,7 +62,11 @@ class OpenAICompatible:
         timeout_s: float | None = None,
         extra_body: dict[str, Any] | None = None,
         client: openai.AsyncOpenAI | None = None,
-        max_retries: int = 2,
+        max_retries: int = 3,
+        retry_base_s: float = 0.5,
+        retry_max_s: float = 8.0,
+        retry_after_max_s: float = 30.0,
+        constrain: Constrain = "off",
     ) -> None:
         if not model or not model.strip():
             raise ConfigError("OpenAICompatible needs a model name, e.g. 'gpt-4o-mini'")
@@ -70,12 +82,37 @@ class OpenAICompatible:
                 "(or pass api_key=...) for OpenAI, or set OPENAI_BASE_URL (or pass base_url=...) "
                 'for a local server, where any key like "none" works'
             )
+        if constrain not in ("off", "auto", *_FORMS):
+            raise ConfigError(
+                "constrain must be 'off', 'auto', 'json_schema', 'llama.cpp', 'vllm' or "
+                f"'ollama', got {constrain!r}"
+            )
         self.tool_mode: ToolMode = tool_mode
+        self.constrain: Constrain = constrain
+        """How a request with tools asks the server to decode only `{"tool": ..., "arguments":
+        ...}` for a real tool or `{"final": ...}` (the embedded engine's grammar, as a JSON
+        schema): `off`, one server's form, or `auto` (the standard form first, the next one
+        when a server refuses it; the accepted form is kept)."""
+        self._form: Constrain | None = constrain if constrain in _FORMS else None
+        self._form_settled = constrain != "auto"
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
         self.extra_body = dict(extra_body) if extra_body else None
+        if max_retries < 0 or retry_base_s < 0 or retry_max_s < 0 or retry_after_max_s < 0:
+            raise ConfigError(
+                "max_retries, retry_base_s, retry_max_s and retry_after_max_s must be >= 0 "
+                f"(got {max_retries}, {retry_base_s}, {retry_max_s}, {retry_after_max_s})"
+            )
         self.max_retries = max_retries
+        """Retries of a call that met a transient failure (connection refused, timeout, HTTP
+        408/409/429/5xx) before it fails."""
+        self.retry_base_s = retry_base_s
+        """The first retry waits up to this long; each next one up to twice as long."""
+        self.retry_max_s = retry_max_s
+        """The most one backoff waits (before its jitter)."""
+        self.retry_after_max_s = retry_after_max_s
+        """A server's `Retry-After` is honoured up to this many seconds."""
         self._client = client
         self._own_client = client is None
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
@@ -94,6 +131,12 @@ class OpenAICompatible:
         """Answers follow `ModelRequest.output_schema` through the server's structured outputs
         (`response_format`); in text mode the schema is written into the prompt instead."""
         return self.tool_mode == "native"
+
+    @property
+    def constrained_as(self) -> Constrain | None:
+        """The form of constrained decoding requests with tools use now (None: none; with
+        `constrain="auto"`, known once the first such request went through)."""
+        return self._form
 
     @property
     def endpoint(self) -> str:
@@ -123,7 +166,7 @@ class OpenAICompatible:
             self._client = openai.AsyncOpenAI(
                 api_key=self.api_key or _PLACEHOLDER_KEY,
                 base_url=self.base_url,
-                max_retries=self.max_retries,
+                max_retries=0,  # `_retrying` retries, with this model's settings
                 **options,
             )
             self._client_loop = weakref.ref(loop)
@@ -138,16 +181,56 @@ class OpenAICompatible:
     # ------------------------------------------------------------------ generate
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Send the request to the server and map its reply (errors become `ModelError`)."""
-        kwargs = self._request_kwargs(request)
         try:
             client = self._get_client()
-            completion = await client.chat.completions.create(**kwargs)
+            completion, kwargs = await self._sent(
+                request, lambda kw: client.chat.completions.create(**kw)
+            )
         except Exception as exc:
             error = self._translate(exc)
             if error is None:
                 raise
             raise error from exc
-        return self._to_response(completion, kwargs["messages"])
+        return self._to_response(completion, kwargs["messages"], self._textual(request))
+
+    async def _sent(
+        self, request: ModelRequest, send: Callable[[dict[str, Any]], Awaitable[_T]]
+    ) -> tuple[_T, dict[str, Any]]:
+        """`send(kwargs)` with retries. With `constrain="auto"`, until a form is settled, a
+        server that refuses the form tried (HTTP 400, 422, or 500 as llama-cpp-python answers
+        a field it cannot validate) is asked in the next one at once; when none fits, the
+        server decodes freely."""
+        if self.constrain == "auto" and self._form is None and not self._form_settled:
+            self._form = _FORMS[0]
+        while True:
+            kwargs = self._request_kwargs(request)
+            probing = not self._form_settled and bool(request.tools)
+            try:
+                if probing:
+                    answer = await send(kwargs)
+                else:
+                    answer = await self._retrying(functools.partial(send, kwargs))
+            except Exception as exc:
+                if not probing:
+                    raise
+                if getattr(exc, "status_code", None) in (400, 422, 500):
+                    tried = self._form
+                    if tried is None or tried == _FORMS[-1]:
+                        self._form, self._form_settled = None, True  # none fits
+                    else:
+                        self._form = _FORMS[_FORMS.index(tried) + 1]
+                    continue
+                if not _transient(exc):
+                    raise
+                answer = await self._retrying(functools.partial(send, kwargs))
+            if probing:
+                self._form_settled = True
+            return answer, kwargs
+
+    def _textual(self, request: ModelRequest) -> bool:
+        """Whether this request's reply writes its calls as JSON text (text mode, or
+        constrained decoding, which renders the tools into the prompt)."""
+        return self.tool_mode == "text" or (self._form is not None and bool(request.tools))
 
     # ------------------------------------------------------------------ stream
     async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelResponse]:
@@ -162,28 +245,37 @@ class OpenAICompatible:
         Errors, including one the server reports mid-stream, raise `ModelError`/`ModelTimeout`
         as `generate` does.
         """
-        kwargs = self._request_kwargs(request)
-        visible = VisibleText(text_mode=self.tool_mode == "text")
+        sent: list[dict[str, Any]] = []
         reply = _StreamedReply()
-        async with aclosing(self._chunks(kwargs)) as chunks:
+        visible: VisibleText | None = None
+        async with aclosing(self._chunks(request, sent)) as chunks:
             async for chunk in chunks:
                 delta = reply.add(chunk)
+                if visible is None:
+                    visible = VisibleText(text_mode=self._textual(request))
                 if delta:
                     shown = visible.feed(delta)
                     if shown:
                         yield shown
-        response = self._to_response(reply.completion(), kwargs["messages"])
+        textual = self._textual(request)
+        response = self._to_response(reply.completion(), sent[-1]["messages"], textual)
+        visible = visible or VisibleText(text_mode=textual)
         rest = visible.finish(response.text, (t.name for t in request.tools))
         if rest:
             yield rest
         yield response
 
-    async def _chunks(self, kwargs: dict[str, Any]) -> AsyncGenerator[Any, None]:
-        """The server's `ChatCompletionChunk`s, errors translated to `ModelError`."""
+    async def _chunks(
+        self, request: ModelRequest, sent: list[dict[str, Any]]
+    ) -> AsyncGenerator[Any, None]:
+        """The server's `ChatCompletionChunk`s, errors translated to `ModelError` (`sent`
+        gets the request's keyword arguments as sent)."""
         started = False
         try:
             client = self._get_client()
-            chunks = await self._open_stream(client, kwargs)
+            # only opening the stream is retried: text already shown cannot be taken back
+            chunks, kwargs = await self._sent(request, lambda kw: self._open_stream(client, kw))
+            sent.append(kwargs)
         except Exception as exc:
             error = self._translated(exc)
             if error is None:
@@ -225,6 +317,25 @@ class OpenAICompatible:
         self._stream_usage = True
         return chunks
 
+    async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """`attempt()`, retried after a transient failure up to `max_retries` times: after the
+        server's `Retry-After` (up to `retry_after_max_s`), else an exponential backoff with
+        full jitter (a random wait up to `retry_base_s * 2**n`, at most `retry_max_s`)."""
+        tries = 0
+        while True:
+            try:
+                return await attempt()
+            except Exception as exc:
+                if tries >= self.max_retries or not _transient(exc):
+                    raise
+                after = _retry_after(exc)
+                if after is not None:
+                    wait = min(after, self.retry_after_max_s)
+                else:
+                    wait = random.uniform(0, min(self.retry_max_s, self.retry_base_s * 2**tries))
+                tries += 1
+                await asyncio.sleep(wait)
+
     def _translated(self, exc: Exception, *, mid_stream: bool = False) -> ModelError | None:
         """The `ModelError` for an exception met while streaming (`generate`'s, plus errors
         only a stream meets), or None for one that did not come from the client."""
@@ -238,7 +349,7 @@ class OpenAICompatible:
                 "timeout_s"
             )
         if mid_stream and isinstance(exc, openai.APIConnectionError):
-            return ModelError(
+            return ModelUnreachable(
                 f"{where} dropped the connection in the middle of its reply ({exc}); check the "
                 "server's logs, or retry"
             )
@@ -256,7 +367,26 @@ class OpenAICompatible:
         """The keyword arguments of `chat.completions.create` for this request."""
         temperature = self.temperature if self.temperature is not None else request.temperature
         kwargs: dict[str, Any] = {"model": self.model, "temperature": temperature}
-        if self.tool_mode == "native":
+        extra = dict(self.extra_body) if self.extra_body else {}
+        if self._form is not None and request.tools:
+            kwargs["messages"] = render_text_mode(
+                request.messages, request.tools, request.output_schema
+            )
+            from baton.models.local.grammar import tool_call_schema  # (no llama.cpp needed)
+
+            grammar = tool_call_schema(request.tools, final_schema=request.output_schema)
+            if self._form == "json_schema":
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "reply", "schema": grammar},
+                }
+            elif self._form == "llama.cpp":  # llama.cpp's server and llama-cpp-python's
+                kwargs["response_format"] = {"type": "json_object", "schema": grammar}
+            elif self._form == "vllm":
+                extra["guided_json"] = grammar
+            else:  # ollama
+                extra["format"] = grammar
+        elif self.tool_mode == "native":
             kwargs["messages"] = [m.to_chat() for m in request.messages]
             if request.tools:
                 kwargs["tools"] = [s.to_openai() for s in request.tools]
@@ -270,11 +400,13 @@ class OpenAICompatible:
                 kwargs["response_format"] = _json_schema_format(request)
         if self.max_tokens is not None:
             kwargs["max_tokens"] = self.max_tokens
-        if self.extra_body:
-            kwargs["extra_body"] = self.extra_body
+        if extra:
+            kwargs["extra_body"] = extra
         return kwargs
 
-    def _to_response(self, completion: Any, sent: list[dict[str, Any]]) -> ModelResponse:
+    def _to_response(
+        self, completion: Any, sent: list[dict[str, Any]], textual: bool
+    ) -> ModelResponse:
         """Map a `ChatCompletion` onto a `ModelResponse`, keeping raw tool arguments."""
         choices = getattr(completion, "choices", None)
         if not choices:
@@ -315,7 +447,7 @@ class OpenAICompatible:
             text=text,
             tool_calls=calls,
             usage=mapped,
-            text_tool_calls=self.tool_mode == "text",
+            text_tool_calls=textual,
             raw=completion,
         )
 
@@ -344,10 +476,11 @@ class OpenAICompatible:
             return ModelTimeout(
                 f"{where} did not answer{limit}; check the server's load, or raise timeout_s"
             )
+        tried = f" (tried {self.max_retries + 1} times)" if self.max_retries else ""
         if isinstance(exc, openai.APIConnectionError):
-            return ModelError(
-                f"cannot connect to {self.endpoint} for {self.name}: {exc}; check OPENAI_BASE_URL "
-                "(or base_url=...) and that the server is up"
+            return ModelUnreachable(
+                f"cannot connect to {self.endpoint} for {self.name}{tried}: {exc}; check "
+                "OPENAI_BASE_URL (or base_url=...) and that the server is up"
             )
         if isinstance(exc, openai.APIStatusError):
             status, detail = exc.status_code, _server_message(exc)
@@ -370,6 +503,8 @@ class OpenAICompatible:
                 hint = "the server failed; check its logs, or retry later"
             else:
                 hint = "unexpected status from the server"
+            if _transient(exc):
+                return ModelUnreachable(f"{where} answered HTTP {status}{tried}: {detail}; {hint}")
             return ModelError(f"{where} answered HTTP {status}: {detail}; {hint}")
         if isinstance(exc, openai.OpenAIError):
             return ModelError(f"{where} failed: {type(exc).__name__}: {exc}")
@@ -481,6 +616,48 @@ class _StreamedReply:
             choices=choices,
             usage=self.usage,
         )
+
+
+_TRANSIENT_STATUS = frozenset({408, 409, 429})
+
+
+def _transient(exc: Exception) -> bool:
+    """Whether a failure may pass if the call is made again: no connection, a timeout, the
+    server busy (408, 409, 429) or failing (5xx)."""
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError):  # a timeout is one too
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
+    return False
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """The seconds a server asked to wait (`Retry-After` in seconds or as an HTTP date, or
+    `retry-after-ms`), or None."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def _too_deep(where: str, what: str) -> str:

@@ -318,6 +318,11 @@ def parse_text_mode(
     """
     if not text or ("{" not in text):
         return TextModeResult(text=text, calls=[])
+    from baton.models.text_calls import find_text_calls  # (it builds on this module)
+
+    written = find_text_calls(text, tool_names, known_only=structured)
+    if written is not None:  # tags, several fences or objects: every call, as written
+        return TextModeResult(text=None, calls=written.calls)
     body = strip_fences(text)
     start = min((i for i in (body.find("{"), body.find("[")) if i != -1), default=-1)
     if start == -1:

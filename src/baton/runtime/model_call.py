@@ -9,12 +9,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from baton.core.errors import ModelError, ModelTimeout, ParseError
+from baton.core.errors import ModelError, ModelTimeout, ModelUnreachable, ParseError
 from baton.core.events import GuardTripped, ModelCalled, TextDelta
 from baton.core.messages import Message, ToolCall, Usage
 from baton.core.text import clean_text, clean_value
 from baton.models.base import ModelRequest, ModelResponse, StreamingModel
 from baton.models.parsing import parse_json_object, parse_text_mode
+from baton.models.text_calls import find_text_calls
 from baton.models.textmode import json_shape
 from baton.runtime.guards import check_budget
 from baton.runtime.outcomes import Failed, Tripped
@@ -203,6 +204,8 @@ def _checked(
         detail = f"model_timeout: {model} did not answer {name} within {limit}s"
         kernel.emit(run, GuardTripped(**run.base(name), guard="model_timeout", detail=detail))
         return Tripped(detail)
+    if isinstance(response, ModelUnreachable):  # the server is down or busy: stop, resumable
+        raise ModelUnreachable(unreachable(run, name, model, response)) from response
     if isinstance(response, Exception):  # provider failure: end the run cleanly
         # a provider's error text is as untrusted as its replies (a lone surrogate, ...)
         msg = clean_text(
@@ -229,6 +232,14 @@ def _checked(
         found = parse_text_mode(response.text, plan.callable_names, structured)
         response.text, response.tool_calls = found.text, found.calls
         response.text_tool_calls = False
+    elif not response.tool_calls and request.tools and response.text:
+        # a model given the tools natively may still write its calls out (a fenced JSON block,
+        # `<tool_call>` tags): they run as calls instead of reaching the user as the answer
+        written = find_text_calls(
+            response.text, plan.callable_names, known_only=request.output_schema is not None
+        )
+        if written is not None:
+            response.text, response.tool_calls = written.text, written.calls
     run.usage.setdefault(name, Usage()).add(response.usage)
     turn.usage.add(response.usage)
     u = response.usage
@@ -246,6 +257,23 @@ def _checked(
         ),
     )
     return response
+
+
+def unreachable(run: RunState, agent: str, model: str, exc: ModelUnreachable) -> str:
+    """What a model that cannot be reached means for the run, and how to go on."""
+    root = run.root
+    sid = root.session.session_id
+    what = clean_text(f"model {model!r} cannot be reached for agent {agent}: {exc}")
+    if root.seq == 0:
+        return (
+            f"{what}. Nothing of run {root.run_id} was saved and none of its tools ran: send "
+            "the message again once the server is back"
+        )
+    return (
+        f"{what}. Run {root.run_id} stopped at its checkpoint {root.seq}: team.resume({sid!r}) "
+        f"(or `baton resume {sid}`) continues it once the server is back; tool calls already "
+        "answered are not run again"
+    )
 
 
 def _failed(
