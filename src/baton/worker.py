@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from baton.bus.base import Bus, BusError, Delivery, TurnResult
 from baton.bus.headers import trace_id_of
-from baton.core.errors import BatonError, RunReleased, StoreError
+from baton.core.errors import BatonError, ModelUnreachable, RunReleased, StoreError
 from baton.core.ids import new_id
 
 if TYPE_CHECKING:
@@ -113,6 +113,9 @@ class WorkerStats:
     """Turns released unfinished at shutdown (resumed by another worker)."""
     store_retries: int = 0
     """Store failures retried in place."""
+    model_retries: int = 0
+    """Turns whose model could not be reached (`ModelUnreachable`), retried in place: the run
+    goes on from its last checkpoint."""
     bus_outages: int = 0
     """Times receiving from the bus failed and was retried."""
 
@@ -270,11 +273,17 @@ class Worker:
             except RunReleased:
                 self.stats.released += 1
                 return
-            except StoreError as exc:  # the store failed, or another process holds the session
+            except (StoreError, ModelUnreachable) as exc:
+                # the store failed, another process holds the session, or the model's server is
+                # down or busy: the run is unfinished at its last checkpoint, and the same request
+                # id resumes it
                 if self._closing or time.monotonic() + delay > deadline:
                     await self._fail(delivery, f"{type(exc).__name__}: {exc}")
                     return
-                self.stats.store_retries += 1
+                if isinstance(exc, ModelUnreachable):
+                    self.stats.model_retries += 1
+                else:
+                    self.stats.store_retries += 1
                 log.warning(
                     "worker %s: turn %s of session %s: %s: %s; trying again in %.1fs "
                     "(nothing is lost: the run goes on from its last checkpoint)",

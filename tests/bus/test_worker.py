@@ -18,7 +18,7 @@ from baton import Agent, MemoryStore, ScriptedModel, Team, tool
 from baton.bus import MemoryBus
 from baton.bus.base import Envelope
 from baton.bus.headers import trace_headers, trace_id_of
-from baton.core.errors import StoreError
+from baton.core.errors import ModelUnreachable, StoreError
 from baton.models import ModelRequest, Step
 from baton.worker import Worker
 
@@ -315,3 +315,35 @@ async def test_copies_of_a_request_in_flight_run_once_and_are_all_settled(buses:
     stats = await task
     assert result.output == "answer to pay once" and ANSWERED == ["pay once"]
     assert await bus.pending() == 0 and stats.answered == 1
+
+
+async def test_a_model_that_cannot_be_reached_is_retried_in_place_and_nothing_is_repeated(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    down = {"left": 2}
+
+    def flaky(request: ModelRequest) -> Step:
+        if request.agent == "billing" and request.messages[-1].role == "tool" and down["left"]:
+            down["left"] -= 1  # the server went away after the payment was recorded
+            raise ModelUnreachable("connection refused (127.0.0.1:8080)")
+        return policy(request)
+
+    flaky_team = Team(  # the desk, with a model whose server drops twice
+        list(desk().agents.values()),
+        entry="triage",
+        model=ScriptedModel(flaky),
+        store=MemoryStore(),
+        bus=MemoryBus(claim_idle_s=0.3),
+        lease_s=1.0,
+    )
+    worker = Worker(flaky_team, block_s=0.05)
+    task = await started(worker)
+    with caplog.at_level(logging.WARNING, logger="baton.worker"):
+        await flaky_team.submit("pay please", session_id="s1")
+        result = await flaky_team.result("s1", wait_s=20)
+    worker.stop()
+    stats = await task
+    assert result.status == "completed"
+    assert len(PAID) == 1  # resumed from its checkpoint: the payment was not made again
+    assert stats.model_retries == 2 and stats.store_retries == 0 and stats.errors == 0
+    assert "connection refused" in caplog.text and "trying again" in caplog.text
