@@ -6,7 +6,7 @@ A claim is one statement that skips rows another deliverer's claim has locked
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from baton.backends.outbox import (
     OUTBOX_COLUMNS,
@@ -60,16 +60,17 @@ _SETTLE = (
 class PostgresOutbox:
     """`Outbox` over the PostgreSQL store's connections."""
 
-    async def _run(
-        self,
-        action: str,
-        work: Callable[[Any], Awaitable[T]],
-        *,
-        write: bool = False,
-        migrate: bool = True,
-        done: Callable[[T], None] | None = None,
-    ) -> T:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what the store this is mixed into gives (`PostgresStore`)
+
+        async def _run(
+            self,
+            action: str,
+            work: Callable[[Any], Awaitable[T]],
+            *,
+            write: bool = False,
+            migrate: bool = True,
+            done: Callable[[T], None] | None = None,
+        ) -> T: ...
 
     async def claim_outbox(
         self, owner: str, lease_s: float, limit: int = 16, *, at: float | None = None

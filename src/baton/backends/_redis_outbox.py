@@ -10,7 +10,7 @@ written) lists them; `ob:due` (score: `next_at`) holds the pending ones; `ob:rat
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from baton.backends.outbox import (
     Delivery,
@@ -148,13 +148,13 @@ class RedisOutbox:
 
     prefix: str
 
-    async def _run(
-        self, action: str, work: Callable[[Any], Awaitable[T]], *, write: bool = False
-    ) -> T:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what the store this is mixed into gives (`RedisStore`)
 
-    def _key(self, *parts: str) -> str:
-        raise NotImplementedError
+        async def _run(
+            self, action: str, work: Callable[[Any], Awaitable[T]], *, write: bool = False
+        ) -> T: ...
+
+        def _key(self, *parts: str) -> str: ...
 
     async def _items(self, c: Any, ids: Sequence[str]) -> list[OutboxItem]:
         pipe = c.redis.pipeline(transaction=False)

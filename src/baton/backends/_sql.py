@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from baton.backends import _records as records
 from baton.backends._conflicts import (
@@ -139,25 +139,24 @@ class SQLStore:
     find nothing there, writes raise `_predates`."""
 
     # ------------------------------------------------------------------ a dialect's plumbing
-    async def _query(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """The rows of one statement."""
-        raise NotImplementedError
+    if TYPE_CHECKING:  # each dialect's store gives these (`SQLiteStore`, `PostgresStore`)
 
-    async def _change(
-        self,
-        action: str,
-        sql: str,
-        params: Sequence[Any] = (),
-        done: Callable[[int], None] | None = None,
-    ) -> int:
-        """Run one write statement; the number of rows it changed. `done` is called with that
-        number once it is committed, also when the caller is cancelled meanwhile (so that the
-        caller's objects learn of the write)."""
-        raise NotImplementedError
+        async def _query(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+            """The rows of one statement."""
 
-    def _corrupt(self, table: str, key: object, exc: Exception) -> StoreError:
-        """The error for a stored record that cannot be read."""
-        raise NotImplementedError
+        async def _change(
+            self,
+            action: str,
+            sql: str,
+            params: Sequence[Any] = (),
+            done: Callable[[int], None] | None = None,
+        ) -> int:
+            """Run one write statement; the number of rows it changed. `done` is called with that
+            number once it is committed, also when the caller is cancelled meanwhile (so that the
+            caller's objects learn of the write)."""
+
+        def _corrupt(self, table: str, key: object, exc: Exception) -> StoreError:
+            """The error for a stored record that cannot be read."""
 
     def _predates(self, table: str, action: str) -> StoreError:
         """The error for a write to a table the store's schema lacks (`_lacking`)."""

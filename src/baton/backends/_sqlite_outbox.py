@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from baton.backends.outbox import (
     OUTBOX_COLUMNS,
@@ -58,14 +58,13 @@ class SQLiteOutbox:
 
     path: str
 
-    async def _run(self, action: str, work: Callable[[sqlite3.Connection], T]) -> T:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what the store this is mixed into gives (`SQLiteStore`)
 
-    def _transaction(self, conn: sqlite3.Connection) -> AbstractContextManager[None]:
-        raise NotImplementedError
+        async def _run(self, action: str, work: Callable[[sqlite3.Connection], T]) -> T: ...
 
-    def _needs(self, table: str, action: str) -> None:
-        raise NotImplementedError
+        def _transaction(self, conn: sqlite3.Connection) -> AbstractContextManager[None]: ...
+
+        def _needs(self, table: str, action: str) -> None: ...
 
     async def claim_outbox(
         self, owner: str, lease_s: float, limit: int = 16, *, at: float | None = None

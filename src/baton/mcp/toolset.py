@@ -40,7 +40,7 @@ class MCPToolError(Exception):
 async def _mcp_call(_baton_context: ToolContext) -> Any:
     """The signature every `MCPTool` declares to `Tool` (it takes the call's context only;
     the server's schema describes the arguments)."""
-    raise NotImplementedError  # replaced by `MCPTool._call`
+    raise RuntimeError("an MCPTool calls its server itself: this signature never runs")
 
 
 class MCPTool(Tool):

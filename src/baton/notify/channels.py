@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -78,9 +79,9 @@ class Channel(BaseModel):
             raise ValueError(f"channel url {url!r} must start with http:// or https://")
         return url
 
+    @abstractmethod
     def request(self, card: Card, key: str, *, now: float | None = None) -> HttpRequest:
-        """The POST that delivers `card`, with idempotency key `key`."""
-        raise NotImplementedError
+        """The POST that delivers `card`, with idempotency key `key` (each channel's own)."""
 
 
 class WebhookChannel(Channel):
