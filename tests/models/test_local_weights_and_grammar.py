@@ -130,7 +130,7 @@ def test_final_answer_starts_in_the_users_script() -> None:
 
     from baton.core.messages import Message
     from baton.models.local.grammar import starting_with
-    from baton.models.local.model import user_script
+    from baton.models.local.prompt import user_script
 
     zh = user_script([Message(role="user", content="我的订单 ORD-1 到哪了？")])
     ja = user_script([Message(role="user", content="注文はどこですか")])

@@ -369,12 +369,13 @@ class OpenAICompatible:
         kwargs: dict[str, Any] = {"model": self.model, "temperature": temperature}
         extra = dict(self.extra_body) if self.extra_body else {}
         if self._form is not None and request.tools:
-            kwargs["messages"] = render_text_mode(
-                request.messages, request.tools, request.output_schema
-            )
-            from baton.models.local.grammar import tool_call_schema  # (no llama.cpp needed)
+            # the embedded engine's own prompt and schema (no llama.cpp needed): a small model
+            # served over HTTP reads and decodes what it would read and decode embedded
+            from baton.models.local.prompt import compact_prompt, reply_schema
 
-            grammar = tool_call_schema(request.tools, final_schema=request.output_schema)
+            kwargs["messages"] = compact_prompt(request)
+            grammar = reply_schema(request)
+            assert grammar is not None  # a request with tools always has one
             if self._form == "json_schema":
                 kwargs["response_format"] = {
                     "type": "json_schema",
@@ -382,6 +383,10 @@ class OpenAICompatible:
                 }
             elif self._form == "llama.cpp":  # llama.cpp's server and llama-cpp-python's
                 kwargs["response_format"] = {"type": "json_object", "schema": grammar}
+                # llama-cpp-python's server penalises repeats (1.1) unless told otherwise; the
+                # embedded engine does not, and a penalised greedy decoder strays from the
+                # choices it makes there (OpenAI's own semantics: no penalty by default)
+                extra.setdefault("repeat_penalty", 1.0)
             elif self._form == "vllm":
                 extra["guided_json"] = grammar
             else:  # ollama
