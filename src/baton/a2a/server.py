@@ -1,0 +1,554 @@
+"""A team as an A2A agent: `baton a2a serve module:team` (see docs/a2a-server.md).
+
+`TeamExecutor` runs each A2A message through a bound team, and `build_app` serves it with the
+`a2a-sdk`'s own request handler (tasks, `message/stream`, push notifications) and its Agent
+Card. The wire convention is `baton.a2a.wire`'s: a text part (what the team is asked), the
+`HandoffPayload` as a data part when another Baton desk hands the baton over, the W3C
+`traceparent` in the message's metadata; the answer is a task whose artifact holds the reply's
+text and the run's outcome.
+
+How a message maps onto a run:
+
+- the A2A `context_id` names the Baton session (`session_for`: a digest of the caller and the
+  context, so two callers never share a session), the `message_id` is the run's `request_id`
+  (a message sent again is answered once), `traceparent` becomes the run's `trace_id`;
+- a task waiting for input (`input-required`) takes the next message as the interrupt's
+  answer; a task waiting for a person's approval (`auth-required`) answers the next message
+  with the run's result once an approver decided it through Baton's own channels, and stays
+  `auth-required` until then: nothing in a message decides an approval;
+- everything a message carries is data: its text is the user's words, a hand-off payload is
+  the sender's claims (its `state` is shown as unverified, never written to the session), and
+  its metadata is read for the trace context only. No part of it sets the holder, an approval
+  or a budget.
+
+Needs the `a2a` extra (`pip install 'baton-relay[a2a]'`); importing `baton` never imports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from a2a.auth.user import User
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import (
+    DefaultServerCallContextBuilder,
+    create_agent_card_routes,
+    create_jsonrpc_routes,
+)
+from a2a.server.tasks import (
+    BasePushNotificationSender,
+    InMemoryPushNotificationConfigStore,
+    InMemoryTaskStore,
+    TaskUpdater,
+)
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    HTTPAuthSecurityScheme,
+    Message,
+    Part,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, PROTOCOL_VERSION_CURRENT
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from baton.a2a.wire import (
+    HANDOFF_MEDIA_TYPE,
+    RESULT_MEDIA_TYPE,
+    Incoming,
+    WireError,
+    metadata_of,
+    read_message,
+    result_artifact,
+    to_value,
+)
+from baton.core.errors import ApprovalError, BatonError
+from baton.core.events import AgentStarted, Handoff, TextDelta
+from baton.core.payload import HandoffPayload
+from baton.core.text import blank, clean_text
+from baton.runtime.result import RunResult
+from baton.server.auth import ACT_FOR_USERS, OPERATOR, VIEWER, AuthConfig, Principal
+from baton.server.ids import REQUEST_ID
+from baton.topologies.team import Team
+
+LOCAL_PRINCIPAL = Principal("local", frozenset({VIEWER, OPERATOR, ACT_FOR_USERS}))
+"""Who calls without a token file (a server on a loopback address): the person at this
+machine, who may run the team and decides no approval."""
+
+ANSWER_ARTIFACT = "answer"
+"""The id of the artifact that holds the reply (streamed chunks, then the final answer)."""
+
+_META = "baton"
+"""The key of a task's metadata under which the server keeps what it needs to continue it."""
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+"""An agent name a received payload may show as its source; anything else is shown as
+`a remote agent` (the source is the sender's claim, rendered on the receiver's line)."""
+
+
+def session_for(caller: str, context_id: str) -> str:
+    """The Baton session of an A2A conversation (`context_id`) of `caller` (the token's
+    name, `local` without a token file): deterministic, and valid for the API server's
+    session ids. Two callers naming the same context get two sessions."""
+    digest = hashlib.sha256(f"{caller}\n{context_id}".encode()).hexdigest()[:32]
+    return f"a2a:{digest}"
+
+
+def request_for(message_id: str) -> str:
+    """The run's `request_id` for an A2A message id (a digest of it when it is not a valid
+    request id): a message sent again is the same request."""
+    if re.fullmatch(REQUEST_ID, message_id):
+        return message_id
+    return "a2a-m:" + hashlib.sha256(message_id.encode()).hexdigest()[:32]
+
+
+def received_text(text: str, payload: HandoffPayload | None) -> str:
+    """What the team runs for a message: its text, after the hand-off it carries rendered
+    as the receiving agent of a local hand-off reads it — except that every state slot is
+    the sender's claim (`unverified`), never a known fact, and its source is named only
+    when it is a plain agent name."""
+    if payload is None:
+        return text
+    claims = {**payload.state, **payload.unverified}
+    source = payload.source if _NAME.fullmatch(payload.source) else "a remote agent"
+    shown = payload.model_copy(update={"state": {}, "unverified": claims, "source": source})
+    return f"{shown.render()}\n\nThe message with it:\n{text or payload.objective}"
+
+
+def outcome_of(result: RunResult) -> dict[str, Any]:
+    """The run's outcome as the result artifact carries it (state as the run returns it:
+    secrets masked)."""
+    return {
+        "status": result.status,
+        "holder": result.holder,
+        "path": list(result.path),
+        "state": json.loads(json.dumps(result.state, default=str)),
+        "run_id": result.run_id,
+        "trace_id": result.trace_id,
+        "session_id": result.session_id,
+    }
+
+
+class _Caller(User):
+    """The A2A SDK's user for a Baton principal (the SDK keeps each user's tasks apart)."""
+
+    def __init__(self, principal: Principal) -> None:
+        self.principal = principal
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def user_name(self) -> str:
+        return self.principal.name
+
+
+class _CallContextBuilder(DefaultServerCallContextBuilder):
+    """Who a request acts as: the token's user (`--auth`), else the local user."""
+
+    def __init__(self, auth: AuthConfig | None) -> None:
+        self.auth = auth
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        who = LOCAL_PRINCIPAL
+        if self.auth is not None:
+            token = _bearer(request.headers.get("authorization"))
+            found = self.auth.authenticate(token) if token is not None else None
+            if found is None:  # the gate refused it already; never run as someone else
+                raise PermissionError("unauthenticated A2A request")
+            who = found
+        context.user = _Caller(who)
+        return context
+
+
+def _bearer(header: str | None) -> str | None:
+    if header is None:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def _principal(context: RequestContext) -> Principal:
+    user = context.call_context.user
+    return user.principal if isinstance(user, _Caller) else LOCAL_PRINCIPAL
+
+
+class TeamExecutor(AgentExecutor):
+    """Runs A2A messages through a bound team (see the module's docstring for the mapping)."""
+
+    def __init__(self, team: Team) -> None:
+        self.team = team
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Run the message (or continue the task it answers) and publish the outcome."""
+        task_id, context_id = context.task_id or "", context.context_id or ""
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        task = context.current_task
+        if task is None:
+            await event_queue.enqueue_event(
+                Task(
+                    id=task_id,
+                    context_id=context_id,
+                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                    history=[context.message] if context.message is not None else [],
+                )
+            )
+        who = _principal(context)
+        if not who.can_operate():
+            await updater.reject(
+                _say(updater, f"user {who.name!r} may not run the team: it needs the role operator")
+            )
+            return
+        if context.message is None:
+            await updater.reject(_say(updater, "the request carries no message"))
+            return
+        try:
+            incoming = read_message(context.message)
+        except WireError as exc:
+            await updater.reject(_say(updater, f"invalid message: {exc}"))
+            return
+        session_id = session_for(who.name, context_id)
+        waiting = TaskState.Name(task.status.state) if task is not None else None
+        try:
+            if waiting == "TASK_STATE_INPUT_REQUIRED":
+                result = await self._answer(updater, session_id, incoming)
+            elif waiting == "TASK_STATE_AUTH_REQUIRED" and task is not None:
+                result = await self._recheck(session_id, task, incoming)
+            else:
+                result = await self._start(
+                    updater, context.message, incoming, session_id, who, streamed=True
+                )
+        except ApprovalError as exc:
+            await updater.requires_auth(_say(updater, str(exc)))
+            return
+        except (BatonError, ValueError) as exc:
+            await updater.reject(_say(updater, str(exc)))
+            return
+        if result is not None:
+            await self._publish(updater, result)
+
+    async def _start(
+        self,
+        updater: TaskUpdater,
+        message: Message,
+        incoming: Incoming,
+        session_id: str,
+        who: Principal,
+        *,
+        streamed: bool,
+    ) -> RunResult | None:
+        text = clean_text(incoming.text)
+        if blank(text) and incoming.payload is None:
+            await updater.reject(
+                _say(
+                    updater,
+                    "the message has no text and no hand-off: send the user's words as a text "
+                    f"part (and a hand-off as a data part of media type {HANDOFF_MEDIA_TYPE})",
+                )
+            )
+            return None
+        request_id = request_for(message.message_id)
+        await updater.update_status(
+            TaskState.TASK_STATE_WORKING,
+            metadata={_META: {"session_id": session_id, "request_id": request_id}},
+        )
+        result: RunResult | None = None
+        chunks = 0
+        async for item in self.team.stream(
+            received_text(text, incoming.payload),
+            session_id,
+            who.run_user(None),
+            request_id=request_id,
+            trace_id=incoming.trace_id,
+        ):
+            if isinstance(item, RunResult):
+                result = item
+            elif isinstance(item, TextDelta) and item.text and streamed:
+                await updater.add_artifact(
+                    [Part(text=item.text)],
+                    artifact_id=ANSWER_ARTIFACT,
+                    name=ANSWER_ARTIFACT,
+                    append=chunks > 0,
+                )
+                chunks += 1
+            elif isinstance(item, AgentStarted) and item.agent:
+                await updater.start_work(_say(updater, f"{item.agent} is working on it"))
+            elif isinstance(item, Handoff):
+                await updater.start_work(
+                    _say(
+                        updater,
+                        f"handed over from {item.payload.source} to {item.payload.target}",
+                    )
+                )
+        return result
+
+    async def _answer(
+        self, updater: TaskUpdater, session_id: str, incoming: Incoming
+    ) -> RunResult | None:
+        """The message answers the interrupt the run waits for: its text, else its data (a
+        message with neither leaves the task waiting)."""
+        value: Any = clean_text(incoming.text)
+        if blank(value):
+            if not incoming.data:
+                await updater.requires_input(
+                    _say(updater, "the task waits for an answer: send it as a text part")
+                )
+                return None
+            value = incoming.data[0]
+        return await self.team.answer_interrupt(session_id, value)
+
+    async def _recheck(self, session_id: str, task: Task, incoming: Incoming) -> RunResult:
+        """A message on a task waiting for approval: the run's result if an approver decided
+        meanwhile (the run resumed and finished), else it still waits (`ApprovalError`). The
+        message is never read as a decision."""
+        kept = _task_meta(task)
+        request_id = str(kept.get("request_id") or "")
+        if not request_id:
+            raise ApprovalError(
+                "this task waits for a person's approval on the server; it was decided "
+                "through Baton's approvals, never by a message"
+            )
+        cp = await self.team.store.get_checkpoint(session_id)
+        if cp is not None and cp.status == "awaiting_approval":
+            raise ApprovalError(_waits(cp.meta.get("approval") or {}))
+        # decided: the request's recorded result (the same request id runs nothing new)
+        return await self.team.run(
+            incoming.text or "(is the request decided?)", session_id, request_id=request_id
+        )
+
+    async def _publish(self, updater: TaskUpdater, result: RunResult) -> None:
+        status = result.status
+        if status in ("completed", "escalated"):
+            text = result.output or ""
+            if status == "escalated" and not text and result.escalation is not None:
+                text = result.escalation.last_reply or "A person will take over this request."
+            artifact = result_artifact(text, outcome_of(result), artifact_id=ANSWER_ARTIFACT)
+            await updater.add_artifact(
+                list(artifact.parts),
+                artifact_id=ANSWER_ARTIFACT,
+                name=ANSWER_ARTIFACT,
+                append=False,
+                last_chunk=True,
+            )
+            await updater.complete()
+        elif status == "interrupted":
+            value = result.interrupt.value if result.interrupt is not None else None
+            question = value if isinstance(value, str) else json.dumps(value, default=str)
+            await updater.requires_input(
+                _say(updater, question or "the run waits for an answer", value, result)
+            )
+        elif status == "awaiting_approval":
+            asked = result.approval.model_dump(mode="json") if result.approval else {}
+            waits = {k: asked.get(k) for k in ("id", "tool", "target", "required_roles", "reason")}
+            await updater.requires_auth(_say(updater, _waits(asked), {"approval": waits}, result))
+        elif status == "blocked":
+            await updater.reject(_say(updater, result.output or result.error or "blocked"))
+        elif status == "cancelled":
+            await updater.cancel(_say(updater, result.error or "cancelled"))
+        else:
+            await updater.failed(_say(updater, result.error or "the run failed", None, result))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Cancel the session's run (`team.cancel`) and mark the task canceled."""
+        updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
+        session_id = session_for(_principal(context).name, context.context_id or "")
+        result = await self.team.cancel(session_id, reason="cancelled by the A2A client")
+        why = result.error if result is not None and result.error else "cancelled by the client"
+        await updater.cancel(_say(updater, why))
+
+
+def _task_meta(task: Task) -> dict[str, Any]:
+    kept = metadata_of(task).get(_META)
+    return kept if isinstance(kept, dict) else {}
+
+
+def _waits(card: dict[str, Any]) -> str:
+    tool = card.get("tool") or card.get("name") or "a call"
+    roles = ", ".join(card.get("required_roles") or []) or "an approver"
+    return (
+        f"approval {card.get('id', '?')} waits for a person: {tool} needs a sign-off by "
+        f"{roles} on this server. Approvers decide it through Baton (`baton approvals`, the "
+        "dashboard or the API server), never through this conversation; send any message on "
+        "this task afterwards to get the result"
+    )
+
+
+def _say(
+    updater: TaskUpdater, text: str, data: Any = None, result: RunResult | None = None
+) -> Message:
+    """An agent message of the task: `text`, with `data` and the run's outcome as data."""
+    parts = [Part(text=text)]
+    if data is not None and not isinstance(data, str):
+        parts.append(Part(data=to_value(json.loads(json.dumps(data, default=str)))))
+    if result is not None:
+        parts.append(Part(data=to_value(outcome_of(result)), media_type=RESULT_MEDIA_TYPE))
+    return updater.new_agent_message(parts)
+
+
+def build_card(
+    team: Team,
+    *,
+    name: str,
+    url: str,
+    description: str | None = None,
+    authenticated: bool = False,
+) -> AgentCard:
+    """The Agent Card of a served team: one skill per agent, streaming and push notifications,
+    JSON-RPC at `url`; with `authenticated` a bearer token scheme."""
+    agents = team.agents
+    entry = team.entry if isinstance(team.entry, str) else "a router"
+    skills = [
+        AgentSkill(
+            id=agent.name,
+            name=agent.name,
+            description=agent.description or f"the agent {agent.name} of the team",
+            tags=["baton", "entry" if agent.name == team.entry else "agent"],
+            input_modes=["text/plain", HANDOFF_MEDIA_TYPE],
+            output_modes=["text/plain", RESULT_MEDIA_TYPE],
+        )
+        for agent in agents.values()
+    ]
+    card = AgentCard(
+        name=name,
+        description=description
+        or f"A Baton team of agents ({', '.join(agents)}); requests start with {entry}.",
+        version=_version(),
+        supported_interfaces=[
+            AgentInterface(
+                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_CURRENT
+            )
+        ],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
+        default_input_modes=["text/plain", HANDOFF_MEDIA_TYPE],
+        default_output_modes=["text/plain", RESULT_MEDIA_TYPE],
+        skills=skills,
+    )
+    if authenticated:
+        card.security_schemes["bearer"].CopyFrom(
+            SecurityScheme(
+                http_auth_security_scheme=HTTPAuthSecurityScheme(
+                    scheme="bearer",
+                    description="A token of the server's token file (`--auth`), with the "
+                    "role operator.",
+                )
+            )
+        )
+        card.security_requirements.append(SecurityRequirement(schemes={"bearer": StringList()}))
+    return card
+
+
+def _version() -> str:
+    from baton import __version__
+
+    return __version__
+
+
+class TokenGate:
+    """ASGI middleware: every request but the Agent Card's needs a token of the token file
+    (401 otherwise): the card is how a client learns that it needs one."""
+
+    def __init__(self, app: ASGIApp, auth: AuthConfig, public: Sequence[str]) -> None:
+        self.app = app
+        self.auth = auth
+        self.public = frozenset(public)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path") not in self.public:
+            header = dict(scope.get("headers") or []).get(b"authorization")
+            token = _bearer(header.decode("latin-1") if header is not None else None)
+            if token is None or self.auth.authenticate(token) is None:
+                body = json.dumps(
+                    {
+                        "error": "missing or unknown bearer token; send `Authorization: Bearer "
+                        "<token>` with a token from the server's token file"
+                    }
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b"Bearer"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def build_app(
+    team: Team,
+    *,
+    url: str,
+    name: str = "baton",
+    description: str | None = None,
+    auth: AuthConfig | None = None,
+    push_client: httpx.AsyncClient | None = None,
+) -> ASGIApp:
+    """The A2A app of a bound `team`: the Agent Card at `/.well-known/agent-card.json` and
+    JSON-RPC at `/` (`url` is where clients reach it, for the card), behind the token check
+    with `auth`. Push notifications go out with `push_client` (a new client by default)."""
+    card = build_card(team, name=name, url=url, description=description, authenticated=bool(auth))
+    configs = InMemoryPushNotificationConfigStore()
+    pusher = push_client or httpx.AsyncClient(timeout=10.0)
+    handler = DefaultRequestHandler(
+        agent_executor=TeamExecutor(team),
+        task_store=InMemoryTaskStore(),
+        agent_card=card,
+        push_config_store=configs,
+        push_sender=BasePushNotificationSender(pusher, configs),
+    )
+    routes = [
+        *create_agent_card_routes(card),
+        *create_jsonrpc_routes(handler, "/", context_builder=_CallContextBuilder(auth)),
+    ]
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await handler.aclose()
+            if push_client is None:
+                await pusher.aclose()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    if auth is not None:
+        return TokenGate(app, auth, [AGENT_CARD_WELL_KNOWN_PATH])
+    return app
+
+
+__all__ = [
+    "ANSWER_ARTIFACT",
+    "LOCAL_PRINCIPAL",
+    "TeamExecutor",
+    "TokenGate",
+    "build_app",
+    "build_card",
+    "outcome_of",
+    "received_text",
+    "request_for",
+    "session_for",
+]
