@@ -1,7 +1,8 @@
 """An orders desk for the A2A server tests: `refund` needs a finance sign-off, "where is ORD-n"
 looks the order up, "change the address of ORD-n" asks a person (`interrupt`), "what did I
-ask" repeats the session's previous message, and a message that carries a hand-off is answered
-with what the desk was handed.
+ask" repeats the session's previous message, "a person" escalates to the human queue, "break
+down" breaks the model (the run fails), and a message that carries a hand-off is answered with
+what the desk was handed.
 
     baton a2a serve a2a_server_team:team --store URL
 
@@ -73,6 +74,15 @@ def desk_policy(request: ModelRequest) -> Step:
         objective = next((line for line in text.splitlines() if line.startswith("Objective: ")), "")
         claims = "claimed by" in text
         return ScriptedModel.say(f"Handed over. {objective} (claims shown: {claims})")
+    if "a person" in text.lower():
+        return ScriptedModel.call(
+            "transfer_to_human",
+            reason="the user asks for a person",
+            objective="call the user back",
+            reply_to_user="A colleague will call you back today.",
+        )
+    if "break down" in text.lower():
+        raise RuntimeError("the desk's model broke down")
     if "what did i ask" in text.lower():
         before = users[-2] if len(users) > 1 else "nothing yet"
         return ScriptedModel.say(f"You asked: {before}")
@@ -97,7 +107,7 @@ desk = Agent(
     description="Order questions: where an order is, address changes and refunds.",
     instructions="Help with orders; a person in finance signs every refund off.",
     tools=[refund, lookup_order, change_address],
-    handoffs=["billing"],
+    handoffs=["billing", "human"],
     scopes=["payments:write"],
     context="recent(10)",
 )

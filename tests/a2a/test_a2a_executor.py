@@ -287,3 +287,21 @@ def test_ids_are_valid_and_deterministic(caller, context):
     rid = request_for(context or "m")
     assert re.fullmatch(REQUEST_ID, rid)
     assert rid == request_for(context or "m")
+
+
+async def test_an_escalation_completes_with_the_handover_reply(a2a, desk):
+    _, client, _ = a2a
+    reply = wire.read_task(await send(client, message("I want a person", context_id=ctx())))
+    assert reply.state == "completed"
+    assert reply.outcome["status"] == "escalated"
+    assert "human colleague" in reply.text
+    tickets = await desk.store.list_human("open")
+    assert [t.card.session_id for t in tickets] == [reply.outcome["session_id"]]
+
+
+async def test_a_failed_run_fails_the_task_with_the_error(a2a):
+    _, client, _ = a2a
+    reply = wire.read_task(await send(client, message("please break down", context_id=ctx())))
+    assert reply.state == "failed"
+    assert "the desk's model broke down" in reply.text
+    assert reply.outcome["status"] == "failed"

@@ -30,11 +30,13 @@ from baton.a2a import wire
 
 OPERATOR = "op-7c1d9e2f4a6b8c0d1e2f"  # runs for the end user u-1
 VIEWER = "vw-0a9b8c7d6e5f4a3b2c1d"  # may read, not run
+OTHER = "op-2b3c4d5e6f7a8b9c0d1e"  # another operator, for the end user u-2
 
 TOKENS = {
     "tokens": {
         OPERATOR: {"name": "gateway", "roles": ["operator"], "user_id": "u-1"},
         VIEWER: {"name": "watcher", "roles": ["viewer"]},
+        OTHER: {"name": "kiosk", "roles": ["operator"], "user_id": "u-2"},
     }
 }
 
@@ -84,10 +86,14 @@ async def test_the_card_is_public_and_every_call_needs_a_token(served):
             )
             assert answer.status_code == 401
             assert "bearer token" in answer.json()["error"]
-    async with clients(url, token=VIEWER) as (_, client, _):
-        refused = wire.read_task(await send(client, message("where is ORD-7", context_id=ctx())))
-        assert refused.state == "rejected"
-        assert "needs the role operator" in refused.text
+        # a viewer may not run the team, so it sets up nothing (no task, no push target)
+        answer = await http.post(
+            f"{url}/",
+            json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage"},
+            headers={"Authorization": f"Bearer {VIEWER}"},
+        )
+        assert answer.status_code == 403
+        assert "needs the role operator" in answer.json()["error"]
 
 
 async def test_send_and_stream_across_processes_in_one_trace(served, desk):
@@ -132,6 +138,22 @@ async def test_a_message_sent_twice_runs_once(served, desk):
     assert replies[0].outcome["run_id"] == replies[1].outcome["run_id"]
     events = await desk.store.get_events(session_id=replies[0].outcome["session_id"])
     assert [e.type for e in events].count("run_started") == 1
+
+
+async def test_two_callers_naming_one_context_get_two_sessions(served, desk):
+    url, _ = served
+    conversation = ctx()
+    async with clients(url, token=OPERATOR) as (_, client, _):
+        mine = wire.read_task(
+            await send(client, message("where is ORD-4", context_id=conversation))
+        )
+    async with clients(url, token=OTHER) as (_, client, _):
+        theirs = wire.read_task(
+            await send(client, message("what did I ask", context_id=conversation))
+        )
+    assert theirs.text == "You asked: nothing yet"
+    assert theirs.outcome["session_id"] != mine.outcome["session_id"]
+    assert (await desk.session(theirs.outcome["session_id"])).user_id == "u-2"
 
 
 async def test_an_interrupt_is_answered_on_its_task(served):

@@ -465,7 +465,9 @@ def _version() -> str:
 
 class TokenGate:
     """ASGI middleware: every request but the Agent Card's needs a token of the token file
-    (401 otherwise): the card is how a client learns that it needs one."""
+    (401 otherwise: the card is how a client learns that it needs one) whose user has the role
+    operator (403 otherwise: a caller that may not run the team sets up no task, no push
+    notification, nothing)."""
 
     def __init__(self, app: ASGIApp, auth: AuthConfig, public: Sequence[str]) -> None:
         self.app = app
@@ -476,26 +478,32 @@ class TokenGate:
         if scope["type"] == "http" and scope.get("path") not in self.public:
             header = dict(scope.get("headers") or []).get(b"authorization")
             token = _bearer(header.decode("latin-1") if header is not None else None)
-            if token is None or self.auth.authenticate(token) is None:
-                body = json.dumps(
-                    {
-                        "error": "missing or unknown bearer token; send `Authorization: Bearer "
-                        "<token>` with a token from the server's token file"
-                    }
-                ).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", b"Bearer"),
-                        ],
-                    }
+            who = self.auth.authenticate(token) if token is not None else None
+            if who is None:
+                await _refuse(
+                    send,
+                    401,
+                    "missing or unknown bearer token; send `Authorization: Bearer <token>` "
+                    "with a token from the server's token file",
                 )
-                await send({"type": "http.response.body", "body": body})
+                return
+            if not who.can_operate():
+                await _refuse(
+                    send,
+                    403,
+                    f"user {who.name!r} may not use this agent: A2A calls run the team, which "
+                    "needs the role operator",
+                )
                 return
         await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send, status: int, error: str) -> None:
+    headers = [(b"content-type", b"application/json")]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": json.dumps({"error": error}).encode()})
 
 
 def build_app(
