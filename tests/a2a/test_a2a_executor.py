@@ -305,3 +305,24 @@ async def test_a_failed_run_fails_the_task_with_the_error(a2a):
     assert reply.state == "failed"
     assert "the desk's model broke down" in reply.text
     assert reply.outcome["status"] == "failed"
+
+
+async def test_a_new_task_in_a_waiting_conversation_points_to_the_waiting_task(a2a, desk):
+    _, client, _ = a2a
+    conversation = ctx()
+    task = await send(client, message("please refund 10 for order ORD-2", context_id=conversation))
+    waits = wire.read_task(task)
+    assert waits.state == "auth-required"
+    other = wire.read_task(await send(client, message("where is ORD-7", context_id=conversation)))
+    assert other.state == "rejected"
+    assert "send messages on the task that waits" in other.text
+    assert "new contextId" in other.text
+
+    # the run is dropped on the server: the waiting task says so, and runs nothing
+    await desk.discard(waits.outcome["session_id"])
+    gone = wire.read_task(
+        await send(client, message("and now?", context_id=conversation, task_id=task.id))
+    )
+    assert gone.state == "rejected"
+    assert "is gone" in gone.text
+    assert (await desk.approvals()) == []

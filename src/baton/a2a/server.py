@@ -80,7 +80,7 @@ from baton.a2a.wire import (
     result_artifact,
     to_value,
 )
-from baton.core.errors import ApprovalError, BatonError
+from baton.core.errors import ApprovalError, BatonError, InterruptError
 from baton.core.events import AgentStarted, Handoff, TextDelta
 from baton.core.payload import HandoffPayload
 from baton.core.text import blank, clean_text
@@ -95,6 +95,9 @@ machine, who may run the team and decides no approval."""
 
 ANSWER_ARTIFACT = "answer"
 """The id of the artifact that holds the reply (streamed chunks, then the final answer)."""
+
+_RECHECK = "(the result of a request that waited for approval)"
+"""The text `team.run` is given to look a request up by its id (never run: the id is known)."""
 
 _META = "baton"
 """The key of a task's metadata under which the server keeps what it needs to continue it."""
@@ -233,13 +236,21 @@ class TeamExecutor(AgentExecutor):
             if waiting == "TASK_STATE_INPUT_REQUIRED":
                 result = await self._answer(updater, session_id, incoming)
             elif waiting == "TASK_STATE_AUTH_REQUIRED" and task is not None:
-                result = await self._recheck(session_id, task, incoming)
+                result = await self._recheck(updater, session_id, task)
             else:
                 result = await self._start(
                     updater, context.message, incoming, session_id, who, streamed=True
                 )
-        except ApprovalError as exc:
-            await updater.requires_auth(_say(updater, str(exc)))
+        except (ApprovalError, InterruptError) as exc:
+            # a new task in a conversation whose run waits: it goes on on the waiting task
+            await updater.reject(
+                _say(
+                    updater,
+                    "this conversation's run waits (for a person's approval, or for an answer "
+                    "to a question); send messages on the task that waits (its taskId), or "
+                    f"start a new conversation with a new contextId. {exc}",
+                )
+            )
             return
         except (BatonError, ValueError) as exc:
             await updater.reject(_say(updater, str(exc)))
@@ -317,24 +328,29 @@ class TeamExecutor(AgentExecutor):
             value = incoming.data[0]
         return await self.team.answer_interrupt(session_id, value)
 
-    async def _recheck(self, session_id: str, task: Task, incoming: Incoming) -> RunResult:
-        """A message on a task waiting for approval: the run's result if an approver decided
-        meanwhile (the run resumed and finished), else it still waits (`ApprovalError`). The
-        message is never read as a decision."""
-        kept = _task_meta(task)
-        request_id = str(kept.get("request_id") or "")
-        if not request_id:
-            raise ApprovalError(
-                "this task waits for a person's approval on the server; it was decided "
-                "through Baton's approvals, never by a message"
+    async def _recheck(self, updater: TaskUpdater, session_id: str, task: Task) -> RunResult | None:
+        """A message on a task waiting for approval: the run's result once an approver decided
+        (the run resumed, here or in another process), else the task stays `auth-required`.
+        The message itself is never read: no decision comes from a conversation."""
+        request_id = str(_task_meta(task).get("request_id") or "")
+        store = self.team.store
+        cp = await store.get_checkpoint(session_id)
+        ours = cp is not None and cp.meta.get("request_id") == request_id
+        if ours and cp is not None and cp.status == "awaiting_approval":
+            await updater.requires_auth(_say(updater, _waits(cp.meta.get("approval") or {})))
+            return None
+        record = await store.get_session(session_id)
+        if ours or (record is not None and request_id in record.requests):
+            # the same request id: its recorded result, or its run continued; nothing new runs
+            return await self.team.run(_RECHECK, session_id, request_id=request_id)
+        await updater.reject(
+            _say(
+                updater,
+                "the run that waited for approval is gone (discarded on the server); send the "
+                "request again as a new message",
             )
-        cp = await self.team.store.get_checkpoint(session_id)
-        if cp is not None and cp.status == "awaiting_approval":
-            raise ApprovalError(_waits(cp.meta.get("approval") or {}))
-        # decided: the request's recorded result (the same request id runs nothing new)
-        return await self.team.run(
-            incoming.text or "(is the request decided?)", session_id, request_id=request_id
         )
+        return None
 
     async def _publish(self, updater: TaskUpdater, result: RunResult) -> None:
         status = result.status
