@@ -29,47 +29,28 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
-from a2a.auth.user import User
 from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import (
-    DefaultServerCallContextBuilder,
-    create_agent_card_routes,
-    create_jsonrpc_routes,
-)
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import (
     BasePushNotificationSender,
     InMemoryPushNotificationConfigStore,
     InMemoryTaskStore,
     TaskUpdater,
 )
-from a2a.types import (
-    AgentCapabilities,
-    AgentCard,
-    AgentInterface,
-    AgentSkill,
-    HTTPAuthSecurityScheme,
-    Message,
-    Part,
-    SecurityRequirement,
-    SecurityScheme,
-    StringList,
-    Task,
-    TaskState,
-    TaskStatus,
-)
-from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, PROTOCOL_VERSION_CURRENT
+from a2a.types import Message, Part, Task, TaskState, TaskStatus
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
+from baton.a2a.access import CallContextBuilder, TokenGate, principal_of
+from baton.a2a.card import build_card
 from baton.a2a.wire import (
     HANDOFF_MEDIA_TYPE,
     RESULT_MEDIA_TYPE,
@@ -85,13 +66,9 @@ from baton.core.events import AgentStarted, Handoff, TextDelta
 from baton.core.payload import HandoffPayload
 from baton.core.text import blank, clean_text
 from baton.runtime.result import RunResult
-from baton.server.auth import ACT_FOR_USERS, OPERATOR, VIEWER, AuthConfig, Principal
+from baton.server.auth import AuthConfig, Principal
 from baton.server.ids import REQUEST_ID
 from baton.topologies.team import Team
-
-LOCAL_PRINCIPAL = Principal("local", frozenset({VIEWER, OPERATOR, ACT_FOR_USERS}))
-"""Who calls without a token file (a server on a loopback address): the person at this
-machine, who may run the team and decides no approval."""
 
 ANSWER_ARTIFACT = "answer"
 """The id of the artifact that holds the reply (streamed chunks, then the final answer)."""
@@ -150,52 +127,6 @@ def outcome_of(result: RunResult) -> dict[str, Any]:
     }
 
 
-class _Caller(User):
-    """The A2A SDK's user for a Baton principal (the SDK keeps each user's tasks apart)."""
-
-    def __init__(self, principal: Principal) -> None:
-        self.principal = principal
-
-    @property
-    def is_authenticated(self) -> bool:
-        return True
-
-    @property
-    def user_name(self) -> str:
-        return self.principal.name
-
-
-class _CallContextBuilder(DefaultServerCallContextBuilder):
-    """Who a request acts as: the token's user (`--auth`), else the local user."""
-
-    def __init__(self, auth: AuthConfig | None) -> None:
-        self.auth = auth
-
-    def build(self, request: Request) -> ServerCallContext:
-        context = super().build(request)
-        who = LOCAL_PRINCIPAL
-        if self.auth is not None:
-            token = _bearer(request.headers.get("authorization"))
-            found = self.auth.authenticate(token) if token is not None else None
-            if found is None:  # the gate refused it already; never run as someone else
-                raise PermissionError("unauthenticated A2A request")
-            who = found
-        context.user = _Caller(who)
-        return context
-
-
-def _bearer(header: str | None) -> str | None:
-    if header is None:
-        return None
-    scheme, _, token = header.strip().partition(" ")
-    return token.strip() or None if scheme.lower() == "bearer" else None
-
-
-def _principal(context: RequestContext) -> Principal:
-    user = context.call_context.user
-    return user.principal if isinstance(user, _Caller) else LOCAL_PRINCIPAL
-
-
 class TeamExecutor(AgentExecutor):
     """Runs A2A messages through a bound team (see the module's docstring for the mapping)."""
 
@@ -216,7 +147,7 @@ class TeamExecutor(AgentExecutor):
                     history=[context.message] if context.message is not None else [],
                 )
             )
-        who = _principal(context)
+        who = principal_of(context)
         if not who.can_operate():
             await updater.reject(
                 _say(updater, f"user {who.name!r} may not run the team: it needs the role operator")
@@ -387,7 +318,7 @@ class TeamExecutor(AgentExecutor):
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancel the session's run (`team.cancel`) and mark the task canceled."""
         updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
-        session_id = session_for(_principal(context).name, context.context_id or "")
+        session_id = session_for(principal_of(context).name, context.context_id or "")
         result = await self.team.cancel(session_id, reason="cancelled by the A2A client")
         why = result.error if result is not None and result.error else "cancelled by the client"
         await updater.cancel(_say(updater, why))
@@ -421,107 +352,6 @@ def _say(
     return updater.new_agent_message(parts)
 
 
-def build_card(
-    team: Team,
-    *,
-    name: str,
-    url: str,
-    description: str | None = None,
-    authenticated: bool = False,
-) -> AgentCard:
-    """The Agent Card of a served team: one skill per agent, streaming and push notifications,
-    JSON-RPC at `url`; with `authenticated` a bearer token scheme."""
-    agents = team.agents
-    entry = team.entry if isinstance(team.entry, str) else "a router"
-    skills = [
-        AgentSkill(
-            id=agent.name,
-            name=agent.name,
-            description=agent.description or f"the agent {agent.name} of the team",
-            tags=["baton", "entry" if agent.name == team.entry else "agent"],
-            input_modes=["text/plain", HANDOFF_MEDIA_TYPE],
-            output_modes=["text/plain", RESULT_MEDIA_TYPE],
-        )
-        for agent in agents.values()
-    ]
-    card = AgentCard(
-        name=name,
-        description=description
-        or f"A Baton team of agents ({', '.join(agents)}); requests start with {entry}.",
-        version=_version(),
-        supported_interfaces=[
-            AgentInterface(
-                url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION_CURRENT
-            )
-        ],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
-        default_input_modes=["text/plain", HANDOFF_MEDIA_TYPE],
-        default_output_modes=["text/plain", RESULT_MEDIA_TYPE],
-        skills=skills,
-    )
-    if authenticated:
-        card.security_schemes["bearer"].CopyFrom(
-            SecurityScheme(
-                http_auth_security_scheme=HTTPAuthSecurityScheme(
-                    scheme="bearer",
-                    description="A token of the server's token file (`--auth`), with the "
-                    "role operator.",
-                )
-            )
-        )
-        card.security_requirements.append(SecurityRequirement(schemes={"bearer": StringList()}))
-    return card
-
-
-def _version() -> str:
-    from baton import __version__
-
-    return __version__
-
-
-class TokenGate:
-    """ASGI middleware: every request but the Agent Card's needs a token of the token file
-    (401 otherwise: the card is how a client learns that it needs one) whose user has the role
-    operator (403 otherwise: a caller that may not run the team sets up no task, no push
-    notification, nothing)."""
-
-    def __init__(self, app: ASGIApp, auth: AuthConfig, public: Sequence[str]) -> None:
-        self.app = app
-        self.auth = auth
-        self.public = frozenset(public)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope.get("path") not in self.public:
-            header = dict(scope.get("headers") or []).get(b"authorization")
-            token = _bearer(header.decode("latin-1") if header is not None else None)
-            who = self.auth.authenticate(token) if token is not None else None
-            if who is None:
-                await _refuse(
-                    send,
-                    401,
-                    "missing or unknown bearer token; send `Authorization: Bearer <token>` "
-                    "with a token from the server's token file",
-                )
-                return
-            if not who.can_operate():
-                await _refuse(
-                    send,
-                    403,
-                    f"user {who.name!r} may not use this agent: A2A calls run the team, which "
-                    "needs the role operator",
-                )
-                return
-        await self.app(scope, receive, send)
-
-
-async def _refuse(send: Send, status: int, error: str) -> None:
-    headers = [(b"content-type", b"application/json")]
-    if status == 401:
-        headers.append((b"www-authenticate", b"Bearer"))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": json.dumps({"error": error}).encode()})
-
-
 def build_app(
     team: Team,
     *,
@@ -546,7 +376,7 @@ def build_app(
     )
     routes = [
         *create_agent_card_routes(card),
-        *create_jsonrpc_routes(handler, "/", context_builder=_CallContextBuilder(auth)),
+        *create_jsonrpc_routes(handler, "/", context_builder=CallContextBuilder(auth)),
     ]
 
     @asynccontextmanager
@@ -566,11 +396,8 @@ def build_app(
 
 __all__ = [
     "ANSWER_ARTIFACT",
-    "LOCAL_PRINCIPAL",
     "TeamExecutor",
-    "TokenGate",
     "build_app",
-    "build_card",
     "outcome_of",
     "received_text",
     "request_for",
