@@ -1,7 +1,8 @@
 """An orders desk for the A2A server tests: `refund` needs a finance sign-off, "where is ORD-n"
 looks the order up, "change the address of ORD-n" asks a person (`interrupt`), "what did I
 ask" repeats the session's previous message, "a person" escalates to the human queue, "break
-down" breaks the model (the run fails), and a message that carries a hand-off is answered with
+down" breaks the model (the run fails), an input guardrail blocks "ignore previous
+instructions", and a message that carries a hand-off is answered with
 what the desk was handed.
 
     baton a2a serve a2a_server_team:team --store URL
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 
-from baton import Agent, ScriptedModel, Team, interrupt, tool
+from baton import Agent, Guardrail, GuardrailContext, ScriptedModel, Team, Verdict, interrupt, tool
 from baton.models import ModelRequest, Step
 
 ORDER_RE = re.compile(r"\bORD-\d+\b")
@@ -118,9 +119,18 @@ billing = Agent(
     model=ScriptedModel(billing_policy, name="scripted-billing", record=False),
 )
 
+
+def no_jailbreak(text: str, ctx: GuardrailContext) -> Verdict:
+    """Block the one jailbreak phrasing these tests send."""
+    if "ignore previous instructions" in text.lower():
+        return Verdict.block("prompt injection")
+    return Verdict.allow()
+
+
 team = Team(
     [desk, billing],
     entry="desk",
     store="memory://",
+    guardrails=[Guardrail("jailbreak", "input", no_jailbreak)],
     model=ScriptedModel(desk_policy, name="scripted-desk", record=False),
 )

@@ -169,9 +169,7 @@ class TeamExecutor(AgentExecutor):
             elif waiting == "TASK_STATE_AUTH_REQUIRED" and task is not None:
                 result = await self._recheck(updater, session_id, task)
             else:
-                result = await self._start(
-                    updater, context.message, incoming, session_id, who, streamed=True
-                )
+                result = await self._start(updater, context.message, incoming, session_id, who)
         except (ApprovalError, InterruptError) as exc:
             # a new task in a conversation whose run waits: it goes on on the waiting task
             await updater.reject(
@@ -196,9 +194,10 @@ class TeamExecutor(AgentExecutor):
         incoming: Incoming,
         session_id: str,
         who: Principal,
-        *,
-        streamed: bool,
     ) -> RunResult | None:
+        """Run a new request, publishing its progress: `working` as agents take the baton,
+        the reply's text as chunks of the answer artifact (of the run itself, not of the
+        workers a supervisor asks)."""
         text = clean_text(incoming.text)
         if blank(text) and incoming.payload is None:
             await updater.reject(
@@ -225,7 +224,7 @@ class TeamExecutor(AgentExecutor):
         ):
             if isinstance(item, RunResult):
                 result = item
-            elif isinstance(item, TextDelta) and item.text and streamed:
+            elif isinstance(item, TextDelta) and item.text and item.parent_run_id is None:
                 await updater.add_artifact(
                     [Part(text=item.text)],
                     artifact_id=ANSWER_ARTIFACT,
@@ -309,9 +308,10 @@ class TeamExecutor(AgentExecutor):
             waits = {k: asked.get(k) for k in ("id", "tool", "target", "required_roles", "reason")}
             await updater.requires_auth(_say(updater, _waits(asked), {"approval": waits}, result))
         elif status == "blocked":
-            await updater.reject(_say(updater, result.output or result.error or "blocked"))
+            why = result.output or result.error or "blocked by a guardrail"
+            await updater.reject(_say(updater, why, None, result))
         elif status == "cancelled":
-            await updater.cancel(_say(updater, result.error or "cancelled"))
+            await updater.cancel(_say(updater, result.error or "cancelled", None, result))
         else:
             await updater.failed(_say(updater, result.error or "the run failed", None, result))
 
