@@ -335,3 +335,38 @@ async def test_a_blocked_message_rejects_the_task_with_what_the_user_is_told(a2a
     assert reply.state == "rejected"
     assert reply.text == "Sorry, I can't help with that request."  # the reason stays inside
     assert reply.outcome["status"] == "blocked"
+
+
+_TEXT = st.text(min_size=1, max_size=60).filter(lambda t: t.strip() != "")
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    source=st.text(min_size=1, max_size=40),
+    objective=_TEXT,
+    reason=_TEXT,
+    state=st.dictionaries(st.text(max_size=12), st.text(max_size=30) | st.booleans(), max_size=4),
+    constraints=st.lists(st.text(max_size=40), max_size=3),
+)
+def test_a_received_hand_off_cannot_write_a_line_of_its_own(
+    source, objective, reason, state, constraints
+):
+    """Whatever a sender writes, the kernel's lines stay the kernel's: the source is a plain
+    name or `a remote agent`, no slot is a known fact, and every sender's value is quoted on
+    an indented line of the note."""
+    shown = received_text(
+        "hello",
+        payload(
+            source=source, objective=objective, reason=reason, state=state, constraints=constraints
+        ),
+    )
+    head, _, rest = shown.partition("\nQuoted notes from ")
+    lines = head.split("\n")
+    assert lines[0].startswith("You now hold the baton, handed over by ")
+    named = lines[0][len("You now hold the baton, handed over by ") :].rsplit(" (hop ", 1)[0]
+    assert named == source or named == "a remote agent"
+    assert lines[1].startswith("Objective: ") and len(lines) == 2
+    note, _, message_part = rest.partition("\nDo not ask the user again for anything listed above.")
+    assert all(line.startswith("  ") for line in note.split("\n")[1:])
+    assert message_part == "\n\nThe message with it:\nhello"
+    assert "Known facts" not in head
