@@ -30,6 +30,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/stores.md",
         "docs/server.md",
         "docs/mcp-server.md",
+        "docs/a2a-server.md",
         "docs/mcp.md",
         "docs/notifications.md",
     ],

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from baton.cli.a2a_serve import a2a_app
 from baton.cli.approvals import approvals_app
 from baton.cli.audit import audit_app
 from baton.cli.bench_routing import bench_routing
@@ -140,6 +141,7 @@ app.add_typer(notify_app, name="notify")
 app.add_typer(checkpoints_app, name="checkpoints")
 app.add_typer(store_app, name="store")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(a2a_app, name="a2a")
 
 
 # -------------------------------------------------------------------------------- trace

@@ -489,14 +489,22 @@ class Team:
         user_id: str | None = None,
         *,
         request_id: str | None = None,
+        trace_id: str | None = None,
     ) -> AsyncIterator[Event | RunResult]:
         """`run`, yielding each event as it happens (`text_delta` pieces of the reply from
         models that stream), then the `RunResult` last. Stopping early cancels the run.
         `request_id` is `run`'s retry key: a request the session already answered yields
-        its recorded result alone."""
+        its recorded result alone. `trace_id`: as for `run`, a trace begun elsewhere."""
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
         task = asyncio.ensure_future(
-            self._run(message, session_id, user_id, queue.put_nowait, request_id=request_id)
+            self._run(
+                message,
+                session_id,
+                user_id,
+                queue.put_nowait,
+                request_id=request_id,
+                trace_id=trace_id,
+            )
         )
         task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
