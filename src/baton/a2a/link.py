@@ -18,11 +18,18 @@ from typing import TYPE_CHECKING
 
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.types import CancelTaskRequest, Message, SendMessageRequest, Task
+from a2a.types import (
+    CancelTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    SendMessageRequest,
+    Task,
+)
 from a2a.utils.errors import A2AError
 from google.protobuf.message import Error as ProtobufError
 
-from baton.a2a.wire import Reply, WireError, read_reply_message, read_task
+from baton.a2a.wire import STATES, Reply, WireError, read_reply_message, read_task
 from baton.core.errors import BatonError
 
 if TYPE_CHECKING:
@@ -133,13 +140,16 @@ class RemoteLink:
             )
         return read_task(task)
 
-    async def cancel(self, task_id: str) -> None:
-        """Ask the agent to cancel `task_id` (best effort, waits at most `CANCEL_WAIT_S`)."""
+    async def cancel(self, message: Message, seen: list[str]) -> None:
+        """Ask the agent to cancel the task `message` started or continues (best effort,
+        within `CANCEL_WAIT_S`): the task's id when the exchange saw it (`seen`) or the
+        message named it, else the conversation's task that holds the message (or, from an
+        agent that keeps no history, its unfinished one)."""
         client = self._client
         if client is None or self._loop is not asyncio.get_running_loop():
             return
         with contextlib.suppress(Exception):  # the run is stopping anyway: never in its way
-            await asyncio.wait_for(client.cancel_task(CancelTaskRequest(id=task_id)), CANCEL_WAIT_S)
+            await asyncio.wait_for(_cancel(client, message, seen), CANCEL_WAIT_S)
 
     async def aclose(self) -> None:
         """Close the connection (it opens again if used again)."""
@@ -150,13 +160,37 @@ class RemoteLink:
             await http.aclose()
 
 
+async def _cancel(client: Client, message: Message, seen: list[str]) -> None:
+    """Cancel the task `message` started or continues (`RemoteLink.cancel`)."""
+    ids = seen[:1] or ([message.task_id] if message.task_id else [])
+    if not ids:  # a blocking send that never answered: find the task it began
+        listed = await client.list_tasks(
+            ListTasksRequest(context_id=message.context_id, history_length=10)
+        )
+        ids = [
+            t.id for t in listed.tasks if any(m.message_id == message.message_id for m in t.history)
+        ] or [  # an agent that keeps no history: the conversation's unfinished
+            # task (a session sends one request at a time)
+            t.id
+            for t in listed.tasks
+            if not t.history and STATES.get(t.status.state) in ("submitted", "working")
+        ]
+    for task_id in ids:
+        await client.cancel_task(CancelTaskRequest(id=task_id))
+
+
 def _append(task: Task, chunk: TaskArtifactUpdateEvent) -> None:
     """Add a streamed artifact chunk to `task` (a new artifact, or more parts of one)."""
     new = chunk.artifact
     for artifact in task.artifacts:
         if artifact.artifact_id == new.artifact_id:
             if chunk.append:
-                artifact.parts.extend(new.parts)
+                for part in new.parts:
+                    last = artifact.parts[-1] if artifact.parts else None
+                    if _is_text(part) and last is not None and _is_text(last):
+                        last.text += part.text  # pieces of one text, as they were streamed
+                    else:
+                        artifact.parts.append(part)
             else:
                 artifact.CopyFrom(new)
             return
@@ -166,3 +200,7 @@ def _append(task: Task, chunk: TaskArtifactUpdateEvent) -> None:
 def _why(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _is_text(part: Part) -> bool:
+    return bool(part.WhichOneof("content") == "text")

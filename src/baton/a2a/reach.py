@@ -23,6 +23,7 @@ which sends the answer on the same task instead of sending the first message aga
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -42,6 +43,8 @@ from baton.runtime.timeouts import timed
 from baton.tools import error_content
 
 if TYPE_CHECKING:
+    from a2a.types import Message
+
     from baton.a2a.remote import RemoteAgent
     from baton.runtime.calls import Handled
     from baton.runtime.kernel import Call, Kernel
@@ -177,7 +180,9 @@ async def _converse(
     return reply
 
 
-async def _send(run: RunState, turn: TurnState, agent: RemoteAgent, message: Any) -> RemoteReply:
+async def _send(
+    run: RunState, turn: TurnState, agent: RemoteAgent, message: Message
+) -> RemoteReply:
     """One exchange, bounded by the agent's `timeout_s`; a cancelled or timed-out exchange
     cancels the remote task it started (best effort)."""
     link = agent.link
@@ -190,16 +195,14 @@ async def _send(run: RunState, turn: TurnState, agent: RemoteAgent, message: Any
     try:
         return await timed(link.exchange(message, on_text, seen), agent.timeout_s)
     except TimeoutError:
-        if seen:
-            await link.cancel(seen[0])
+        await link.cancel(message, seen)
         raise RemoteAgentError(
             f"remote agent {agent.name!r} at {agent.url} did not answer within "
             f"{agent.timeout_s:g}s (RemoteAgent timeout_s); it may still be working on it: "
             "check the agent, or raise timeout_s for longer tasks"
         ) from None
-    except BaseException:  # the run is cancelled (or failing): the remote need not go on
-        if seen:
-            await link.cancel(seen[0])
+    except asyncio.CancelledError:  # the run is cancelled: the remote need not go on
+        await link.cancel(message, seen)
         raise
 
 
