@@ -148,3 +148,26 @@ async def test_no_model_can_make_the_remote_call() -> None:
     [called] = [e for e in result.events if e.type == "tool_called"]
     assert called.error is not None and called.error.startswith("unknown tool 'a2a_tech'")
     assert json.loads(model.requests[0].tools[0].model_dump_json())["name"] != "a2a_tech"
+
+
+async def test_a_remote_agent_takes_escalations_as_the_fallback() -> None:
+    @tool
+    def look() -> str:
+        """Look around."""
+        return "nothing"
+
+    model = ScriptedModel({"triage": [ScriptedModel.call("look")]})
+    async with serving() as remote:
+        team = Team(
+            [
+                Agent(name="triage", tools=[look], max_iterations=1, model=model),
+                RemoteAgent("tech", remote.url),
+            ],
+            entry="triage",
+            fallback="tech",
+        )
+        result = await run_once(team, "router ORD-7 is down")
+    assert result.status == "escalated" and result.path == ["triage", "tech"]
+    assert result.output is not None and result.output.startswith("Done: Take over")
+    [seen] = remote.seen
+    assert seen.incoming.payload is not None and seen.incoming.payload.source == "triage"

@@ -83,6 +83,8 @@ async def test_a_later_message_continues_the_remote_conversation() -> None:
     assert elsewhere.context_id != first.context_id
     assert "s1" not in first.context_id  # the session's id does not leave as the context
     assert first.message_id != second.message_id
+    assert first.incoming.payload is not None  # handed the baton in that run
+    assert second.incoming.payload is None  # continuing: the hand-off is not sent again
     assert other.status == "completed"
 
 

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from a2a.types import Message
 
     from baton.a2a.remote import RemoteAgent
+    from baton.core.payload import HandoffPayload
     from baton.runtime.calls import Handled
     from baton.runtime.kernel import Call, Kernel
     from baton.runtime.model_call import Reply
@@ -151,7 +152,7 @@ async def _converse(
             _text(kernel, run.message),
             message_id=pending.key,  # the same on every attempt of this call
             context_id=context_id(run.session.session_id, agent.name),
-            payload=_payload(kernel, turn),
+            payload=_payload(kernel, run, turn),
             trace_id=run.trace_id,
         )
         await _keep(kernel, run, pending, await _send(run, turn, agent, message))
@@ -257,13 +258,15 @@ def _text(kernel: Kernel, text: str) -> str:
     return red.redact_text(text) if red is not None else text
 
 
-def _payload(kernel: Kernel, turn: TurnState) -> Any:
-    """The payload the agent received by hand-off, redacted again before it leaves."""
+def _payload(kernel: Kernel, run: RunState, turn: TurnState) -> HandoffPayload | None:
+    """The payload the agent received by hand-off in this run, redacted again before it
+    leaves; None when it was not handed the baton now (the entry agent, a worker asked, or
+    the holder of the session continuing its remote conversation)."""
     payload = turn.incoming
+    if payload is None or payload.trace_id != run.trace_id:
+        return None
     red = kernel.cfg.redactor
-    if payload is None or red is None:
-        return payload
-    return red.redact_value(payload)
+    return payload if red is None else red.redact_value(payload)
 
 
 def _timing(started: float, content: str) -> dict[str, Any]:
