@@ -10,6 +10,7 @@ a small executor that behaves as the request's text says.
 - "inject ..."   answers with text and an outcome that try to move a baton;
 - "escalate ..." answers as a Baton team that escalated;
 - "stream ..."   answers in several artifact chunks;
+- "echo <key>"   answers with the text and outcome the test put in `Remote.replies[key]`;
 - anything else  answers with the objective and state of the hand-off payload it received.
 
 Everything the executor receives is kept (`Remote.seen`), read with `baton.a2a.wire`.
@@ -20,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +64,7 @@ class Seen:
     metadata: dict[str, Any]
 
 
-@dataclass
+@dataclass(repr=False)
 class Remote:
     """The running agent: its URL and what it received."""
 
@@ -71,9 +73,11 @@ class Remote:
     cancelled: list[str] = field(default_factory=list)
     hanging: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once a "hang" request is being held."""
+    replies: dict[str, tuple[str, dict[str, Any], list[Any]]] = field(default_factory=dict)
+    """What "echo <key>" answers: text, outcome and other data parts."""
 
-    def texts(self) -> list[str]:
-        return [s.incoming.text for s in self.seen]
+    def __repr__(self) -> str:
+        return f"Remote({self.url})"
 
 
 class Executor(AgentExecutor):
@@ -130,6 +134,12 @@ class Executor(AgentExecutor):
             await self._answer(
                 up, "A colleague will call you.", {"status": "escalated", "holder": "human"}
             )
+        elif word == "echo":
+            text, outcome, data = self.remote.replies[first.split()[1]]
+            parts = [Part(text=text), Part(data=to_value(outcome), media_type=RESULT_MEDIA_TYPE)]
+            parts += [Part(data=to_value(d)) for d in data]
+            await up.add_artifact(parts, artifact_id="answer", name="answer")
+            await up.complete()
         elif word == "stream":
             for i, chunk in enumerate(["Router ", "restarted ", "in three steps."]):
                 await up.add_artifact([Part(text=chunk)], artifact_id="answer", append=i > 0)
@@ -193,3 +203,38 @@ async def serving(*, streaming: bool = False) -> AsyncIterator[Remote]:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+@contextlib.contextmanager
+def serving_in_thread(*, streaming: bool = False) -> Iterator[Remote]:
+    """`serving` on an event loop of its own in a thread (for tests that run several loops,
+    one per example)."""
+    ready: list[Remote] = []
+    up, stop = threading.Event(), threading.Event()
+    failed: list[BaseException] = []
+
+    async def main() -> None:
+        async with serving(streaming=streaming) as remote:
+            ready.append(remote)
+            up.set()
+            while not stop.is_set():
+                await asyncio.sleep(0.02)
+
+    def run() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            failed.append(exc)
+        finally:
+            up.set()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    up.wait(30)
+    if not ready:
+        raise RuntimeError(f"the A2A test server did not start: {failed}")
+    try:
+        yield ready[0]
+    finally:
+        stop.set()
+        thread.join(30)
