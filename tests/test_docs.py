@@ -31,6 +31,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/server.md",
         "docs/mcp-server.md",
         "docs/mcp.md",
+        "docs/a2a.md",
         "docs/notifications.md",
     ],
 )
