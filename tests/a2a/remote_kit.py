@@ -62,6 +62,7 @@ class Seen:
     context_id: str
     incoming: Incoming
     metadata: dict[str, Any]
+    headers: dict[str, str]
 
 
 @dataclass(repr=False)
@@ -93,7 +94,14 @@ class Executor(AgentExecutor):
         incoming = read_message(message)
         task_id, context_id = context.task_id or "", context.context_id or ""
         self.remote.seen.append(
-            Seen(message.message_id, task_id, context_id, incoming, metadata_of(message))
+            Seen(
+                message.message_id,
+                task_id,
+                context_id,
+                incoming,
+                metadata_of(message),
+                dict(context.call_context.state.get("headers", {})),
+            )
         )
         up = TaskUpdater(event_queue, task_id, context_id)
         task = context.current_task

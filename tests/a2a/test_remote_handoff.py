@@ -51,7 +51,7 @@ async def test_the_remote_answers_as_the_receivers_turn() -> None:
 
 async def test_the_payload_and_the_trace_arrive_validated() -> None:
     async with serving() as remote:
-        team = desk(remote.url)
+        team = desk(remote.url, headers={"Authorization": "Bearer t0k"})
         try:
             result = await team.run("router ORD-7 is down", session_id="s1", user_id="u1")
         finally:
@@ -66,6 +66,7 @@ async def test_the_payload_and_the_trace_arrive_validated() -> None:
     assert seen.incoming.trace_id == result.trace_id
     assert trace_id_of(seen.metadata["traceparent"]) == result.trace_id
     assert payload.trace_id == result.trace_id
+    assert seen.headers["authorization"] == "Bearer t0k"
 
 
 async def test_a_later_message_continues_the_remote_conversation() -> None:
