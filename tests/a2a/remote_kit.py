@@ -10,6 +10,7 @@ a small executor that behaves as the request's text says.
 - "inject ..."   answers with text and an outcome that try to move a baton;
 - "escalate ..." answers as a Baton team that escalated;
 - "stream ..."   answers in several artifact chunks;
+- "hello ..."    answers with a message, not a task;
 - "echo <key>"   answers with the text and outcome the test put in `Remote.replies[key]`;
 - anything else  answers with the objective and state of the hand-off payload it received.
 
@@ -37,7 +38,9 @@ from a2a.types import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    Message,
     Part,
+    Role,
     Task,
     TaskState,
     TaskStatus,
@@ -105,6 +108,15 @@ class Executor(AgentExecutor):
         )
         up = TaskUpdater(event_queue, task_id, context_id)
         task = context.current_task
+        if incoming.text.lower().startswith("hello"):
+            reply = Message(
+                message_id=f"reply-{message.message_id}",
+                context_id=context_id,
+                role=Role.ROLE_AGENT,
+                parts=[Part(text="Hi there, what can I do?")],
+            )
+            await event_queue.enqueue_event(reply)
+            return
         if task is None:
             await event_queue.enqueue_event(
                 Task(

@@ -54,14 +54,14 @@ async def test_a_failed_task_escalates_naming_the_remote() -> None:
         result = await run_once(desk(remote.url), "fail: router ORD-7 is down")
     why = reason(result)
     assert "'tech'" in why and remote.url in why
-    assert "failed" in why and "the diagnostics database is down" in why
+    assert "(task failed): the diagnostics database is down" in why
     assert call_error(result) == why
 
 
 async def test_a_rejected_task_escalates() -> None:
     async with serving() as remote:
         result = await run_once(desk(remote.url), "refuse: router ORD-7 is down")
-    assert "rejected: not something I do" in reason(result)
+    assert "did not complete the request (task rejected): not something I do" in reason(result)
 
 
 async def test_a_remote_baton_team_that_escalated_escalates_here() -> None:

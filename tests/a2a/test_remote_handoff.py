@@ -155,3 +155,58 @@ async def test_the_remote_is_the_entry_agent_too() -> None:
     assert result.status == "completed"
     assert result.output == "Done: (no payload); state []"
     assert remote.seen[0].incoming.payload is None
+
+
+async def test_a_remote_that_answers_with_a_message() -> None:
+    async with serving() as remote:
+        team = Team([RemoteAgent("tech", remote.url)], entry="tech")
+        try:
+            result = await team.run("hello, anyone?", session_id="s1")
+        finally:
+            await team.aclose()
+    assert result.status == "completed"
+    assert result.output == "Hi there, what can I do?"
+
+
+async def test_a_hand_off_to_the_remote_waits_for_its_approval_first() -> None:
+    """The team's approvals apply to a remote receiver unchanged: nothing is sent before a
+    person signs the hand-off off."""
+    model = ScriptedModel({"triage": [handoff("tech")]})
+    async with serving() as remote:
+        team = Team(
+            [
+                Agent(
+                    name="triage",
+                    handoffs=["tech"],
+                    approve_handoffs={"tech": True},
+                    model=model,
+                ),
+                RemoteAgent("tech", remote.url),
+            ],
+            entry="triage",
+        )
+        try:
+            paused = await team.run("router ORD-7 is down", session_id="s1")
+            sent_before = len(remote.seen)
+            assert paused.approval is not None
+            done = await team.approve("s1", paused.approval.id, by="dana")
+        finally:
+            await team.aclose()
+    assert paused.status == "awaiting_approval" and sent_before == 0
+    assert done.status == "completed" and done.path == ["triage", "tech"]
+    assert len(remote.seen) == 1
+
+
+async def test_a_hand_off_the_sender_may_not_make_never_reaches_the_remote() -> None:
+    model = ScriptedModel({"billing": [handoff("tech"), ScriptedModel.say("I cannot")]})
+    async with serving() as remote:
+        team = Team(
+            [Agent(name="billing", model=model), RemoteAgent("tech", remote.url)],
+            entry="billing",
+        )
+        try:
+            result = await team.run("router ORD-7 is down", session_id="s1")
+        finally:
+            await team.aclose()
+    assert result.path == ["billing"] and not remote.seen
+    assert [e.type for e in result.events if e.type == "handoff_refused"] == ["handoff_refused"]

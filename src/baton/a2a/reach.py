@@ -120,7 +120,8 @@ async def reach(kernel: Kernel, call: Call) -> Handled:
         return content, None
     if reply.state != "completed":
         error = (
-            f"remote agent {agent.name!r} at {agent.url} ended the task {reply.state}"
+            f"remote agent {agent.name!r} at {agent.url} did not complete the request (task "
+            f"{reply.state})"
             + (f": {reply.text}" if reply.text else "")
             + "; a person should take the request over"
         )
