@@ -210,3 +210,19 @@ async def test_a_hand_off_the_sender_may_not_make_never_reaches_the_remote() -> 
             await team.aclose()
     assert result.path == ["billing"] and not remote.seen
     assert [e.type for e in result.events if e.type == "handoff_refused"] == ["handoff_refused"]
+
+
+async def test_the_answer_reaches_the_user_whole_and_the_store_masked() -> None:
+    answer = "Reset done. Your one-time password: Zq8mT4vL2pXw9"
+    async with serving() as remote:
+        remote.replies["k1"] = (answer, {"status": "completed"}, [])
+        team = desk(remote.url, [handoff("tech")])
+        try:
+            result = await team.run("echo k1", session_id="s1")
+            stored = await team.store.get_messages("s1")
+        finally:
+            await team.aclose()
+    assert result.output == answer  # as a model's reply: the user reads it
+    kept = [m.content or "" for m in stored if m.agent == "tech"]
+    assert kept and all("Zq8mT4vL2pXw9" not in text for text in kept)
+    assert any("REDACTED" in text for text in kept)

@@ -148,7 +148,14 @@ async def _converse(
     memo), then each answer of a person to the remote's questions, in order. Raises
     `GraphInterrupt` while the remote waits for an answer not given yet."""
     memo = pending.memo
-    if not memo:
+    if any(m.step != STEP for m in memo):
+        raise RemoteAgentError(
+            f"call {pending.call.id} to remote agent {agent.name!r} holds steps of another "
+            "kind; its checkpoint does not belong to this team: discard the run"
+        )
+    if memo:  # the call runs again (an answer, a resume): the first message went already
+        reply = _loaded(memo[0].result)
+    else:
         message = handoff_message(
             _text(kernel, run.message),
             message_id=pending.key,  # the same on every attempt of this call
@@ -156,13 +163,8 @@ async def _converse(
             payload=_payload(kernel, run, turn),
             trace_id=run.trace_id,
         )
-        await _keep(kernel, run, pending, await _send(run, turn, agent, message))
-    if any(m.step != STEP for m in memo):
-        raise RemoteAgentError(
-            f"call {pending.call.id} to remote agent {agent.name!r} holds steps of another "
-            "kind; its checkpoint does not belong to this team: discard the run"
-        )
-    reply = _loaded(memo[0].result)
+        reply = await _send(run, turn, agent, message)
+        await _keep(kernel, run, pending, reply)
     asked = 0
     while reply.state in WAITING:
         given = interrupt(_question(agent, reply))  # the person's answer, or the run pauses
@@ -171,7 +173,9 @@ async def _converse(
             reply = _loaded(memo[asked].result)
             continue
         message = handoff_message(
-            given if isinstance(given, str) else json.dumps(given, ensure_ascii=False),
+            _text(
+                kernel, given if isinstance(given, str) else json.dumps(given, ensure_ascii=False)
+            ),
             message_id=f"{pending.key}:{asked}",
             context_id=reply.context_id or context_id(run.session.session_id, agent.name),
             task_id=reply.task_id,
