@@ -94,7 +94,8 @@ async def test_a_resumed_call_never_sends_its_first_message_again(tmp_path: Path
     """Resuming a paused run without an answer leaves it waiting: nothing is sent."""
     store = f"sqlite:///{tmp_path / 'desk.db'}"
     async with serving() as remote:
-        team, other = desk(remote.url, store), desk(remote.url, store)
+        team = desk(remote.url, store)
+        other = team.bind(store=store)  # a binding of its own on the same database
         try:
             paused = await team.run("ask me about my router", session_id="s1")
             again = await other.resume("s1")
