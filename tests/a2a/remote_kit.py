@@ -87,8 +87,9 @@ class Remote:
 class Executor(AgentExecutor):
     """Behaves as the request's first word says (see the module's docstring)."""
 
-    def __init__(self, remote: Remote) -> None:
+    def __init__(self, remote: Remote, store: InMemoryTaskStore) -> None:
         self.remote = remote
+        self.store = store
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         message = context.message
@@ -141,6 +142,8 @@ class Executor(AgentExecutor):
         elif word == "refuse":
             await up.reject(up.new_agent_message([Part(text="not something I do")]))
         elif word == "hang":
+            while await self.store.get(task_id, context.call_context) is None:
+                await asyncio.sleep(0.01)  # listed once stored: then a client may cancel it
             self.remote.hanging.set()
             await asyncio.Event().wait()
         elif word == "inject":
@@ -203,7 +206,8 @@ async def serving(*, streaming: bool = False) -> AsyncIterator[Remote]:
         default_output_modes=["text/plain", "application/json"],
         skills=[AgentSkill(id="restart", name="restart", description="Restarts", tags=["net"])],
     )
-    handler = DefaultRequestHandler(Executor(remote), InMemoryTaskStore(), card)
+    store = InMemoryTaskStore()
+    handler = DefaultRequestHandler(Executor(remote, store), store, card)
     app = Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")

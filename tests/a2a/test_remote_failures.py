@@ -71,8 +71,11 @@ async def test_a_remote_baton_team_that_escalated_escalates_here() -> None:
     assert "escalated the request" in why and "A colleague will call you." in why
 
 
-async def test_a_hanging_remote_times_out_and_its_task_is_cancelled() -> None:
-    async with serving() as remote:
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_hanging_remote_times_out_and_its_task_is_cancelled(streaming: bool) -> None:
+    """Streaming, the task's id comes with the first event; blocking, the client finds the
+    task its message began."""
+    async with serving(streaming=streaming) as remote:
         result = await run_once(desk(remote.url, timeout_s=0.5), "hang: router ORD-7 is down")
         assert remote.hanging.is_set()
         cancelled = list(remote.cancelled)
