@@ -32,6 +32,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/mcp-server.md",
         "docs/a2a-server.md",
         "docs/mcp.md",
+        "docs/a2a.md",
         "docs/notifications.md",
     ],
 )

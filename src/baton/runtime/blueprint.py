@@ -12,9 +12,9 @@ is patched into a runner after it is built.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from baton.backends.base import Blackboard, Snapshots, Tasks
 from baton.core.errors import ConfigError
@@ -86,6 +86,30 @@ class Blueprint:
                     f"({need.what}); {type(store).__name__} ({store.url}) lacks it: use "
                     f"{' or '.join(_stores_with(need))}"
                 )
+
+
+@runtime_checkable
+class BringsBlueprint(Protocol):
+    """An agent that brings its own part of the blueprint (a remote agent: the conductor of
+    its turns, its call kind and its call), so every topology takes it like any agent; and
+    a connection its team closes (`team.aclose`)."""
+
+    def blueprint_part(self) -> Blueprint:
+        """What this agent adds (keyed by its name)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close what the agent opened (it opens again if used again)."""
+        ...
+
+
+def agents_part(agents: Iterable[Any]) -> Blueprint:
+    """The blueprint parts the agents bring themselves, combined (empty for plain agents)."""
+    out = Blueprint()
+    for agent in agents:
+        if isinstance(agent, BringsBlueprint):
+            out = out | agent.blueprint_part()
+    return out
 
 
 def _stores_with(need: Capability) -> list[str]:

@@ -52,6 +52,9 @@ DEFAULT_ESCALATION_MESSAGE = (
 
 EntryKind = Literal["tool", "handoff", "back", "history"]
 
+_MOVES = frozenset({"handoff", "back", "hand_on"})
+"""Entry kinds that pass the baton (a fallback's turn makes none)."""
+
 
 @dataclass(frozen=True, slots=True)
 class CallEntry:
@@ -126,8 +129,15 @@ class AgentPlan:
 
     @cached_property
     def fallback(self) -> AgentPlan:
-        """The plan of a fallback agent's turn after an escalation: tools only."""
-        table = {n: e for n, e in self.table.items() if e.kind == "tool"}
+        """The plan of a fallback agent's turn after an escalation: tools only (a
+        conductor keeps its conductor and the calls generated for it, a remote agent its
+        call: it has no other way to answer)."""
+        conducted = self.conductor
+        table = {
+            n: e
+            for n, e in self.table.items()
+            if e.kind == "tool" or (conducted is not None and e.kind not in _MOVES)
+        }
         # a hand-off attempt is refused by name (`may_hand_to`: no targets), not unknown
         return AgentPlan(
             agent=self.agent,
@@ -137,6 +147,7 @@ class AgentPlan:
             handoff_targets=frozenset(),
             table=table,
             output=self.output,
+            conductor=conducted,
         )
 
     @property

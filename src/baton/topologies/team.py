@@ -32,7 +32,7 @@ from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
 from baton.observe.declared import BindsNames, DeclaredNames
 from baton.routing.router import Router, routes_from_agents
-from baton.runtime.blueprint import Blueprint
+from baton.runtime.blueprint import Blueprint, BringsBlueprint, agents_part
 from baton.runtime.cancel import RELEASED
 from baton.runtime.entities import Extractor
 from baton.runtime.guards import Guards
@@ -152,9 +152,10 @@ class Team:
         self.entry = entry
         self.guards = guards or Guards()
         self.fallback = fallback
-        self.blueprint = blueprint or Blueprint()
+        self.blueprint = (blueprint or Blueprint()) | agents_part(self.agents.values())
         """What the topology adds to its agents (generated calls, conductors, call kinds, the
-        store capabilities it needs); a plain team adds nothing."""
+        store capabilities it needs), with what agents bring themselves (a `RemoteAgent`'s
+        conductor and call); a plain team of plain agents adds nothing."""
         self.default_model = model
         self.policy = SwarmPolicy(
             entry=None if router is not None else str(entry),
@@ -315,13 +316,17 @@ class Team:
         """Close what this object owns and detach its names from its sinks (a Team is also
         an async context manager). A team made by `Team(...)` owns its store and bus; a
         binding owns only what it opened from a URL (see `bind`). The connections of its
-        agents' toolsets (MCP servers) are closed too; they open again if used again."""
+        agents' toolsets (MCP servers) and of its remote agents (A2A) are closed too; they
+        open again if used again."""
         for sink in self.sinks:
             if isinstance(sink, BindsNames):
                 sink.unbind_names(self.declared_names)
         try:
             for toolset in {id(t): t for a in self.agents.values() for t in a.toolsets}.values():
                 await toolset.aclose()  # its connection; it opens again if used again
+            for agent in self.agents.values():
+                if isinstance(agent, BringsBlueprint):  # a remote agent's connection, likewise
+                    await agent.aclose()
             if self._owns_bus:
                 await self._bus_slot.close()
         finally:
