@@ -116,11 +116,11 @@ def server_env() -> dict[str, str]:
     return env
 
 
-def start_server(store: str, port: int, *extra: str) -> subprocess.Popen[str]:
-    """`baton a2a serve TEAM` on 127.0.0.1:`port`, up and listening."""
+def start_server(store: str, port: int, *extra: str, team: str = TEAM) -> subprocess.Popen[str]:
+    """`baton a2a serve team` (by default TEAM) on 127.0.0.1:`port`, up and listening."""
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "baton", "a2a", "serve", TEAM),
+            *(sys.executable, "-m", "baton", "a2a", "serve", team),
             *("--port", str(port), "--store", store, "--log-level", "warning", *extra),
         ],
         cwd=HERE,
