@@ -57,6 +57,7 @@ from baton.tools import Tool, ToolContext, Toolset, tool, tool_context
 from baton.topologies import Team
 
 if TYPE_CHECKING:
+    from baton.a2a import RemoteAgent, RemoteAgentError
     from baton.backends.sqlite import SQLiteStore
     from baton.mcp import MCPServer, MCPServerError, MCPToolset
     from baton.models.local import LocalModel
@@ -135,6 +136,8 @@ __all__ = [
     "PlanError",
     "PlanExecuteReview",
     "Redactor",
+    "RemoteAgent",
+    "RemoteAgentError",
     "ReplayMismatch",
     "Retaining",
     "Retention",
@@ -211,6 +214,10 @@ def __getattr__(name: str) -> Any:
         from baton.models.openai_compat import OpenAICompatible
 
         return OpenAICompatible
+    if name in ("RemoteAgent", "RemoteAgentError"):  # the `a2a-sdk`, an extra
+        import baton.a2a
+
+        return getattr(baton.a2a, name)
     if name in ("MCPServer", "MCPServerError", "MCPToolset"):  # the `mcp` SDK, an extra
         import baton.mcp
 

@@ -1,4 +1,4 @@
-"""`benchmarks/mcp_tools.py` runs end to end at a tiny size: every row times every
+"""`benchmarks/remote_calls.py` runs end to end at a tiny size: every row times every
 conversation, and a conversation that went wrong stops it. Timings are never checked."""
 
 from __future__ import annotations
@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP benchmark needs the `mcp` extra")
+pytest.importorskip("mcp", reason="the benchmark needs the `mcp` extra")
+pytest.importorskip("a2a", reason="the benchmark needs the `a2a` extra")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "mcp_tools.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "remote_calls.py"
 
 
 def test_every_row_times_every_conversation() -> None:
-    name = "baton_bench_mcp_tools"
+    name = "baton_bench_remote_calls"
     spec = importlib.util.spec_from_file_location(name, SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -25,8 +26,8 @@ def test_every_row_times_every_conversation() -> None:
         spec.loader.exec_module(module)
         import asyncio
 
-        with module.http_demo() as url:
-            rows = asyncio.run(module.measure(3, url))
+        with module.http_demo() as url, module.a2a_served() as a2a_url:
+            rows = asyncio.run(module.measure(3, url, a2a_url))
     finally:
         sys.path[:] = path
         del sys.modules[name]
@@ -36,5 +37,8 @@ def test_every_row_times_every_conversation() -> None:
         "mcp stdio, SDK call only",
         "mcp http",
         "mcp http, SDK call only",
+        "local hand-off",
+        "a2a hand-off",
+        "a2a hand-off, SDK call only",
     }
     assert all(len(us) == 3 and min(us) > 0 for us in rows.values())
