@@ -150,6 +150,19 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
+def _listening(proc: subprocess.Popen[bytes], port: int, what: str) -> None:
+    """Wait until `proc` listens on `port` (60 s at most)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{what} did not start") from None
+            time.sleep(0.05)
+
+
 @contextlib.contextmanager
 def http_demo() -> Iterator[str]:
     """The demo server over streamable HTTP on 127.0.0.1: its URL."""
@@ -160,15 +173,7 @@ def http_demo() -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("the demo MCP server did not start") from None
-                time.sleep(0.05)
+        _listening(proc, port, "the demo MCP server")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.kill()
@@ -191,15 +196,7 @@ def a2a_served() -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("baton a2a serve did not start") from None
-                time.sleep(0.05)
+        _listening(proc, port, "baton a2a serve")
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team
 from baton.cli.options import STORE_HELP
-from baton.cli.serve import is_loopback
+from baton.cli.serve import refuse_open_network
 from baton.core.errors import BatonError
 
 if TYPE_CHECKING:
@@ -92,12 +92,7 @@ def serve(
     """Serve the team as an A2A agent: its Agent Card, tasks, streaming, push notifications."""
     err = Console(stderr=True, highlight=False)
     try:
-        if auth is None and not is_loopback(host):
-            raise CLIError(
-                f"refusing to serve on {host} without --auth: anyone who reaches it could run "
-                "the team. Pass --auth tokens.yaml (bearer tokens with roles, see "
-                "docs/server.md), or listen on 127.0.0.1"
-            )
+        refuse_open_network(host, auth)
         try:
             from baton.a2a.server import build_app
             from baton.server.auth import AuthConfig

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team
 from baton.cli.options import STORE_HELP
-from baton.cli.serve import is_loopback
+from baton.cli.serve import refuse_open_network
 from baton.core.errors import BatonError
 
 if TYPE_CHECKING:
@@ -99,12 +99,8 @@ def serve(
                 "--auth applies to --transport http: over stdio the MCP client that starts "
                 "this command is the local user, and no approval is decided over MCP"
             )
-        if transport is Transport.http and auth is None and not is_loopback(host):
-            raise CLIError(
-                f"refusing to serve on {host} without --auth: anyone who reaches it could run "
-                "the team. Pass --auth tokens.yaml (bearer tokens with roles, see "
-                "docs/server.md), or listen on 127.0.0.1"
-            )
+        if transport is Transport.http:
+            refuse_open_network(host, auth)
         try:
             from baton.mcp.server import build_server
             from baton.server.auth import AuthConfig

@@ -38,6 +38,16 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def refuse_open_network(host: str, auth: object, what: str = "run the team") -> None:
+    """Raise `CLIError` when a server would listen beyond this machine without `--auth`."""
+    if auth is None and not is_loopback(host):
+        raise CLIError(
+            f"refusing to serve on {host} without --auth: anyone who reaches it could {what}. "
+            "Pass --auth tokens.yaml (bearer tokens with roles, see docs/server.md), or "
+            "listen on 127.0.0.1"
+        )
+
+
 def serve(
     target: Annotated[
         str,
@@ -79,12 +89,7 @@ def serve(
     """Serve the team's API and dashboard over HTTP (FastAPI on uvicorn) until Ctrl-C."""
     err = Console(stderr=True, highlight=False)
     try:
-        if auth is None and not is_loopback(host):
-            raise CLIError(
-                f"refusing to serve on {host} without --auth: anyone who reaches it could run "
-                "the team and decide approvals. Pass --auth tokens.yaml (bearer tokens with "
-                "roles, see docs/server.md), or listen on 127.0.0.1"
-            )
+        refuse_open_network(host, auth, "run the team and decide approvals")
         try:
             import uvicorn
 
