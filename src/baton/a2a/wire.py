@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from baton.core.errors import BatonError
 from baton.core.payload import HandoffPayload
+from baton.core.text import clean_text, clean_value
 
 HANDOFF_MEDIA_TYPE = "application/vnd.baton.handoff+json"
 """Media type of the data part that carries a `HandoffPayload`."""
@@ -60,8 +61,9 @@ class WireError(BatonError):
 
 
 def to_value(data: Any) -> struct_pb2.Value:
-    """JSON data as a protobuf `Value` (what a data part holds)."""
-    return json_format.ParseDict(data, struct_pb2.Value())
+    """JSON data as a protobuf `Value` (what a data part holds). Lone surrogates, which a
+    model's JSON can carry and protobuf's UTF-8 cannot, become U+FFFD."""
+    return json_format.ParseDict(clean_value(data), struct_pb2.Value())
 
 
 def from_value(value: struct_pb2.Value) -> Any:
@@ -110,11 +112,9 @@ def handoff_message(
     `message_id` should be stable across retries of one request (the remote may use it to
     answer a repeated request once); `context_id` names the conversation, so later messages
     of the same session continue it; `task_id` continues a task waiting for input."""
-    parts = [Part(text=text)]
+    parts = [Part(text=clean_text(text))]
     if payload is not None:
-        parts.append(
-            Part(data=to_value(payload.model_dump(mode="json")), media_type=HANDOFF_MEDIA_TYPE)
-        )
+        parts.append(Part(data=to_value(payload.model_dump()), media_type=HANDOFF_MEDIA_TYPE))
     meta = dict(metadata or {})
     if trace_id is not None and (traceparent := traceparent_of(trace_id)) is not None:
         meta["traceparent"] = traceparent
@@ -124,7 +124,7 @@ def handoff_message(
         task_id=task_id or "",
         role=Role.ROLE_USER,
         parts=parts,
-        metadata=meta or None,
+        metadata=clean_value(meta) or None,
     )
 
 
@@ -190,7 +190,7 @@ def _payload(value: Any) -> HandoffPayload:
 
 def result_artifact(text: str, outcome: dict[str, Any], *, artifact_id: str) -> Artifact:
     """The artifact of a finished run: the answer's text and the run's outcome as data."""
-    parts = [Part(text=text)] if text else []
+    parts = [Part(text=clean_text(text))] if text else []
     parts.append(Part(data=to_value(outcome), media_type=RESULT_MEDIA_TYPE))
     return Artifact(artifact_id=artifact_id, name="answer", parts=parts)
 
