@@ -239,6 +239,7 @@ class Tool:
         records: Sequence[str] | None = None,
         max_result_chars: int | None = None,
         isolation: Isolation = "thread",
+        reuse: bool = True,
     ) -> None:
         if not callable(fn):
             named = f"tool {name!r}: " if name else ""
@@ -276,6 +277,10 @@ class Tool:
         id-like ones (`order_id`, `ORD-1`), never plain options such as `limit`."""
         self.max_result_chars = max_result_chars
         """Truncate longer results; None uses the team default (1,500)."""
+        if not isinstance(reuse, bool):
+            raise ConfigError(f"tool {self.name!r}: reuse takes True or False, not {reuse!r}")
+        self.reuse = reuse
+        """Answer an identical call in the same turn from the first result (True)."""
         self.is_async = inspect.iscoroutinefunction(_annotated(fn))
         if isolation not in ("thread", "process"):
             raise ConfigError(
@@ -508,6 +513,7 @@ def tool(
     records: Sequence[str] | None = None,
     max_result_chars: int | None = None,
     isolation: Isolation = "thread",
+    reuse: bool = True,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -526,6 +532,7 @@ def tool(
     records: Sequence[str] | None = None,
     max_result_chars: int | None = None,
     isolation: Isolation = "thread",
+    reuse: bool = True,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a function: `@tool` or `@tool(scopes=[...], timeout_s=5)`.
 
@@ -540,6 +547,9 @@ def tool(
     background (Python threads cannot be killed). "process": a child process, killed after a
     timeout (a module-level function; arguments and result must pickle; each call starts a
     process, so it costs tens of milliseconds or more).
+    `reuse`: an identical call (same arguments) by the same agent in the same turn is answered
+    from the first successful result, not run again (default True: a repeated identical call
+    in one turn is almost always a loop); False runs every call (a tool meant to act twice).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -556,6 +566,7 @@ def tool(
             records=records,
             max_result_chars=max_result_chars,
             isolation=isolation,
+            reuse=reuse,
         )
 
     if fn is not None:

@@ -32,6 +32,7 @@ from baton.runtime.kernel import Call
 from baton.runtime.model_call import Parsed
 from baton.runtime.outcomes import Failed, HandedOff, Paused, ToHuman, Tripped
 from baton.runtime.plan import CallEntry
+from baton.runtime.reuse import reusable
 from baton.runtime.state import PendingCall, RunState, TurnState
 from baton.runtime.timeouts import timed
 from baton.tools import ToolContext, error_content
@@ -325,6 +326,13 @@ async def run_tool(kernel: Kernel, call: Call) -> Handled:
     run, plan, turn, pending = call.run, call.plan, call.turn, call.pending
     tool, args, name = call.entry.tool, pending.args or {}, turn.agent
     assert tool is not None
+    if tool.reuse and len(turn.scratch) > 1:
+        earlier = reusable(turn.scratch, pending.call, args)
+        if earlier is not None:  # seed 003 §6.1: a repeated identical call is not run again
+            first, content = earlier
+            note = f"same call as {first}: result reused"
+            called(kernel, run, turn, pending, arguments=args, ok=True, error=None, reused=first)
+            return f"[{note}]\n{content}", None
     lacking = plan.agent.missing_scopes(tool)
     if lacking:
         msg = (
