@@ -25,10 +25,12 @@ class Compression:
     threshold_tokens: int = DEFAULT_THRESHOLD_TOKENS
     """Compress results estimated (`baton.models.base.estimate_tokens`) above this."""
     model: Any = None
-    """The light model that compresses (a `Model` or a name such as 'local'); None: the
-    team's summariser, else the holder's own model (as the `summary` context policy does)."""
+    """The light model that compresses (a `Model`, or a name such as 'local' or
+    'openai:<name>', resolved when the `Compression` is made); None: the team's summariser,
+    else the holder's own model (as the `summary` context policy does)."""
     max_words: int = 120
-    """The most words the compressed view may hold; a longer answer counts as a failure."""
+    """The words the compressor is asked for at most; an answer over twice as many words, or
+    not shorter than the result, counts as a failed compression."""
 
     def __post_init__(self) -> None:
         if isinstance(self.threshold_tokens, bool) or not isinstance(self.threshold_tokens, int):
@@ -39,6 +41,10 @@ class Compression:
             raise ConfigError("Compression.max_words must be an int")
         if self.max_words < 10:
             raise ConfigError("Compression.max_words must be at least 10")
+        if self.model is not None:  # a name is resolved once, here: one client for every call
+            from baton.models.registry import resolve_model
+
+            object.__setattr__(self, "model", resolve_model(self.model))
 
 
 CompressLike = Compression | bool | int | None

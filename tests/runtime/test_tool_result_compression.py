@@ -310,3 +310,10 @@ def test_compression_settings_are_validated() -> None:
     assert Agent(name="a", compress_results=200).compress_results == Compression(200)
     with pytest.raises(ConfigError, match="clashes with the built-in"):
         Team([Agent(name="a", tools=[tool(name=FETCH_RESULT)(lambda x: x)])], entry="a")
+
+
+def test_a_compressor_named_by_string_is_resolved_once_and_checked() -> None:
+    with pytest.raises(ConfigError, match="unknown model"):
+        Compression(model="no-such-model")
+    light = S([S.say(FACTS)], name="light")
+    assert Compression(model=light).model is light

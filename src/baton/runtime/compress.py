@@ -23,8 +23,7 @@ from baton.compression import Compression
 from baton.core.events import ModelCalled
 from baton.core.messages import Message, ToolSpec, Usage
 from baton.core.text import clean_text
-from baton.models.base import ModelRequest, ModelResponse, estimate_tokens
-from baton.models.registry import resolve_model
+from baton.models.base import Model, ModelRequest, ModelResponse, estimate_tokens
 from baton.runtime.timeouts import timed
 from baton.tools import error_content, render_result
 
@@ -120,11 +119,7 @@ async def compressed(
     full = full_text(value)
     if estimate_tokens(full) <= policy.threshold_tokens:
         return None
-    model = (
-        resolve_model(policy.model)
-        if policy.model is not None
-        else kernel.cfg.summariser or plan.model
-    )
+    model: Model | None = policy.model or kernel.cfg.summariser or plan.model
     if model is None:  # a conductor has no model to compress with
         return None
     red = kernel.cfg.redactor
