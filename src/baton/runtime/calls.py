@@ -353,7 +353,7 @@ async def run_tool(kernel: Kernel, call: Call) -> Handled:
     run, plan, turn, pending = call.run, call.plan, call.turn, call.pending
     tool, args, name = call.entry.tool, pending.args or {}, turn.agent
     assert tool is not None
-    if tool.reuse and len(turn.scratch) > 1:
+    if tool.reuse and turn.tools_called:  # (an identical call that ran is counted there)
         earlier = reusable(turn.scratch, pending.call, args)
         if earlier is not None:  # seed 003 §6.1: a repeated identical call is not run again
             first, content = earlier
