@@ -9,6 +9,7 @@ from typing import Any, get_origin
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from baton.approvals import ApprovalPolicy, approval_policy
+from baton.compression import Compression, compression_setting
 from baton.core.policies import ContextPolicy, parse_policy
 from baton.guardrails import Guardrail
 from baton.tools import Tool, Toolset
@@ -81,6 +82,12 @@ class Agent(BaseModel):
         default=(),
         description="Its own `Guardrail`s: they join the rules in force when it takes the "
         "baton, and stay in force for the rest of the run wherever the baton goes.",
+    )
+    compress_results: Any = Field(
+        default=None,
+        description="Compress its long tool results with a light model before its next model "
+        "call (seed 001 §4.5): True, a threshold in tokens, or a `Compression`; None/False: "
+        "off (default). A tool's own `compress` wins.",
     )
     handoff_guardrails: dict[str, Sequence[Any]] = Field(
         default_factory=dict,
@@ -160,6 +167,23 @@ class Agent(BaseModel):
     @classmethod
     def _guardrails(cls, v: Any) -> Any:
         return _rules(v, "guardrails")
+
+    @field_validator("compress_results", mode="before")
+    @classmethod
+    def _compress_results(cls, v: Any) -> Compression | None:
+        try:
+            found = compression_setting(v, "compress_results")
+        except Exception as exc:  # a ConfigError: pydantic reports a ValueError
+            raise ValueError(str(exc)) from exc
+        return found if isinstance(found, Compression) else None
+
+    def compression_for(self, tool: Tool) -> Compression | None:
+        """How `tool`'s long results are compressed for this agent (None: they are not)."""
+        own = tool.compress
+        if own is None:
+            found: Compression | None = self.compress_results
+            return found
+        return own if isinstance(own, Compression) else None
 
     @field_validator("handoff_guardrails", mode="before")
     @classmethod

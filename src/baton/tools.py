@@ -23,6 +23,7 @@ from pydantic import (
 
 from baton.approvals import ApprovalPolicy, PolicyLike, approval_policy
 from baton.cancellation import CancelledItself, awaited, cancelled_from_outside, sync_call
+from baton.compression import Compression, CompressLike, compression_setting
 from baton.core.data import Data
 from baton.core.errors import ConfigError
 from baton.core.interrupt import GraphInterrupt
@@ -239,6 +240,8 @@ class Tool:
         records: Sequence[str] | None = None,
         max_result_chars: int | None = None,
         isolation: Isolation = "thread",
+        compress: CompressLike = None,
+        reuse: bool = True,
     ) -> None:
         if not callable(fn):
             named = f"tool {name!r}: " if name else ""
@@ -276,6 +279,14 @@ class Tool:
         id-like ones (`order_id`, `ORD-1`), never plain options such as `limit`."""
         self.max_result_chars = max_result_chars
         """Truncate longer results; None uses the team default (1,500)."""
+        self.compress: Compression | bool | None = compression_setting(
+            compress, f"tool {self.name!r}: compress"
+        )
+        """Compress long results (`Compression`), never (False), or as the agent says (None)."""
+        if not isinstance(reuse, bool):
+            raise ConfigError(f"tool {self.name!r}: reuse takes True or False, not {reuse!r}")
+        self.reuse = reuse
+        """Answer an identical call in the same turn from the first result (True)."""
         self.is_async = inspect.iscoroutinefunction(_annotated(fn))
         if isolation not in ("thread", "process"):
             raise ConfigError(
@@ -508,6 +519,8 @@ def tool(
     records: Sequence[str] | None = None,
     max_result_chars: int | None = None,
     isolation: Isolation = "thread",
+    compress: CompressLike = None,
+    reuse: bool = True,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -526,6 +539,8 @@ def tool(
     records: Sequence[str] | None = None,
     max_result_chars: int | None = None,
     isolation: Isolation = "thread",
+    compress: CompressLike = None,
+    reuse: bool = True,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a function: `@tool` or `@tool(scopes=[...], timeout_s=5)`.
 
@@ -540,6 +555,12 @@ def tool(
     background (Python threads cannot be killed). "process": a child process, killed after a
     timeout (a module-level function; arguments and result must pickle; each call starts a
     process, so it costs tens of milliseconds or more).
+    `compress`: compress long results with a light model before the next model call (True, a
+    threshold in tokens, a `Compression`); False keeps them whole even under the agent's
+    `compress_results`; None (default) follows it (`baton.compression`).
+    `reuse`: an identical call (same arguments) by the same agent in the same turn is answered
+    from the first successful result, not run again (default True: a repeated identical call
+    in one turn is almost always a loop); False runs every call (a tool meant to act twice).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -556,6 +577,8 @@ def tool(
             records=records,
             max_result_chars=max_result_chars,
             isolation=isolation,
+            compress=compress,
+            reuse=reuse,
         )
 
     if fn is not None:

@@ -131,6 +131,9 @@ class ToolCalled(EventBase):
     latency_ms: float = 0.0
     result_chars: int = 0
     truncated: bool = False
+    reused: str | None = None
+    """The id of the identical earlier call of the turn whose result answered this one (it
+    did not run again, `baton.runtime.reuse`)."""
 
 
 @dataclass(slots=True, kw_only=True)

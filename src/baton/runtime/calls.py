@@ -21,6 +21,13 @@ from baton.handoff import handoff_target
 from baton.runtime.approval import request_approval
 from baton.runtime.arguments import finite_error, non_finite, validated
 from baton.runtime.at_rest import lost_arguments, not_kept
+from baton.runtime.compress import (
+    MARK,
+    Compressed,
+    compressed,
+    full_result,
+    run_fetch_result,
+)
 from baton.runtime.context import visible_state
 from baton.runtime.control import provenance, verified_state
 from baton.runtime.grounding import context_text, id_like, ungrounded
@@ -32,6 +39,7 @@ from baton.runtime.kernel import Call
 from baton.runtime.model_call import Parsed
 from baton.runtime.outcomes import Failed, HandedOff, Paused, ToHuman, Tripped
 from baton.runtime.plan import CallEntry
+from baton.runtime.reuse import reusable
 from baton.runtime.state import PendingCall, RunState, TurnState
 from baton.runtime.timeouts import timed
 from baton.tools import ToolContext, error_content
@@ -52,23 +60,30 @@ class Shown:
 
     Its view (instructions, payload, known facts, the conversation) and the results of its
     calls that succeeded; not its own words, nor an error result, which may quote the very
-    id the model invented (a refused call retried would pass)."""
+    id the model invented (a refused call retried would pass). A compressed result counts by
+    its full text, never by the compressor's words (`baton.runtime.compress`)."""
 
-    __slots__ = ("_text", "turn")
+    __slots__ = ("_text", "run", "turn")
 
-    def __init__(self, turn: TurnState) -> None:
+    def __init__(self, run: RunState, turn: TurnState) -> None:
+        self.run = run
         self.turn = turn
         self._text: str | None = None
 
     def __call__(self) -> str:
         if self._text is None:
             results = [
-                m
+                self._full(m)
                 for m in self.turn.scratch
                 if m.role == "tool" and not (m.content or "").startswith(_FAILED)
             ]
             self._text = context_text([*self.turn.view, *results])
         return self._text
+
+    def _full(self, m: Message) -> Message:
+        if not (m.content or "").startswith(MARK) or m.tool_call_id is None:
+            return m
+        return Message(role="tool", content=full_result(self.run.messages, m.tool_call_id))
 
 
 _FAILED = '{"ok": false'
@@ -120,7 +135,7 @@ async def run_calls(
     holder's model should be asked again."""
     received = turn.incoming is not None and not turn.fallback
     table = plan.table_for(received)
-    shown = Shown(turn)
+    shown = Shown(run, turn)
     if kernel.parallel:
         paused = await _run_parallel(kernel, run, plan, turn, table, received, shown)
         if paused is not None:
@@ -187,22 +202,35 @@ def _take(turn: TurnState, effect: Effect) -> None:
 
 def answer(run: RunState, turn: TurnState, pending: PendingCall, content: str) -> None:
     """Record a call's result: what the model reads back in its next call (a call the kernel
-    made has no model to read it: its events are its record)."""
+    made has no model to read it: its events are its record). A compressed result: the
+    transcript records the full text, the holder's scratch the compressed view."""
+    if type(content) is Compressed:
+        full = content.full
+        content = str(content)
+    else:
+        full = None
     pending.content = content
     if pending.kernel:
         return
-    turn.scratch.append(
-        run.record(
-            Message(
-                role="tool",
-                content=content,
-                agent=turn.agent,
-                tool_call_id=pending.call.id,
-                name=pending.call.name,
-                run_id=run.run_id,
-            )
-        )
+    message = Message(
+        role="tool",
+        content=content if full is None else full,
+        agent=turn.agent,
+        tool_call_id=pending.call.id,
+        name=pending.call.name,
+        run_id=run.run_id,
     )
+    run.record(message)
+    if full is not None:  # not recorded: saved whole with the turn's checkpoint
+        message = Message(
+            role="tool",
+            content=content,
+            agent=turn.agent,
+            tool_call_id=pending.call.id,
+            name=pending.call.name,
+            run_id=run.run_id,
+        )
+    turn.scratch.append(message)
 
 
 async def _run_parallel(
@@ -325,6 +353,13 @@ async def run_tool(kernel: Kernel, call: Call) -> Handled:
     run, plan, turn, pending = call.run, call.plan, call.turn, call.pending
     tool, args, name = call.entry.tool, pending.args or {}, turn.agent
     assert tool is not None
+    if tool.reuse and turn.tools_called:  # (an identical call that ran is counted there)
+        earlier = reusable(turn.scratch, pending.call, args)
+        if earlier is not None:  # seed 003 §6.1: a repeated identical call is not run again
+            first, content = earlier
+            note = f"same call as {first}: result reused"
+            called(kernel, run, turn, pending, arguments=args, ok=True, error=None, reused=first)
+            return f"[{note}]\n{content}", None
     lacking = plan.agent.missing_scopes(tool)
     if lacking:
         msg = (
@@ -438,6 +473,12 @@ async def run_tool(kernel: Kernel, call: Call) -> Handled:
         kernel.set_state(run, slots, name, "tool", done.id, tool=tool.name, origin="tool")
     if fatal:
         return content, Failed(error or "")
+    if ok and (plan.agent.compress_results is not None or tool.compress):
+        policy = plan.agent.compression_for(tool)
+        if policy is not None:
+            shrunk = await compressed(kernel, run, plan, turn, pending, policy, out.value)
+            if shrunk is not None:
+                return shrunk, None
     return content, None
 
 
@@ -504,5 +545,6 @@ HANDLERS: dict[str, Handler] = {
     "history": run_history,
     "handoff": hand_off,
     "back": hand_back,
+    "result": run_fetch_result,
 }
 """The handlers of the kernel's own call kinds (the runner adds a topology's kinds to them)."""

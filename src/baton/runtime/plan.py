@@ -32,6 +32,7 @@ from baton.models.base import Model
 from baton.models.registry import resolve_model
 from baton.observe.base import EventSink
 from baton.routing.router import Router
+from baton.runtime.compress import FETCH_RESULT, fetch_result_spec
 from baton.runtime.guards import Guards
 from baton.runtime.output import OutputSpec, compile_output
 from baton.tools import Tool
@@ -50,7 +51,7 @@ DEFAULT_ESCALATION_MESSAGE = (
     "so you won't need to repeat yourself."
 )
 
-EntryKind = Literal["tool", "handoff", "back", "history"]
+EntryKind = Literal["tool", "handoff", "back", "history", "result"]
 
 _MOVES = frozenset({"handoff", "back", "hand_on"})
 """Entry kinds that pass the baton (a fallback's turn makes none)."""
@@ -59,7 +60,8 @@ _MOVES = frozenset({"handoff", "back", "hand_on"})
 @dataclass(frozen=True, slots=True)
 class CallEntry:
     """What a name in an agent's call table does: run `tool`, hand off to `target`, or a
-    built-in (`back`: return the baton to who handed it over; `history`: `fetch_history`)."""
+    built-in (`back`: return the baton to who handed it over; `history`: `fetch_history`;
+    `result`: `fetch_result`, the full text of a compressed tool result)."""
 
     kind: str
     """tool, handoff, back, history, or a kind a topology registers with the runner."""
@@ -260,6 +262,9 @@ def _compile(
     if agent.history_tool:
         extra.append(fetch_history_spec())
         received[FETCH_HISTORY] = CallEntry("history")
+    if any([agent.compression_for(t) is not None for t in agent.tools]):
+        specs.append(fetch_result_spec())  # a compressed result names the way to its full text
+        table[FETCH_RESULT] = received[FETCH_RESULT] = CallEntry("result")
     output = None
     if agent.output_type is not None:
         output = compile_output(agent.output_type, bool(getattr(model, "native_output", False)))
@@ -299,7 +304,7 @@ def _check(agent: Agent, agents: Mapping[str, Agent]) -> None:
         if target == agent.name:
             raise ConfigError(f"agent {agent.name!r} lists itself in handoffs; remove it")
     tool_names = {t.name for t in agent.tools}
-    for builtin in (TRANSFER_BACK, FETCH_HISTORY):
+    for builtin in (TRANSFER_BACK, FETCH_HISTORY, FETCH_RESULT):
         if builtin in tool_names:
             raise ConfigError(
                 f"agent {agent.name!r} has a tool named {builtin!r}, which clashes with the "
