@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -173,10 +173,14 @@ def update_request(kernel: Kernel, notes: SessionNotes | None, batch: Sequence[M
 
 
 def parse_notes(
-    kernel: Kernel, text: str, notes: SessionNotes | None, batch: Sequence[Message]
+    text: str,
+    notes: SessionNotes | None,
+    batch: Sequence[Message],
+    clean: Callable[[str], str] = str,
 ) -> list[NotedFact]:
     """The facts of the summariser's reply: lines citing known message ids (a line citing
-    none is dropped), each redacted, its authors taken from the cited messages."""
+    none is dropped), each passed through `clean` (the redaction), its authors taken from the
+    cited messages (or the old lines citing them), never from the reply's text."""
     known: dict[str, set[str]] = {m.id: {source_of(m)} for m in batch}
     for fact in notes.facts if notes is not None else ():
         for i in fact.ids:
@@ -187,7 +191,7 @@ def parse_notes(
         if found is None:
             continue
         ids = [i for i in re.split(r"[\s,;]+", found.group(1)) if i in known]
-        body = _clean(kernel, found.group(2))
+        body = clean(found.group(2))
         if not ids or not body:
             continue
         by = sorted({b for i in ids for b in known[i]})
@@ -225,7 +229,7 @@ async def roll(
         )
         response = out if isinstance(out, ModelResponse) else None
         text = (response.text or "").strip() if response is not None else ""
-        facts = parse_notes(kernel, text, notes, batch)
+        facts = parse_notes(text, notes, batch, lambda t: _clean(kernel, t))
         if not text:
             error = "the summariser returned no text"
         elif not facts and notes is not None and notes.facts:  # it would drop every old line
