@@ -32,7 +32,7 @@ from baton.runtime.kernel import Call
 from baton.runtime.model_call import Parsed
 from baton.runtime.outcomes import Failed, HandedOff, Paused, ToHuman, Tripped
 from baton.runtime.plan import CallEntry
-from baton.runtime.rolling import before_window
+from baton.runtime.rolling import earlier_turns
 from baton.runtime.state import PendingCall, RunState, TurnState
 from baton.runtime.timeouts import timed
 from baton.tools import ToolContext, error_content
@@ -120,7 +120,7 @@ async def run_calls(
     Returns how the turn ends (a hand-off, a trip, the human queue, a pause) or None when the
     holder's model should be asked again."""
     received = turn.incoming is not None and not turn.fallback
-    earlier = before_window(run.session.control) and not turn.fallback
+    earlier = earlier_turns(run) and not turn.fallback
     table = plan.table_for(received, earlier)
     shown = Shown(turn)
     if kernel.parallel:
@@ -315,7 +315,7 @@ def _unknown(
 ) -> str:
     table = plan.table_for(
         turn.incoming is not None and not turn.fallback,
-        before_window(run.session.control) and not turn.fallback,
+        earlier_turns(run) and not turn.fallback,
     )
     available = sorted(n for n, e in table.items() if e.kind != "back" or turn.incoming)
     msg = f"unknown tool {pending.call.name!r}; available tools: {', '.join(available) or 'none'}"

@@ -106,6 +106,12 @@ def before_window(control: dict[str, Any]) -> bool:
     return isinstance(value, dict) and value.get("earlier") is True
 
 
+def earlier_turns(run: RunState) -> bool:
+    """Whether the run's holder is told of turns before the window and offered
+    `fetch_history` for them: a session's own run (a worker's sub-run sees only its task)."""
+    return run.parent is None and before_window(run.session.control)
+
+
 def source_of(message: Message) -> str:
     """Who said `message`, as the notes name it."""
     if message.role == "user":

@@ -372,7 +372,7 @@ class Runner:
                 output_note,
                 self.needs(run),
                 self.cfg.redactor,
-                note(run.session.control, agent.history_tool and not turn.fallback),
+                self.earlier_note(run, turn, plan),
             ),
             agent=agent.name,
         )
@@ -389,6 +389,15 @@ class Runner:
                 conductor=plan.conductor is not None,
             ),
         )
+
+    @staticmethod
+    def earlier_note(run: RunState, turn: TurnState, plan: AgentPlan) -> str | None:
+        """What the holder's view says of the session's turns before the loaded window, with
+        the session's notes of them (`rolling`): none for a worker's sub-run."""
+        if run.parent is not None:
+            return None
+        fetchable = plan.agent.history_tool and not turn.fallback and plan.conductor is None
+        return note(run.session.control, fetchable)
 
     @staticmethod
     def needs(run: RunState) -> list[dict[str, str]]:
