@@ -23,9 +23,14 @@ from baton.core.messages import Message
 from baton.models import ModelRequest, Step
 from baton.runtime.control import SUMMARY
 from baton.runtime.rolling import (
+    BATCH,
     MAX_FACTS,
+    READ,
     ROLLING_AGENT,
     WINDOW,
+    SessionNotes,
+    after,
+    departed,
     parse_notes,
     read_notes,
     source_of,
@@ -307,3 +312,31 @@ def test_notes_cite_only_given_messages_and_name_their_real_authors(
         assert fact.ids and set(fact.ids) <= set(authors)
         assert fact.by == sorted({authors[i] for i in fact.ids})
     assert len(facts) >= min(len(picks), MAX_FACTS) or reply.count("\n") + len(picks) > MAX_FACTS
+
+
+async def test_a_backlog_longer_than_a_run_reads_is_caught_up_from_the_transcript(
+    store: Store,
+) -> None:
+    """Updates failing for longer than `BATCH` messages: the next ones read the whole
+    transcript and take in the backlog from where the notes stopped, nothing skipped."""
+    summariser = Summariser(fail=frozenset(range(1, 41)))
+    team, _ = team_on(store, summariser)
+    for turn in range(1, WINDOW // 2 + 50):
+        assert (await team.run(user_text(turn), session_id="b")).status == "completed"
+    notes = read_notes((await store.get_session("b")).control)  # type: ignore[union-attr]
+    assert notes is not None and notes.error is None
+    assert any("ORD-202607-99" in f.text for f in notes.facts)  # from turn 3, long behind
+    ids = [m.id for m in await store.get_messages("b")]
+    assert ids.index(notes.through) == len(ids) - 2 - WINDOW - 1  # caught up
+
+
+def test_where_an_update_starts() -> None:
+    msgs = [Message(role="user", content=str(i)) for i in range(WINDOW + 10)]
+    assert departed(msgs, None) == msgs[:10]  # the first time: those that just left
+    failed = SessionNotes(earlier=True)  # every update failed so far: from the first one
+    assert departed(msgs, failed) == msgs[:10]
+    assert departed(msgs, SessionNotes(earlier=True, through=msgs[3].id)) == msgs[4:10]
+    longer = [Message(role="user", content=str(i)) for i in range(READ)]
+    assert departed(longer, failed) is None  # more may lie before what was read
+    assert after(longer, None) == longer[:BATCH]
+    assert after(longer, "msg_deleted_by_retention") == longer[:-WINDOW][-BATCH:]

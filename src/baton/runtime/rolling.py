@@ -43,8 +43,13 @@ WINDOW = 200
 BATCH = 60
 """Messages summarised at most in one update (a backlog left by failed updates is caught up
 over the next runs)."""
+READ = WINDOW + BATCH + 1
+"""Messages a run reads: its window, the messages that may have just left it, and the one
+before those (where a failed update resumes)."""
 MAX_FACTS = 40
 """Lines the notes keep at most."""
+FACT_CHARS = 300
+"""Characters of one line kept at most."""
 VIEW_TOKENS = 600
 """Estimated tokens of notes the holder's view shows at most (the most recent lines)."""
 ROLLING_AGENT = "session_summariser"
@@ -123,12 +128,15 @@ def source_of(message: Message) -> str:
 
 def departed(found: Sequence[Message], notes: SessionNotes | None) -> list[Message] | None:
     """The messages before the window (`found` minus its last `WINDOW`) the notes do not
-    cover yet, oldest first, at most `BATCH`; None when the notes' last message is not among
-    them (a backlog longer than what was read: read the whole transcript)."""
+    cover yet, oldest first, at most `BATCH`; None when where they start is not among them
+    (a backlog longer than what was read: read the whole transcript)."""
     before = list(found[:-WINDOW]) if len(found) > WINDOW else []
-    through = notes.through if notes is not None else None
-    if through is None:
+    if notes is None:  # the first time messages left: those that just did
         return before[-BATCH:]
+    through = notes.through
+    if through is None:  # every update so far failed: from the transcript's first message
+        whole = len(found) < READ  # (the store had fewer than the run asked for)
+        return before[:BATCH] if whole else None
     for i, m in enumerate(before):
         if m.id == through:
             return before[i + 1 : i + 1 + BATCH]
@@ -136,10 +144,16 @@ def departed(found: Sequence[Message], notes: SessionNotes | None) -> list[Messa
 
 
 def after(transcript: Sequence[Message], through: str | None) -> list[Message]:
-    """From the whole transcript: the `BATCH` messages after `through`, before the window."""
+    """From the whole transcript: the `BATCH` messages after `through` (None: from the first
+    message), before the window (`through` gone, deleted by retention: the `BATCH` messages
+    that left last)."""
     before = list(transcript[:-WINDOW])
     ids = [m.id for m in before]
-    start = ids.index(through) + 1 if through in ids else 0
+    if through is None:
+        return before[:BATCH]
+    if through not in ids:
+        return before[-BATCH:]
+    start = ids.index(through) + 1
     return before[start : start + BATCH]
 
 
@@ -164,7 +178,9 @@ def _entry(kernel: Kernel, m: Message) -> str | None:
     return f"[{m.id}] {who}: {to_line(_clean(kernel, text[:_PER_MESSAGE]))}"
 
 
-def update_request(kernel: Kernel, notes: SessionNotes | None, batch: Sequence[Message]) -> Any:
+def update_request(
+    kernel: Kernel, notes: SessionNotes | None, batch: Sequence[Message]
+) -> ModelRequest:
     """The tool-less request that updates the notes with `batch` (redacted)."""
     old = [f"[{', '.join(f.ids)}] {f.text}" for f in notes.facts] if notes is not None else []
     lines = [e for e in (_entry(kernel, m) for m in batch) if e is not None]
@@ -197,7 +213,7 @@ def parse_notes(
         if found is None:
             continue
         ids = [i for i in re.split(r"[\s,;]+", found.group(1)) if i in known]
-        body = clean(found.group(2))
+        body = clean(found.group(2)[:FACT_CHARS])
         if not ids or not body:
             continue
         by = sorted({b for i in ids for b in known[i]})
@@ -209,16 +225,18 @@ async def roll(
     kernel: Kernel, run: RunState, found: Sequence[Message], model: Model | None
 ) -> None:
     """Bring the session's notes up to date with the messages that left the window (`found`:
-    what the run read, `WINDOW + BATCH` at most; nothing left the window: nothing happens).
+    what the run read, `READ` at most; nothing left the window: nothing happens).
     A failure is logged and recorded; the run goes on."""
     if len(found) <= WINDOW:
         return
     session = run.session
     notes = read_notes(session.control)
     batch = departed(found, notes)
+    read: Sequence[Message] = found
     if batch is None:  # a backlog longer than what the run read: read the whole transcript
         through = notes.through if notes is not None else None
-        batch = after(await kernel.cfg.store.get_messages(session.session_id), through)
+        read = await kernel.cfg.store.get_messages(session.session_id)
+        batch = after(read, through)
     if not batch or model is None:
         if notes is None or not notes.earlier:
             notes = (notes or SessionNotes()).model_copy(update={"earlier": True})
@@ -259,7 +277,10 @@ async def roll(
     base = notes or SessionNotes()
     if error is not None:  # the notes stay; the same messages are read again next time
         kernel.cfg.log.warning("session %s: %s", session.session_id, error)
-        new = base.model_copy(update={"earlier": True, "error": error})
+        # `through`: the message before the batch (None: the batch began the transcript)
+        first = next(i for i, m in enumerate(read) if m.id == batch[0].id)
+        through = read[first - 1].id if first > 0 else None
+        new = base.model_copy(update={"earlier": True, "error": error, "through": through})
     else:
         new = SessionNotes(
             facts=facts, through=batch[-1].id, earlier=True, error=None, updated_at=time.time()

@@ -63,7 +63,7 @@ from baton.runtime.pending import KIND as HAND_ON
 from baton.runtime.pending import hand_on, hand_on_call, set_pending
 from baton.runtime.plan import HUMAN, AgentPlan, KernelSettings, SwarmPolicy
 from baton.runtime.result import RunResult, RunStatus
-from baton.runtime.rolling import BATCH, WINDOW, note, roll
+from baton.runtime.rolling import READ, WINDOW, note, roll
 from baton.runtime.state import RunState, TurnState
 from baton.tools import error_content
 
@@ -163,10 +163,10 @@ class Runner:
     async def load_earlier(self, run: RunState) -> list[Message]:
         """The session's recent transcript, its last `WINDOW` messages (a new session has
         none; one whose last run ended with nobody holding the baton, an escalation, has one:
-        it is routed again with it). Returns what was read: up to `BATCH` more, the messages
+        it is routed again with it). Returns what was read (`READ` at most): also the messages
         that may have just left the window (`baton.runtime.rolling`)."""
         if run.session.holder is not None or run.saved_messages or run.session.version:
-            found = await self.cfg.store.get_messages(run.session.session_id, limit=WINDOW + BATCH)
+            found = await self.cfg.store.get_messages(run.session.session_id, limit=READ)
             # a paused run committed its own messages so far: they are `messages`, not earlier
             found = [m for m in found if m.run_id != run.run_id]
             run.earlier = found[-WINDOW:]
