@@ -12,8 +12,9 @@ The notes are data. They live in the session record next to the kernel's control
 decision reads them: the holder's view quotes them, line by line, as what was said
 (`note`), and tells it that `fetch_history` finds the earlier turns themselves.
 
-Cost stays flat: one bounded summariser call when the window moved (the old notes, at most
-`MAX_FACTS` lines, and at most `BATCH` new messages), none when nothing left it. A failing
+Cost stays flat: one bounded summariser call once `EVERY` messages have left the window (the
+old notes, at most `MAX_FACTS` lines, and at most `BATCH` new messages), none before; the
+messages waiting for it stay in the view meanwhile. A failing
 summariser costs the update, never the run: the notes stay as they were, and the messages
 that left are read again the next time the window moves.
 """
@@ -46,6 +47,10 @@ over the next runs)."""
 READ = WINDOW + BATCH + 1
 """Messages a run reads: its window, the messages that may have just left it, and the one
 before those (where a failed update resumes)."""
+EVERY = 10
+"""Messages waiting before the window that start an update: fewer stay in the run's view
+meanwhile (the view grows by at most that many), so a summariser call is made about every
+five exchanges, and nothing is ever out of both the view and the notes."""
 MAX_FACTS = 40
 """Lines the notes keep at most."""
 FACT_CHARS = 300
@@ -232,6 +237,9 @@ async def roll(
     session = run.session
     notes = read_notes(session.control)
     batch = departed(found, notes)
+    if batch is not None and len(batch) < EVERY:  # (then they are the window's neighbours)
+        run.earlier[:0] = batch  # the view keeps them until enough have left
+        return
     read: Sequence[Message] = found
     if batch is None:  # a backlog longer than what the run read: read the whole transcript
         through = notes.through if notes is not None else None
