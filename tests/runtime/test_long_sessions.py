@@ -28,6 +28,7 @@ from baton.runtime.rolling import (
     MAX_FACTS,
     READ,
     ROLLING_AGENT,
+    WIDE,
     WINDOW,
     SessionNotes,
     after,
@@ -353,5 +354,7 @@ def test_where_an_update_starts() -> None:
     assert departed(msgs, SessionNotes(earlier=True, through=msgs[3].id)) == msgs[4:10]
     longer = [Message(role="user", content=str(i)) for i in range(READ)]
     assert departed(longer, failed) is None  # more may lie before what was read
-    assert after(longer, None) == longer[:BATCH]
-    assert after(longer, "msg_deleted_by_retention") == longer[:-WINDOW][-BATCH:]
+    whole = [Message(role="user", content=str(i)) for i in range(WIDE + 20)]
+    assert after(whole, None) == whole[:BATCH]
+    assert after(whole, whole[5].id) == whole[6 : 6 + BATCH]
+    assert after(whole, "msg_deleted_by_retention") == whole[:-WINDOW][-BATCH:]

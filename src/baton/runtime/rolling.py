@@ -44,13 +44,16 @@ WINDOW = 200
 BATCH = 60
 """Messages summarised at most in one update (a backlog left by failed updates is caught up
 over the next runs)."""
-READ = WINDOW + BATCH + 1
-"""Messages a run reads: its window, the messages that may have just left it, and the one
-before those (where a failed update resumes)."""
 EVERY = 10
 """Messages waiting before the window that start an update: fewer stay in the run's view
 meanwhile (the view grows by at most that many), so a summariser call is made about every
 five exchanges, and nothing is ever out of both the view and the notes."""
+READ = WINDOW + EVERY + 1
+"""Messages a run reads: its window, the messages that may wait for an update, and the one
+before them (the last the notes cover); an update due reads `WIDE`."""
+WIDE = WINDOW + BATCH + 1
+"""Messages an update reads: a batch before the window and the message before it (where a
+failed update resumes); a longer backlog reads the whole transcript."""
 MAX_FACTS = 40
 """Lines the notes keep at most."""
 FACT_CHARS = 300
@@ -131,16 +134,18 @@ def source_of(message: Message) -> str:
     return f"agent:{message.agent or 'unknown'}"
 
 
-def departed(found: Sequence[Message], notes: SessionNotes | None) -> list[Message] | None:
-    """The messages before the window (`found` minus its last `WINDOW`) the notes do not
-    cover yet, oldest first, at most `BATCH`; None when where they start is not among them
-    (a backlog longer than what was read: read the whole transcript)."""
+def departed(
+    found: Sequence[Message], notes: SessionNotes | None, limit: int = READ
+) -> list[Message] | None:
+    """The messages before the window (`found`, read with `limit`, minus its last `WINDOW`)
+    the notes do not cover yet, oldest first, at most `BATCH`; None when where they start is
+    not among them (more was left than was read: read more)."""
     before = list(found[:-WINDOW]) if len(found) > WINDOW else []
     if notes is None:  # the first time messages left: those that just did
         return before[-BATCH:]
     through = notes.through
     if through is None:  # every update so far failed: from the transcript's first message
-        whole = len(found) < READ  # (the store had fewer than the run asked for)
+        whole = len(found) < limit  # (the store had fewer than the run asked for)
         return before[:BATCH] if whole else None
     for i, m in enumerate(before):
         if m.id == through:
@@ -160,6 +165,12 @@ def after(transcript: Sequence[Message], through: str | None) -> list[Message]:
         return before[-BATCH:]
     start = ids.index(through) + 1
     return before[start : start + BATCH]
+
+
+async def _read(kernel: Kernel, run: RunState, limit: int | None) -> list[Message]:
+    """The session's last `limit` messages (all: None), without the run's own."""
+    found = await kernel.cfg.store.get_messages(run.session.session_id, limit=limit)
+    return [m for m in found if m.run_id != run.run_id]
 
 
 def _clean(kernel: Kernel, text: str) -> str:
@@ -241,10 +252,12 @@ async def roll(
         run.earlier[:0] = batch  # the view keeps them until enough have left
         return
     read: Sequence[Message] = found
-    if batch is None:  # a backlog longer than what the run read: read the whole transcript
-        through = notes.through if notes is not None else None
-        read = await kernel.cfg.store.get_messages(session.session_id)
-        batch = after(read, through)
+    if batch is None:  # more left than the run read: a batch's worth, else the transcript
+        read = await _read(kernel, run, WIDE)
+        batch = departed(read, notes, WIDE)
+        if batch is None:
+            read = await _read(kernel, run, None)
+            batch = after(read, notes.through if notes is not None else None)
     if not batch or model is None:
         if notes is None or not notes.earlier:
             notes = (notes or SessionNotes()).model_copy(update={"earlier": True})
