@@ -358,3 +358,24 @@ def test_where_an_update_starts() -> None:
     assert after(whole, None) == whole[:BATCH]
     assert after(whole, whole[5].id) == whole[6 : 6 + BATCH]
     assert after(whole, "msg_deleted_by_retention") == whole[:-WINDOW][-BATCH:]
+
+
+async def test_the_holder_fetches_an_earlier_turn_itself(store: Store) -> None:
+    """A holder that never received the baton by hand-off gets `fetch_history` once turns
+    lie before the window, and its query reaches them."""
+
+    def desk_model(request: ModelRequest) -> Step:
+        last = request.messages[-1]
+        if last.role == "tool":
+            return S.say(f"From the history: {last.content}")
+        if last.content == "find my order in the history":
+            return S.call("fetch_history", query="ORD-202607-99", limit=1)
+        return holder(request)
+
+    desk = Agent(name="desk", instructions="You are the desk.")
+    team = Team([desk], entry="desk", model=S(desk_model), store=store, summariser=S(Summariser()))
+    for turn in range(1, WINDOW // 2 + 12):
+        await team.run(user_text(turn), session_id="h")
+    result = await team.run("find my order in the history", session_id="h")
+    assert result.status == "completed"
+    assert FACT in (result.output or "")
