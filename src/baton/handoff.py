@@ -88,13 +88,15 @@ FETCH_HISTORY = "fetch_history"
 
 
 def fetch_history_spec() -> ToolSpec:
-    """The `fetch_history(ref=None, query=None, limit=5)` tool offered to receivers."""
+    """The `fetch_history(ref=None, query=None, limit=5)` tool offered to receivers (and to
+    the holder in a session with turns before the loaded window, `baton.runtime.rolling`)."""
     return ToolSpec(
         name=FETCH_HISTORY,
         description=(
             "Read earlier turns of this conversation (what the user and the desk said before "
-            "you held the baton). `query` keeps only turns about it; `limit` caps how many "
-            "come back; `ref` (optional) is the hand-off's history reference."
+            "you held the baton, or before the turns you are shown). `query` keeps only turns "
+            "about it (searching the whole conversation); `limit` caps how many come back; "
+            "`ref` (optional) is the hand-off's history reference."
         ),
         parameters={
             "type": "object",

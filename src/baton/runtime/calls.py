@@ -40,6 +40,7 @@ from baton.runtime.model_call import Parsed
 from baton.runtime.outcomes import Failed, HandedOff, Paused, ToHuman, Tripped
 from baton.runtime.plan import CallEntry
 from baton.runtime.reuse import reusable
+from baton.runtime.rolling import earlier_turns
 from baton.runtime.state import PendingCall, RunState, TurnState
 from baton.runtime.timeouts import timed
 from baton.tools import ToolContext, error_content
@@ -134,7 +135,8 @@ async def run_calls(
     Returns how the turn ends (a hand-off, a trip, the human queue, a pause) or None when the
     holder's model should be asked again."""
     received = turn.incoming is not None and not turn.fallback
-    table = plan.table_for(received)
+    earlier = earlier_turns(run) and not turn.fallback
+    table = plan.table_for(received, earlier)
     shown = Shown(run, turn)
     if kernel.parallel:
         paused = await _run_parallel(kernel, run, plan, turn, table, received, shown)
@@ -157,7 +159,7 @@ async def run_calls(
             content = _not_kept(kernel, run, turn, pending, lost)
         else:
             entry = (
-                table.get(pending.call.name) or plan.entry_for(pending.call.name, received)
+                table.get(pending.call.name) or plan.entry_for(pending.call.name, received, earlier)
                 if not pending.kernel
                 else _kernel_entry(pending)
             )
@@ -339,7 +341,10 @@ def _not_kept(
 def _unknown(
     kernel: Kernel, run: RunState, plan: AgentPlan, turn: TurnState, pending: PendingCall
 ) -> str:
-    table = plan.table_for(turn.incoming is not None and not turn.fallback)
+    table = plan.table_for(
+        turn.incoming is not None and not turn.fallback,
+        earlier_turns(run) and not turn.fallback,
+    )
     available = sorted(n for n, e in table.items() if e.kind != "back" or turn.incoming)
     msg = f"unknown tool {pending.call.name!r}; available tools: {', '.join(available) or 'none'}"
     called(kernel, run, turn, pending, ok=False, error=msg)
@@ -516,15 +521,17 @@ def _refuse_ungrounded(
 async def run_history(kernel: Kernel, call: Call) -> Handled:
     """`fetch_history`: earlier turns of the conversation, from the store."""
     run, turn, pending = call.run, call.turn, call.pending
-    assert turn.incoming is not None  # only in the table of a turn received by hand-off
+    # a turn received by hand-off names the transcript in its payload; a holder's turn in a
+    # session with turns before the window (`rolling`) reads its own session's
+    ref = turn.incoming.history_ref if turn.incoming is not None else run.session.session_id
     args = pending.args or {}
     started = time.perf_counter()
-    parsed = parse_args(args, turn.incoming.history_ref)
+    parsed = parse_args(args, ref)
     if isinstance(parsed, str):
         ok, error, content = False, parsed, error_content(parsed)
     else:
         ok, error = True, None
-        content = await fetch_history(kernel.cfg.store, turn.incoming.history_ref, *parsed)
+        content = await fetch_history(kernel.cfg.store, ref, *parsed)
     turn.tools_called += 1
     called(
         kernel,

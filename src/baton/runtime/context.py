@@ -52,11 +52,15 @@ def system_prompt(
     output_note: str | None = None,
     pending: Sequence[dict[str, str]] = (),
     redactor: Redactor | None = None,
+    earlier: str | None = None,
 ) -> str:
     """Instructions + rendered payload + known slots + the user's other needs, when some wait
     (+ the JSON shape of a typed answer). A secret slot is shown as its handle
-    (`baton.runtime.handles`), never as its value."""
+    (`baton.runtime.handles`), never as its value. `earlier`: what the view says about the
+    turns before the loaded window, with the session's notes of them (`baton.runtime.rolling`)."""
     parts = [agent.instructions or f"You are {agent.name}."]
+    if earlier is not None:
+        parts.append(earlier)
     if incoming is not None:
         if agent.accepts is not None:  # the whitelist applies to the payload's slots too
             incoming = incoming.model_copy(

@@ -35,7 +35,11 @@ PROVENANCE = "provenance"
 GUARDRAILS = "guardrails"
 """The control slot of the guardrails in force in the session (`baton.runtime.guardrails`):
 the baton keeps them from one message to the next while it stays with its holder."""
-RESERVED = frozenset({PENDING, PROVENANCE, GUARDRAILS})
+SUMMARY = "session_summary"
+"""Not a control slot: the session's notes of the turns before the loaded window
+(`baton.runtime.rolling`), data kept in the same kernel-written record so every store keeps
+them; no decision reads them."""
+RESERVED = frozenset({PENDING, PROVENANCE, GUARDRAILS, SUMMARY})
 """Names no business slot may take (so no slot can pass for a control slot in a view)."""
 
 SlotSource = Literal["kernel", "tool", "user"]

@@ -22,7 +22,9 @@ from baton.runtime.context import conversation
 
 MAX_LIMIT = 20
 _SCAN = 500
-"""Most recent transcript messages searched."""
+"""Most recent transcript messages read for the latest turns (no `query`); a query searches
+the whole transcript, so it reaches turns long before a run's loaded window
+(`baton.runtime.rolling`)."""
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 
@@ -53,7 +55,8 @@ def parse_args(args: dict[str, Any], ref: str) -> tuple[str | None, int] | str:
 
 async def fetch_history(store: Store, session_id: str, query: str | None, limit: int) -> str:
     """The JSON tool result: up to `limit` turns (oldest first), matching `query` if given."""
-    said = conversation(await store.get_messages(session_id, limit=_SCAN), None)
+    found = await store.get_messages(session_id, limit=None if query else _SCAN)
+    said = conversation(found, None)
     if query:
         wanted = _terms(query)
         scored = [(len(wanted & _terms(m.content or "")), i) for i, m in enumerate(said)]

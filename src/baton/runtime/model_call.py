@@ -20,6 +20,7 @@ from baton.models.textmode import json_shape
 from baton.runtime.guards import check_budget
 from baton.runtime.outcomes import Failed, Tripped
 from baton.runtime.output import OutputSpec, Typed
+from baton.runtime.rolling import earlier_turns
 from baton.runtime.state import RunState, TurnState
 from baton.runtime.timeouts import timed
 from baton.tools import error_content
@@ -53,7 +54,10 @@ async def ask(
     request = ModelRequest(
         agent=plan.agent.name,
         messages=[*turn.view, *turn.scratch],
-        tools=plan.specs_for(turn.incoming is not None and not turn.fallback),
+        tools=plan.specs_for(
+            turn.incoming is not None and not turn.fallback,
+            earlier_turns(run) and not turn.fallback,
+        ),
         output_schema=output.schema if output is not None else None,
         output_name=output.name if output is not None else None,
     )

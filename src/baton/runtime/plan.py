@@ -103,22 +103,38 @@ class AgentPlan:
             )
         return self.model
 
-    def specs_for(self, received: bool) -> list[ToolSpec]:
-        """The tool specs the model sees this turn."""
+    def specs_for(self, received: bool, earlier: bool = False) -> list[ToolSpec]:
+        """The tool specs the model sees this turn (`earlier`: the session has turns before
+        the loaded window, which `fetch_history` reaches)."""
         if received and self.received_specs is not None:
             return self.received_specs
+        if earlier and not received:
+            return self._earlier[0]
         return self.specs
 
-    def table_for(self, received: bool) -> Mapping[str, CallEntry]:
-        """The call table of a turn (received by hand-off or not)."""
+    def table_for(self, received: bool, earlier: bool = False) -> Mapping[str, CallEntry]:
+        """The call table of a turn (received by hand-off or not; `earlier`: as `specs_for`)."""
         if received and self.received_table is not None:
             return self.received_table
+        if earlier and not received:
+            return self._earlier[1]
         return self.table
 
-    def entry_for(self, name: str, received: bool) -> CallEntry | None:
+    @cached_property
+    def _earlier(self) -> tuple[list[ToolSpec], Mapping[str, CallEntry]]:
+        """Specs and table of a turn not received by hand-off in a session with turns before
+        the window: `fetch_history` added where the agent offers it."""
+        if not self.agent.history_tool or FETCH_HISTORY in self.table or self.conductor:
+            return self.specs, self.table
+        return [*self.specs, fetch_history_spec()], {
+            **self.table,
+            FETCH_HISTORY: CallEntry("history"),
+        }
+
+    def entry_for(self, name: str, received: bool, earlier: bool = False) -> CallEntry | None:
         """What a call named `name` does this turn. A `transfer_to_<x>` the agent was not
         given still counts as a hand-off attempt, so `may_hand_to` refuses it by name."""
-        entry = self.table_for(received).get(name)
+        entry = self.table_for(received, earlier).get(name)
         if entry is None:
             target = handoff_target(name)
             if target is not None:

@@ -63,6 +63,7 @@ from baton.runtime.pending import KIND as HAND_ON
 from baton.runtime.pending import hand_on, hand_on_call, set_pending
 from baton.runtime.plan import HUMAN, AgentPlan, KernelSettings, SwarmPolicy
 from baton.runtime.result import RunResult, RunStatus
+from baton.runtime.rolling import READ, WINDOW, note, roll
 from baton.runtime.state import RunState, TurnState
 from baton.tools import error_content
 
@@ -146,7 +147,7 @@ class Runner:
 
     async def start(self, run: RunState) -> RunResult:
         """Read the session's transcript, pick the first holder, and drive the run."""
-        await self.load_earlier(run)
+        found = await self.load_earlier(run)
         run.last_reply = next(
             (m.content for m in reversed(run.earlier) if m.role == "assistant" and m.content), None
         )
@@ -154,15 +155,23 @@ class Runner:
         if first is None:  # the router sent the request straight to the human queue
             return await self.finish(run, ToHuman(run.card.reasons[0] if run.card else ""))
         run.turn = first
+        if len(found) > WINDOW:  # messages left the window: the session's notes take them in
+            plan = self.plans[first.agent]
+            await roll(self, run, found, self.cfg.summariser or plan.model)
         return await self.drive(run)
 
-    async def load_earlier(self, run: RunState) -> None:
-        """The session's recent transcript (a new session has none; one whose last run ended
-        with nobody holding the baton, an escalation, has one: it is routed again with it)."""
+    async def load_earlier(self, run: RunState) -> list[Message]:
+        """The session's recent transcript, its last `WINDOW` messages (a new session has
+        none; one whose last run ended with nobody holding the baton, an escalation, has one:
+        it is routed again with it). Returns what was read (`READ` at most): also the messages
+        that may have just left the window (`baton.runtime.rolling`)."""
         if run.session.holder is not None or run.saved_messages or run.session.version:
-            found = await self.cfg.store.get_messages(run.session.session_id, limit=200)
+            found = await self.cfg.store.get_messages(run.session.session_id, limit=READ)
             # a paused run committed its own messages so far: they are `messages`, not earlier
-            run.earlier = [m for m in found if m.run_id != run.run_id]
+            found = [m for m in found if m.run_id != run.run_id]
+            run.earlier = found[-WINDOW:]
+            return found
+        return []
 
     async def resume(
         self, run: RunState, listener: Listener | None = None, why: str = ""
@@ -353,11 +362,17 @@ class Runner:
         """Build the holder's view (fixed for the turn) and announce the turn."""
         agent = plan.agent
         policy = turn.policy
-        note = plan.output.note if plan.output is not None else None
+        output_note = plan.output.note if plan.output is not None else None
         system = Message(
             role="system",
             content=system_prompt(
-                agent, turn.incoming, run.session.state, note, self.needs(run), self.cfg.redactor
+                agent,
+                turn.incoming,
+                run.session.state,
+                output_note,
+                self.needs(run),
+                self.cfg.redactor,
+                self.earlier_note(run, turn, plan),
             ),
             agent=agent.name,
         )
@@ -374,6 +389,15 @@ class Runner:
                 conductor=plan.conductor is not None,
             ),
         )
+
+    @staticmethod
+    def earlier_note(run: RunState, turn: TurnState, plan: AgentPlan) -> str | None:
+        """What the holder's view says of the session's turns before the loaded window, with
+        the session's notes of them (`rolling`): none for a worker's sub-run."""
+        if run.parent is not None:
+            return None
+        fetchable = plan.agent.history_tool and not turn.fallback and plan.conductor is None
+        return note(run.session.control, fetchable)
 
     @staticmethod
     def needs(run: RunState) -> list[dict[str, str]]:
