@@ -35,6 +35,7 @@ from baton.core.events import (
     ApprovalDecided,
     ApprovalRequested,
     BoardWritten,
+    MemoryForgotten,
     Escalated,
     EscalationCard,
     Event,
@@ -662,6 +663,7 @@ def _events(text: str, secret_args: dict[str, Any]) -> list[Any]:
         ),
         InterruptResumed(**base, interrupt_id="int_1", name="confirm"),
         BoardWritten(**base, board="b", key="notes", version=1, seq=1),
+        MemoryForgotten(**base, user_id="u1", deleted=2, by=text, where="/srv/memory"),
         TextDelta(**base, text=text),
     ]
 
