@@ -149,3 +149,15 @@ async def test_a_folder_another_memory_holds_is_a_clear_error(
 
 def _folder_holds(folder: Path, needle: bytes) -> bool:
     return any(needle in p.read_bytes() for p in folder.rglob("*") if p.is_file())
+
+
+async def test_chinese_text_and_lone_surrogates_are_kept_and_found(
+    tmp_path: Path, encoder: Encoder
+) -> None:
+    async with Memory(tmp_path / "m", encoder=encoder) as memory:
+        await memory.remember("用户喜欢靠窗的座位", user_id="u1", kind="preference")
+        broken = await memory.remember("The user wrote \ud800 by mistake", user_id="u1")
+        assert "\ufffd" in broken.text
+        found = await memory.search("用户喜欢什么座位？", user_id="u1", k=1)
+        assert [r.record.text for r in found] == ["用户喜欢靠窗的座位"]
+        assert await memory.search("\udfff" * 10, user_id="u1") is not None

@@ -196,3 +196,44 @@ async def test_memory_serves_only_the_agents_it_names(tmp_path: Path, encoder: E
         await team.run("hello", session_id="s1", user_id="u1")
         assert "remember" not in [s.name for s in model.requests[0].tools]
         await team.aclose()
+
+
+async def test_a_run_that_fails_keeps_nothing(tmp_path: Path, encoder: Encoder) -> None:
+    def script(req: ModelRequest) -> Step:
+        if first_time(req):
+            return ScriptedModel.call("remember", text="The user's dog is called Biscuit")
+        return ScriptedModel.say("")  # empty twice: the run fails
+
+    async with Memory(tmp_path / "m", encoder=encoder) as memory:
+        team, _ = desk(memory, script)
+        result = await team.run("My dog is called Biscuit", session_id="s1", user_id="u1")
+        assert result.status == "failed"
+        assert await memory.count() == 0
+        await team.aclose()
+
+
+async def test_a_memory_that_fails_costs_the_memories_never_the_run(
+    tmp_path: Path, encoder: Encoder, caplog: Any
+) -> None:
+    def script(req: ModelRequest) -> Step:
+        if req.agent == "memory":
+            return ScriptedModel.say("no JSON here")
+        if first_time(req):
+            return ScriptedModel.call("remember", text="The user's dog is called Biscuit")
+        return ScriptedModel.say("Noted.")
+
+    async with Memory(tmp_path / "m", encoder=encoder) as holder:
+        await holder.count()  # holds the folder: the team's memory cannot open it
+        broken = Memory(tmp_path / "m", encoder=encoder, summarise=True)
+        team, _ = desk(broken, script)
+        result = await team.run("My dog is called Biscuit", session_id="s1", user_id="u1")
+        assert result.status == "completed" and result.output == "Noted."
+        assert "not recalled" in caplog.text and "did not keep" in caplog.text
+        assert await holder.count() == 0
+        await team.aclose()
+    async with Memory(tmp_path / "m2", encoder=encoder, summarise=True) as memory:
+        team, _ = desk(memory, script)
+        result = await team.run("My dog is called Biscuit", session_id="s1", user_id="u1")
+        assert result.status == "completed"  # the summariser answered no JSON: logged
+        assert "did not keep" in caplog.text
+        await team.aclose()

@@ -49,6 +49,8 @@ INSTRUCTIONS = (
     '{"facts": [...], "preferences": [...], "lessons": [...]}, each a list of short sentences '
     "(empty lists when there is nothing)."
 )
+_FAILED = '{"ok": false'
+"""How a refused call's result begins (`baton.tools.error_content`)."""
 _PLURAL: dict[str, Kind] = {"facts": "fact", "preferences": "preference", "lessons": "lesson"}
 
 
@@ -66,10 +68,16 @@ async def recall(memory: Memory, run: RunState, agent: str) -> str | None:
 
 
 def remember_calls(run: RunState) -> Iterator[tuple[Message, str, RememberArgs]]:
-    """(message, call id, arguments) of every valid `remember` call the run made."""
+    """(message, call id, arguments) of every `remember` call of the run that the tool
+    accepted (one a guard or a hand-off left unanswered, or refused, keeps nothing)."""
+    accepted = {
+        m.tool_call_id
+        for m in run.messages
+        if m.role == "tool" and m.name == REMEMBER and not (m.content or "").startswith(_FAILED)
+    }
     for m in run.messages:
         for c in m.tool_calls or ():
-            if c.name != REMEMBER:
+            if c.name != REMEMBER or c.id not in accepted:
                 continue
             try:
                 args = parse_json_object(c.arguments)

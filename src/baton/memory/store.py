@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from qdrant_client import AsyncQdrantClient, models
 
 from baton.core.errors import BatonError
+from baton.core.text import clean_text
 from baton.memory import hooks
 from baton.memory.records import Kind, MemoryRecord, Provenance, Recalled, rank
 from baton.routing.encoders import Encoder, default_encoder
@@ -154,7 +155,7 @@ class Memory:
         return client
 
     async def _vector(self, text: str) -> list[float]:
-        rows = await asyncio.to_thread(self.encoder.encode, [text])
+        rows = await asyncio.to_thread(self.encoder.encode, [clean_text(text)])
         return [float(x) for x in rows[0]]
 
     # ------------------------------------------------------------------ writing
@@ -173,7 +174,7 @@ class Memory:
         same scope is one memory: remembering it again makes it fresh."""
         if user_id is None and agent is None:
             raise ValueError("a memory belongs to a user, an agent or both: give user_id or agent")
-        clean = (redactor or self.redactor).redact_text(text).strip()
+        clean = (redactor or self.redactor).redact_text(clean_text(text)).strip()
         if not clean:
             raise ValueError("nothing to remember: the text is empty")
         now = self.clock()
