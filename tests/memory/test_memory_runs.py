@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from baton import Agent, ScriptedModel, Team, tool
+from baton import Agent, ScriptedModel, Supervisor, Team, tool
 from baton.memory import Memory
 from baton.memory.render import HEADING
 from baton.models import Step
@@ -237,3 +237,63 @@ async def test_a_memory_that_fails_costs_the_memories_never_the_run(
         assert result.status == "completed"  # the summariser answered no JSON: logged
         assert "did not keep" in caplog.text
         await team.aclose()
+
+
+async def test_a_workers_remember_call_and_one_before_an_approval_are_kept(
+    tmp_path: Path, encoder: Encoder
+) -> None:
+    @tool(requires_approval=True)
+    def refund(order_id: str) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    def respond(req: ModelRequest) -> Step:
+        last = req.messages[-1]
+        tools = [m.name for m in req.messages if m.role == "tool"]
+        if req.agent == "lead":
+            if not tools:
+                return ScriptedModel.call(
+                    "remember", text="The user prefers refunds to store credit", kind="preference"
+                )
+            if tools == ["remember"]:
+                return ScriptedModel.call("ask_billing", question="refund ORD-7")
+            return ScriptedModel.say("Done.")
+        if last.role == "user":
+            return ScriptedModel.call(
+                "remember", text="Check the order status before a refund", kind="lesson"
+            )
+        if tools == ["remember"]:
+            return ScriptedModel.call("refund", order_id="ORD-7")
+        return ScriptedModel.say("refunded ORD-7")
+
+    async with Memory(tmp_path / "m", encoder=encoder, min_similarity=-1.0) as memory:
+        sup = Supervisor(
+            Agent(name="lead"),
+            workers=[Agent(name="billing", tools=[refund])],
+            model=ScriptedModel(respond),
+            memory=memory,
+        )
+        paused = await sup.run("Refund ORD-7 please", session_id="s1", user_id="u1")
+        assert paused.status == "awaiting_approval" and paused.approval is not None
+        assert await memory.count() == 0  # nothing is kept before the run completes
+        done = await sup.approve("s1", paused.approval.id, by="alice")
+        assert done.status == "completed"
+        kept = {
+            r.record.text: r.record
+            for r in await memory.search("refund", user_id="u1", agent="billing", k=10)
+        }
+        assert set(kept) == {
+            "The user prefers refunds to store credit",
+            "Check the order status before a refund",
+        }
+        lesson = kept["Check the order status before a refund"]
+        assert (lesson.agent, lesson.provenance.agent, lesson.kind) == (
+            "billing",
+            "billing",
+            "lesson",
+        )
+        assert kept["The user prefers refunds to store credit"].agent is None  # for every agent
+        # the lesson is the worker's: the lead does not recall it
+        lead = await memory.search("refund", user_id="u1", agent="lead", k=10)
+        assert [r.record.text for r in lead] == ["The user prefers refunds to store credit"]
+        await sup.aclose()

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from baton.backends.base import SessionRecord
-from baton.core.errors import ConflictError, ParseError
-from baton.core.events import MemoryForgotten
+from baton.core.errors import ConflictError
+from baton.core.events import MemoryForgotten, ToolCalled
 from baton.core.ids import new_id, new_trace_id
 from baton.core.messages import Message
 from baton.memory.records import Kind, Provenance, Who
@@ -49,8 +49,6 @@ INSTRUCTIONS = (
     '{"facts": [...], "preferences": [...], "lessons": [...]}, each a list of short sentences '
     "(empty lists when there is nothing)."
 )
-_FAILED = '{"ok": false'
-"""How a refused call's result begins (`baton.tools.error_content`)."""
 _PLURAL: dict[str, Kind] = {"facts": "fact", "preferences": "preference", "lessons": "lesson"}
 
 
@@ -67,24 +65,18 @@ async def recall(memory: Memory, run: RunState, agent: str) -> str | None:
     return render(found, memory.budget_tokens)
 
 
-def remember_calls(run: RunState) -> Iterator[tuple[Message, str, RememberArgs]]:
-    """(message, call id, arguments) of every `remember` call of the run that the tool
-    accepted (one a guard or a hand-off left unanswered, or refused, keeps nothing)."""
-    accepted = {
-        m.tool_call_id
-        for m in run.messages
-        if m.role == "tool" and m.name == REMEMBER and not (m.content or "").startswith(_FAILED)
-    }
-    for m in run.messages:
-        for c in m.tool_calls or ():
-            if c.name != REMEMBER or c.id not in accepted:
-                continue
-            try:
-                args = parse_json_object(c.arguments)
-            except ParseError:
-                continue
-            if invalid(args) is None:
-                yield m, c.id, RememberArgs.model_validate(args)
+def remember_calls(run: RunState) -> Iterator[tuple[ToolCalled, RememberArgs]]:
+    """Every `remember` call of the run the tool accepted, with its arguments: read from the
+    run's `tool_called` events, which its workers' sub-runs share (a call a guard or a
+    hand-off left unanswered, or the tool refused, keeps nothing)."""
+    for e in run.events:
+        if (
+            isinstance(e, ToolCalled)
+            and e.tool == REMEMBER
+            and e.ok
+            and invalid(e.arguments) is None
+        ):
+            yield e, RememberArgs.model_validate(e.arguments)
 
 
 async def after_run(memory: Memory, kernel: Kernel, run: RunState, status: RunStatus) -> None:
@@ -107,25 +99,25 @@ async def _keep(memory: Memory, kernel: Kernel, run: RunState) -> None:
     user = run.user_id
     session = run.session.session_id
 
-    async def keep(text: str, kind: Kind, who: Who, agent: str | None, ref: str | None) -> None:
+    async def keep(
+        text: str, kind: Kind, who: Who, agent: str | None, ref: str | None, run_id: str
+    ) -> None:
         await memory.remember(
             text,
             user_id=user,
             agent=agent if kind == "lesson" else None,
             kind=kind,
-            provenance=Provenance(
-                who=who, session_id=session, run_id=run.run_id, ref=ref, agent=agent
-            ),
+            provenance=Provenance(who=who, session_id=session, run_id=run_id, ref=ref, agent=agent),
             redactor=redactor,
         )
 
-    for message, call_id, args in remember_calls(run):
-        if memory.serves(message.agent or ""):
-            await keep(args.text, args.kind, "agent", message.agent, call_id)
+    for event, args in remember_calls(run):
+        if memory.serves(event.agent or ""):
+            await keep(args.text, args.kind, "agent", event.agent, event.call_id, event.run_id)
     if memory.summarise:
         holder = run.path[-1] if run.path else None
         for kind, text in await _summarised(kernel, run, holder):
-            await keep(text, kind, "summariser", holder, run.user_msg_id)
+            await keep(text, kind, "summariser", holder, run.user_msg_id, run.run_id)
 
 
 async def _summarised(kernel: Kernel, run: RunState, holder: str | None) -> list[tuple[Kind, str]]:

@@ -1,9 +1,9 @@
 """The `remember` tool an agent gets when its team has a memory.
 
 A call only notes what to remember: the memory keeps it after the run completes
-(`baton.memory.hooks.after_run` reads the run's `remember` calls back from its transcript), so
-a run that fails, is blocked or cancelled leaves nothing behind, and a resumed run needs no
-state of its own for it.
+(`baton.memory.hooks.after_run` reads the accepted calls back from the run's `tool_called`
+events, which a supervisor's worker sub-runs share), so a run that fails, is blocked or
+cancelled leaves nothing behind, and a resumed run needs no state of its own for it.
 """
 
 from __future__ import annotations
