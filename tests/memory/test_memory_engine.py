@@ -161,3 +161,38 @@ async def test_chinese_text_and_lone_surrogates_are_kept_and_found(
         found = await memory.search("用户喜欢什么座位？", user_id="u1", k=1)
         assert [r.record.text for r in found] == ["用户喜欢靠窗的座位"]
         assert await memory.search("\udfff" * 10, user_id="u1") is not None
+
+
+class _Tiny:
+    """A real encoder of another width (character counts), to reopen a folder with."""
+
+    name = "tiny-8"
+    dim = 8
+
+    def encode(self, texts: Any) -> Any:
+        import numpy as np
+
+        rows = np.array([[t.count(c) + 1 for c in "aeiou tns"[:8]] for t in texts], "float32")
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+async def test_a_folder_opened_with_an_encoder_of_another_width_is_refused_by_name(
+    tmp_path: Path, encoder: Encoder
+) -> None:
+    async with Memory(tmp_path / "m", encoder=encoder) as memory:
+        await memory.remember("The user lives in Porto", user_id="u1")
+    async with Memory(tmp_path / "m", encoder=_Tiny()) as memory:
+        with pytest.raises(MemoryStoreError, match=r"512-dimensional vectors.*tiny-8 makes 8"):
+            await memory.count()
+
+
+@pytest.mark.filterwarnings("ignore:Failed to obtain server version")
+async def test_an_unreachable_server_is_a_clear_error(encoder: Encoder) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    async with Memory(url=f"http://127.0.0.1:{port}", encoder=encoder) as memory:
+        with pytest.raises(MemoryStoreError, match="Qdrant server is running and reachable"):
+            await memory.count()

@@ -123,6 +123,7 @@ class Memory:
         return self._client
 
     async def _open(self) -> AsyncQdrantClient:
+        client: AsyncQdrantClient | None = None
         try:
             if self.url is not None:
                 client = AsyncQdrantClient(url=self.url, api_key=self._api_key)
@@ -139,10 +140,16 @@ class Memory:
                 )
             info = await client.get_collection(self.collection)
         except Exception as exc:
+            if client is not None:  # a half-opened folder is released for the next try
+                await client.close()
+            todo = (
+                "check that the Qdrant server is running and reachable, and its api_key"
+                if self.url is not None
+                else "a folder is used by one process at a time: close the other Memory, or "
+                "use a Qdrant server (Memory(url=...)) to share one"
+            )
             raise MemoryStoreError(
-                f"the memory at {self.where} cannot be opened ({type(exc).__name__}: {exc}); "
-                "a folder is used by one process at a time: close the other Memory, or use a "
-                "Qdrant server (Memory(url=...)) to share one"
+                f"the memory at {self.where} cannot be opened ({type(exc).__name__}: {exc}); {todo}"
             ) from exc
         size = getattr(info.config.params.vectors, "size", None)
         if size != self.encoder.dim:
