@@ -45,6 +45,7 @@ from baton.core.events import (
     HandoffRefused,
     InterruptRaised,
     InterruptResumed,
+    MemoryForgotten,
     ModelCalled,
     RouteDecided,
     RunFinished,
@@ -662,6 +663,7 @@ def _events(text: str, secret_args: dict[str, Any]) -> list[Any]:
         ),
         InterruptResumed(**base, interrupt_id="int_1", name="confirm"),
         BoardWritten(**base, board="b", key="notes", version=1, seq=1),
+        MemoryForgotten(**base, user_id="u1", deleted=2, by=text, where="/srv/memory"),
         TextDelta(**base, text=text),
     ]
 

@@ -360,6 +360,22 @@ class BoardWritten(EventBase):
 
 
 @dataclass(slots=True, kw_only=True)
+class MemoryForgotten(EventBase):
+    """Everything a team's long-term memory kept about a user was deleted
+    (`baton.memory.Memory.forget`); stored, so a store's audit trail chains it."""
+
+    type: Literal["memory_forgotten"] = "memory_forgotten"
+    user_id: str
+    """The user whose memories were deleted."""
+    deleted: int
+    """How many memories were deleted."""
+    by: str | None = None
+    """Who asked for it (an operator, the user themself), as the caller named them."""
+    where: str = ""
+    """The memory it was deleted from (its folder or server URL)."""
+
+
+@dataclass(slots=True, kw_only=True)
 class TextDelta(EventBase):
     """A piece of a streaming model's reply (only for `team.stream`; never stored)."""
 
@@ -389,6 +405,7 @@ Event = Annotated[
     | InterruptRaised
     | InterruptResumed
     | BoardWritten
+    | MemoryForgotten
     | TextDelta,
     Field(discriminator="type"),
 ]

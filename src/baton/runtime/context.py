@@ -53,9 +53,11 @@ def system_prompt(
     pending: Sequence[dict[str, str]] = (),
     redactor: Redactor | None = None,
     earlier: str | None = None,
+    recalled: str | None = None,
 ) -> str:
     """Instructions + rendered payload + known slots + the user's other needs, when some wait
-    (+ the JSON shape of a typed answer). A secret slot is shown as its handle
+    (+ the JSON shape of a typed answer) + what the team's memory recalled for this turn (quoted
+    data, `baton.runtime.recall`). A secret slot is shown as its handle
     (`baton.runtime.handles`), never as its value. `earlier`: what the view says about the
     turns before the loaded window, with the session's notes of them (`baton.runtime.rolling`)."""
     parts = [agent.instructions or f"You are {agent.name}."]
@@ -76,6 +78,8 @@ def system_prompt(
     others = pending_note(agent, pending)
     if others is not None:
         parts.append(others)
+    if recalled is not None:
+        parts.append(recalled)
     if output_note is not None:
         parts.append(output_note)
     return "\n\n".join(parts)

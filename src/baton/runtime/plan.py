@@ -40,6 +40,7 @@ from baton.tools import Tool
 if TYPE_CHECKING:
     from baton.runtime.conduct import Conducted
     from baton.runtime.entities import Extractor
+    from baton.runtime.recall import MemoryHook
     from baton.runtime.redact import Redactor
     from baton.runtime.rulebook import Rulebook
 
@@ -367,6 +368,8 @@ class KernelSettings:
     """The team's guardrails, compiled (`baton.runtime.guardrails`); None: it has none."""
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("baton"))
     """Where the kernel logs (a topology's own logger, with its redaction filter)."""
+    memory: MemoryHook | None = None
+    """The team's long-term memory (`baton.runtime.recall`); None: the kernel asks nothing."""
 
 
 @dataclass

@@ -316,7 +316,11 @@ class Runner:
             blocked = await arrive(self, run, turn)  # input guardrails new to the run check first
             if blocked is not None:
                 return self.turn_done(run, turn, blocked)
-            self.start_turn(run, turn, plan)
+            memory = self.cfg.memory
+            recalled = None
+            if memory is not None and plan.conductor is None:
+                recalled = await memory.recall(run, turn.agent)
+            self.start_turn(run, turn, plan, recalled)
         while True:
             if turn.calls:  # the latest response's calls (a resumed turn may hold some answered)
                 ended = await run_calls(self, run, plan, turn)
@@ -358,8 +362,11 @@ class Runner:
             classify(run, turn, text, calls)
             await self.checkpoint(run)
 
-    def start_turn(self, run: RunState, turn: TurnState, plan: AgentPlan) -> None:
-        """Build the holder's view (fixed for the turn) and announce the turn."""
+    def start_turn(
+        self, run: RunState, turn: TurnState, plan: AgentPlan, recalled: str | None = None
+    ) -> None:
+        """Build the holder's view (fixed for the turn) and announce the turn. `recalled`: what
+        the team's memory recalled for it (quoted data for the system prompt)."""
         agent = plan.agent
         policy = turn.policy
         output_note = plan.output.note if plan.output is not None else None
@@ -373,6 +380,7 @@ class Runner:
                 self.needs(run),
                 self.cfg.redactor,
                 self.earlier_note(run, turn, plan),
+                recalled,
             ),
             agent=agent.name,
         )
@@ -593,6 +601,8 @@ class Runner:
             raise
         run.turn = None
         result = run.ended = self.result(run, status, output, error)
+        if self.cfg.memory is not None and run.parent is None:
+            await self.cfg.memory.after_run(self, run, status)
         return result
 
     @staticmethod

@@ -43,6 +43,7 @@ from baton.runtime.plan import (
     SwarmPolicy,
     compile_plans,
 )
+from baton.runtime.recall import MemoryHook
 from baton.runtime.redact import Redactor
 from baton.runtime.result import RunResult
 from baton.runtime.resume import Hold, Resumer
@@ -126,6 +127,7 @@ class Team:
         guardrails: Sequence[Guardrail] = (),
         guardrail_message: str = DEFAULT_GUARDRAIL_MESSAGE,
         blueprint: Blueprint | None = None,
+        memory: MemoryHook | None = None,
     ) -> None:
         self.agents: dict[str, Agent] = {}
         for a in agents:
@@ -152,7 +154,17 @@ class Team:
         self.entry = entry
         self.guards = guards or Guards()
         self.fallback = fallback
+        if memory is not None and not isinstance(memory, MemoryHook):
+            raise ConfigError(
+                f"memory must be a baton.memory.Memory (recall and after_run hooks), got "
+                f"{type(memory).__name__}"
+            )
         self.blueprint = (blueprint or Blueprint()) | agents_part(self.agents.values())
+        if memory is not None:  # `remember` for every agent with a model that it serves
+            modelled = [a for a in self.agents if a not in self.blueprint.conductors]
+            self.blueprint = self.blueprint | memory.blueprint_part(modelled)
+        self.memory = memory
+        """The team's long-term memory (`baton.memory.Memory`), or None; the caller closes it."""
         """What the topology adds to its agents (generated calls, conductors, call kinds, the
         store capabilities it needs), with what agents bring themselves (a `RemoteAgent`'s
         conductor and call); a plain team of plain agents adds nothing."""
@@ -184,6 +196,7 @@ class Team:
             at_rest=redactor if mask_at_rest else None,
             extractors=list(extractors) if extractors is not None else None,
             guardrails=compile_guardrails(guardrails, self.agents, model, guardrail_message),
+            memory=memory,
         )
         # -- the binding this constructor makes (`bind` makes others); the team closes its
         # store and bus, whoever made them (as it always has)
