@@ -187,7 +187,6 @@ async def test_a_folder_opened_with_an_encoder_of_another_width_is_refused_by_na
 
 
 @pytest.mark.filterwarnings("ignore:Failed to obtain server version")
-@pytest.mark.filterwarnings("ignore:Failed to obtain server version:UserWarning")
 async def test_an_unreachable_server_is_a_clear_error(encoder: Encoder) -> None:
     import socket
 
