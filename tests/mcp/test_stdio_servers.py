@@ -87,8 +87,9 @@ async def test_a_server_killed_mid_run_fails_that_call_clearly_and_restarts_on_t
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
             time.sleep(0.2)
-        if len(done) < 3:
-            return ScriptedModel.call("get_current_time", timezone="UTC")
+        if len(done) < 3:  # three different calls: an identical one would reuse the first
+            zone = ("UTC", "Asia/Shanghai", "Europe/Paris")[len(done)]
+            return ScriptedModel.call("get_current_time", timezone=zone)
         return ScriptedModel.say("ok")
 
     clock = Agent(name="clock", tools=[time_server().tools()])
