@@ -380,7 +380,8 @@ class KnowledgeBase:
     ) -> list[Passage]:
         """The `k` passages that best answer `query`, best first. `mode`: "vector" (by
         meaning), "lexical" (BM25 over words, ids and codes) or "hybrid" (both, fused by
-        reciprocal rank). `where`: only chunks of these sources (`{"source": path}`) or
+        reciprocal rank, with chunks holding an id or code of the query verbatim as a
+        third list). `where`: only chunks of these sources (`{"source": path}`) or
         under a heading (`{"heading": title}`; a list of values accepts any)."""
         if mode not in ("vector", "lexical", "hybrid"):
             raise ValueError(f"unknown search mode {mode!r}: vector, lexical or hybrid")
@@ -397,6 +398,8 @@ class KnowledgeBase:
             lists.append(await self._vector_hits(index, text, pool, filters))
         if mode in ("lexical", "hybrid"):
             lists.append(await asyncio.to_thread(_lexical_hits, index, text, pool, filters))
+        if mode == "hybrid":  # a third list: chunks holding the query's ids verbatim
+            lists.append(await asyncio.to_thread(_lexical_hits, index, text, pool, filters, True))
         ranked = _fuse(lists)[:k] if mode == "hybrid" else lists[0][:k]
         manifest = self._need_manifest()
         rows = await asyncio.to_thread(manifest.lookup, [i for i, _ in ranked])
@@ -571,9 +574,12 @@ def _source_name(source: str | Path) -> str:
 
 
 def _lexical_hits(
-    index: _Index, text: str, k: int, where: Mapping[str, list[str]]
+    index: _Index, text: str, k: int, where: Mapping[str, list[str]], codes: bool = False
 ) -> list[tuple[str, float]]:
-    scores = index.lexical.scores(text)
+    """BM25 hits for `text`, or (`codes`) for its ids and codes alone. Fused as a list of
+    its own, the exact-id list lets a chunk that holds `ORD-202607-99` verbatim outrank one
+    that is merely similar in meaning and full of neighbouring ids."""
+    scores = index.lexical.code_scores(text) if codes else index.lexical.scores(text)
     if scores is None:
         return []
     hits = top(scores, k, index.catalog.mask(where), 0.0)
