@@ -457,7 +457,8 @@ class KnowledgeBase:
         )
 
     async def stats(self) -> dict[str, Any]:
-        """Name, where, files and chunks indexed, the encoder, the chunking budget."""
+        """Name, where, files and chunks indexed (and points in Qdrant: the same number
+        unless an ingestion was interrupted), the encoder, the chunking budget."""
         await self._open(create=False)
         files, chunks = await asyncio.to_thread(self._need_manifest().count)
         return {
@@ -466,6 +467,7 @@ class KnowledgeBase:
             "mode": "local" if self._store.local else "server",
             "files": files,
             "chunks": chunks,
+            "points": await self._store.count(),
             "encoder": self.encoder.name,
             "chunk_tokens": self.chunk_tokens,
             "overlap_tokens": self.overlap_tokens,
