@@ -210,7 +210,7 @@ class KnowledgeBase:
         import numpy as np
 
         manifest = self._need_manifest()
-        rows = await asyncio.to_thread(lambda: list(manifest.done()))
+        rows = await asyncio.to_thread(manifest.done)
         catalog = Catalog([(r.id, r.source, r.heading) for r in rows])
         matrix = None
         if self._store.local:
@@ -279,10 +279,18 @@ class KnowledgeBase:
 
     async def _wipe(self) -> None:
         """Delete the index: the collection (on a server), the manifest, the lexical index."""
-        if self._store.url is not None:
-            await self._open(create=True)
-            await self._store.drop()
         await self._release()
+        if self._store.url is not None:  # the store alone: the manifest may be the damage
+            try:
+                await self._store.open(create=False)
+                await self._store.drop()
+            except Exception as exc:
+                raise KnowledgeBaseError(
+                    f"the collection {self._store.collection} on {self.url} cannot be "
+                    f"deleted for a rebuild ({type(exc).__name__}: {exc})"
+                ) from exc
+            finally:
+                await self._store.close()
         if self.path.exists():
             await self._acquire()
             try:
