@@ -120,3 +120,23 @@ async def test_a_missing_folder_says_how_to_create_it(tmp_path: Path, encoder: E
     ):
         await kb.search("x")
     assert not (tmp_path / "none").exists()
+
+
+async def test_a_folder_held_by_another_qdrant_client_gives_a_clear_error(
+    tmp_path: Path, encoder: Encoder
+) -> None:
+    from qdrant_client import AsyncQdrantClient
+
+    folder = tmp_path / "kb"
+    async with KnowledgeBase("held", path=folder, encoder=encoder) as kb:
+        await kb.ingest(corpus(tmp_path))
+    other = AsyncQdrantClient(path=str(folder))  # not a knowledge base: it skips our lock
+    try:
+        kb = KnowledgeBase("held", path=folder, encoder=encoder)
+        with pytest.raises(KnowledgeBaseError, match="is open in another client") as caught:
+            await kb.search("refund")
+        assert str(folder) in str(caught.value)
+    finally:
+        await other.close()
+    assert await kb.search("refund")  # the failed open released the folder's lock
+    await kb.close()
