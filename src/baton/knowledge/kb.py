@@ -46,8 +46,8 @@ DEFAULT_ROOT = ".baton/kb"
 """Where a knowledge base's folder is when no path is given: `.baton/kb/<name>`."""
 
 QUERY_CHARS = 2000
-"""A longer query is cut to its first this many characters (the encoder reads ~128 tokens
-anyway, and BM25 over thousands of query terms would only be slow)."""
+"""A longer query is cut to its first this many characters: a query is a question, not a
+document, and encoding (or scoring BM25 over) 100k characters would make a search slow."""
 
 RRF_K = 60
 """The constant of reciprocal rank fusion: score = sum over lists of 1 / (RRF_K + rank)."""
