@@ -220,7 +220,7 @@ async def test_a_second_client_of_one_folder_gets_a_clear_error(
     tmp_path: Path, kb: KnowledgeBase, encoder: Encoder
 ) -> None:
     other = KnowledgeBase("policies", path=kb.path, encoder=encoder, lock_timeout_s=0.3)
-    with pytest.raises(KnowledgeBaseError, match=r"in use by another process") as caught:
+    with pytest.raises(KnowledgeBaseError, match=r"in use by another KnowledgeBase") as caught:
         await other.search("refund")
     assert str(kb.path) in str(caught.value)
     await kb.close()  # the folder is free again

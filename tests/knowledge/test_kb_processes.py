@@ -140,3 +140,38 @@ async def test_a_folder_held_by_another_qdrant_client_gives_a_clear_error(
         await other.close()
     assert await kb.search("refund")  # the failed open released the folder's lock
     await kb.close()
+
+
+HOLD = """
+import sys
+from baton.knowledge import KnowledgeBase
+kb = KnowledgeBase("shared", path=sys.argv[1])
+kb.ingest_sync(sys.argv[2])
+print("open", flush=True)
+sys.stdin.read()  # hold the folder until the test closes stdin
+kb.close_sync()
+"""
+
+
+async def test_a_folder_in_use_by_another_process_is_a_clear_error_after_the_wait(
+    tmp_path: Path, encoder: Encoder
+) -> None:
+    docs = corpus(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tmp_path / "kb"), str(docs)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        kb = KnowledgeBase("shared", path=tmp_path / "kb", encoder=encoder, lock_timeout_s=0.5)
+        with pytest.raises(KnowledgeBaseError, match="in use by another process") as caught:
+            await kb.ingest(docs)
+        assert str(tmp_path / "kb") in str(caught.value)
+    finally:
+        holder.communicate("", timeout=60)
+    report = await kb.ingest(docs)  # free again: everything was ingested once, by the holder
+    assert (report.added, report.unchanged) == (0, 5)
+    await kb.close()

@@ -199,10 +199,16 @@ class KnowledgeBase:
         try:
             await asyncio.to_thread(self._lock.acquire, self.lock_timeout_s)
         except TimeoutError:
+            who = (
+                "another KnowledgeBase object of this process (share one object per folder, "
+                "or close the other first)"
+                if self._lock.held_here()
+                else "another process (ingesting or searching)"
+            )
             raise KnowledgeBaseError(
-                f"the knowledge base at {self.path} is in use by another process (ingesting or "
-                f"searching) and stayed so for {self.lock_timeout_s:g} s: wait for it to "
-                "finish and try again, or raise lock_timeout_s (`--wait`)"
+                f"the knowledge base at {self.path} is in use by {who} and stayed so for "
+                f"{self.lock_timeout_s:g} s: wait for it to finish and try again, or raise "
+                "lock_timeout_s (`--wait`)"
             ) from None
 
     async def _rebuild_index(self, load_vectors: bool = False) -> _Index:
