@@ -119,6 +119,8 @@ async def test_filters(kb: KnowledgeBase) -> None:
         hits = await kb.search("refund", k=10, mode=mode, where={"heading": "Exceptions"})  # type: ignore[arg-type]
         assert hits and all("Exceptions" in p.heading for p in hits), mode
     assert await kb.search("refund", where={"source": "nowhere.md"}) == []
+    both = await kb.search("refund", k=20, where={"source": [Path(refunds), "nowhere.md"]})
+    assert both and {p.source for p in both} == {refunds}
     with pytest.raises(ValueError, match="cannot filter on 'author'"):
         await kb.search("refund", where={"author": "x"})
 

@@ -17,7 +17,7 @@ import threading
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from baton.core.text import blank, clean_text
@@ -390,7 +390,7 @@ class KnowledgeBase:
         k: int = 5,
         *,
         mode: Mode = "hybrid",
-        where: Mapping[str, str | Sequence[str]] | None = None,
+        where: Mapping[str, str | PurePath | Sequence[str | PurePath]] | None = None,
     ) -> list[Passage]:
         """The `k` passages that best answer `query`, best first. `mode`: "vector" (by
         meaning), "lexical" (BM25 over words, ids and codes) or "hybrid" (both, fused by
