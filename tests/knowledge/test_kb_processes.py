@@ -79,7 +79,7 @@ def _storage(folder: Path) -> Path:
     return found[0]
 
 
-@pytest.mark.parametrize("damage", ["manifest", "storage", "collection", "lexical"])
+@pytest.mark.parametrize("damage", ["manifest", "storage", "collection", "derived"])
 async def test_a_damaged_folder_gives_a_clear_error_and_rebuilds(
     tmp_path: Path, encoder: Encoder, damage: str
 ) -> None:
@@ -95,12 +95,13 @@ async def test_a_damaged_folder_gives_a_clear_error_and_rebuilds(
         import shutil
 
         shutil.rmtree(_storage(folder).parent)
-    else:  # the lexical index is derived data: rebuilt from the manifest, no error
-        for f in (folder / "lexical").iterdir():
+    else:  # the lexical index and the vectors' copy are derived data: rebuilt, no error
+        for f in [*(folder / "lexical").iterdir(), folder / "vectors.npy"]:
             f.write_bytes(b"garbage")
     kb = KnowledgeBase("broken", path=folder, encoder=encoder)
-    if damage == "lexical":
+    if damage == "derived":
         assert "ORD-202607-99" in (await kb.search("ORD-202607-99", k=1, mode="lexical"))[0].text
+        assert (await kb.search("gift cards", k=1, mode="vector"))[0].source.endswith("refunds.md")
         await kb.close()
         return
     with pytest.raises(KnowledgeBaseError) as caught:

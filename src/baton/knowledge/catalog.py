@@ -44,6 +44,7 @@ class Catalog:
 
     def __init__(self, rows: Sequence[tuple[str, str, Sequence[str]]]) -> None:
         self.ids = [r[0] for r in rows]
+        self.row = {pid: i for i, pid in enumerate(self.ids)}
         self.by_source: dict[str, list[int]] = {}
         self.by_heading: dict[str, list[int]] = {}
         for i, (_, source, heading) in enumerate(rows):

@@ -30,6 +30,7 @@ from baton.knowledge.lexical import LexicalIndex
 from baton.knowledge.locking import FolderLock
 from baton.knowledge.manifest import ChunkRow, Manifest
 from baton.knowledge.passages import Citation, IngestReport, Passage
+from baton.knowledge.vectorcache import VectorCache
 from baton.knowledge.vectorstore import InUse, VectorStore
 from baton.routing.encoders import Encoder, default_encoder
 
@@ -110,7 +111,7 @@ class KnowledgeBase:
         self._manifest: Manifest | None = None
         self._lock = FolderLock(self.path / "kb.lock")
         self._index: _Index | None = None
-        self._vectors: dict[str, npt.NDArray[np.float32]] = {}
+        self._fresh: dict[str, npt.NDArray[np.float32]] = {}  # stored, not yet in _index
         self._opening = asyncio.Lock()
         self._writing = asyncio.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -213,34 +214,68 @@ class KnowledgeBase:
 
     async def _rebuild_index(self, load_vectors: bool = False) -> _Index:
         """The search structures from the manifest (and, in local mode, the vectors)."""
-        import numpy as np
 
         manifest = self._need_manifest()
         rows = await asyncio.to_thread(manifest.done)
         catalog = Catalog([(r.id, r.source, r.heading) for r in rows])
+        generation = manifest.generation()
         matrix = None
         if self._store.local:
-            if load_vectors:
-                try:
-                    stored = await self._store.vectors()
-                except Exception as exc:
-                    raise self._damaged(f"its vectors cannot be read: {exc}") from exc
-                self._vectors = {k: np.asarray(v, dtype=np.float32) for k, v in stored.items()}
-            missing = [i for i in catalog.ids if i not in self._vectors]
-            if missing:
-                raise self._damaged(
-                    f"{len(missing)} chunks of the manifest are missing from the vector index"
-                )
-            if catalog.ids:
-                matrix = np.stack([self._vectors[i] for i in catalog.ids]).astype(np.float32)
+            cache = VectorCache(self.path)
+            dim = self.encoder.dim
+            if load_vectors or self._index is None or self._index.matrix is None:
+                matrix = await asyncio.to_thread(cache.load, generation, catalog.ids, dim)
+                if matrix is not None and await self._store.count() < len(catalog):
+                    raise self._damaged(
+                        f"Qdrant holds fewer points than the manifest's {len(catalog)} chunks"
+                    )
+                if matrix is None:
+                    matrix = await self._stored_vectors(catalog)
+                    await asyncio.to_thread(cache.save, generation, catalog.ids, matrix)
             else:
-                matrix = np.zeros((0, self.encoder.dim), dtype=np.float32)
+                matrix = self._assemble(catalog, self._index)
+                await asyncio.to_thread(cache.save, generation, catalog.ids, matrix)
+            self._fresh = {}
         lexical = LexicalIndex(self.path)
-        generation = manifest.generation()
         if not await asyncio.to_thread(lexical.load, generation, len(rows)):
             texts = [_indexed_text(r.heading, r.text) for r in rows]
             await asyncio.to_thread(lexical.build, texts, generation)
         return _Index(catalog, matrix, lexical)
+
+    async def _stored_vectors(self, catalog: Catalog) -> npt.NDArray[np.float32]:
+        """The vectors of `catalog`'s chunks, read back from Qdrant, in catalog order."""
+        import numpy as np
+
+        try:
+            stored = await self._store.vectors()
+        except Exception as exc:
+            raise self._damaged(f"its vectors cannot be read: {exc}") from exc
+        missing = sum(1 for i in catalog.ids if i not in stored)
+        if missing:
+            raise self._damaged(f"{missing} chunks of the manifest are missing from Qdrant")
+        matrix = np.zeros((len(catalog), self.encoder.dim), dtype=np.float32)
+        for row, pid in enumerate(catalog.ids):
+            matrix[row] = stored[pid]
+        return matrix
+
+    def _assemble(self, catalog: Catalog, old: _Index) -> npt.NDArray[np.float32]:
+        """The matrix for `catalog` from the previous one and the vectors just stored."""
+        import numpy as np
+
+        assert old.matrix is not None
+        matrix = np.empty((len(catalog), self.encoder.dim), dtype=np.float32)
+        kept_to, kept_from = [], []
+        for row, pid in enumerate(catalog.ids):
+            vector = self._fresh.get(pid)
+            if vector is not None:
+                matrix[row] = vector
+            elif (was := old.catalog.row.get(pid)) is not None:
+                kept_to.append(row)
+                kept_from.append(was)
+            else:
+                raise self._damaged(f"the vector of chunk {pid} is missing")
+        matrix[kept_to] = old.matrix[kept_from]
+        return matrix
 
     def _need_manifest(self) -> Manifest:
         assert self._manifest is not None, "the knowledge base is not open"
@@ -253,7 +288,7 @@ class KnowledgeBase:
             self._manifest = None
         self._lock.release()
         self._index = None
-        self._vectors = {}
+        self._fresh = {}
 
     # ------------------------------------------------------------------ writing
     async def ingest(
@@ -348,18 +383,14 @@ class KnowledgeBase:
         stale = [i for i in old if i not in keep]
         await self._store.delete(stale)
         await asyncio.to_thread(manifest.commit, source, keep)
-        for pid in stale:
-            self._vectors.pop(pid, None)
         if self._store.local:
-            self._vectors.update(fresh)
+            self._fresh.update(fresh)
 
     async def _drop_file(self, source: str) -> None:
         manifest = self._need_manifest()
         ids = await asyncio.to_thread(manifest.chunk_ids, source)
         await self._store.delete(ids)
         await asyncio.to_thread(manifest.drop, source)
-        for pid in ids:
-            self._vectors.pop(pid, None)
 
     async def _refresh(self) -> None:
         self._index = await self._rebuild_index()
