@@ -124,11 +124,12 @@ class KnowledgeBase:
 
     # ------------------------------------------------------------------ opening
     def _damaged(self, detail: str) -> KnowledgeBaseError:
+        # on a server, deleting the folder would leave the collection's old points behind
+        folder = "" if self.url else f", or delete the folder {self.path} and ingest again"
         return KnowledgeBaseError(
             f"the knowledge base {self.name!r} at {self.where} is damaged or incomplete "
             f"({detail}): rebuild it with `baton kb ingest PATH --kb {self.name} --path "
-            f"{self.path} --rebuild` (KnowledgeBase.ingest(PATH, rebuild=True)), or delete the "
-            f"folder {self.path} and ingest again"
+            f"{self.path} --rebuild` (KnowledgeBase.ingest(PATH, rebuild=True)){folder}"
         )
 
     async def _open(self, create: bool) -> _Index:
@@ -176,7 +177,7 @@ class KnowledgeBase:
             )
         _, chunks = manifest.count()
         try:
-            exists = await self._store.open(create=True)
+            exists = await self._store.open(create=not chunks)
         except InUse as exc:
             raise KnowledgeBaseError(
                 f"the knowledge base at {self.path} is open in another client ({exc}): close "
