@@ -39,6 +39,9 @@ def test_kb_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     hit = json.loads(as_json.output.splitlines()[0])
     assert hit["source"] == "docs/zh.md" and hit["heading"] == ["退款政策"]
 
+    again = runner.invoke(app, ["kb", "ingest", "docs", "--kb", "policies"])  # with progress
+    assert again.exit_code == 0 and "5 unchanged" in again.output, again.output
+
     stats = runner.invoke(app, ["kb", "stats", "policies"])
     assert json.loads(stats.output)["files"] == 5
 
@@ -51,3 +54,14 @@ def test_kb_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
     bad_mode = runner.invoke(app, ["kb", "search", "policies", "x", "--mode", "fuzzy"])
     assert bad_mode.exit_code == 1 and "unknown search mode" in bad_mode.output
+
+
+def test_ingesting_only_a_refused_file_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "scan.md").write_bytes(b"\x00\x01binary")
+    done = CliRunner(env=ENV).invoke(app, ["kb", "ingest", "scan.md", "--kb", "x", "--no-progress"])
+    assert done.exit_code == 1 and "scan.md is not text" in done.output
+    missing = CliRunner(env=ENV).invoke(app, ["kb", "ingest", "nothere", "--kb", "x"])
+    assert missing.exit_code == 1 and "nothere does not exist" in missing.output

@@ -237,3 +237,14 @@ def test_sync_faces(tmp_path: Path, encoder: Encoder) -> None:
         hit = kb.search_sync("ORD-202607-99", 1)[0]
         assert kb.verify_sync(hit.citation)
         assert kb.stats_sync()["files"] == 5
+
+
+async def test_a_single_file_keeps_the_name_it_was_given(tmp_path: Path, encoder: Encoder) -> None:
+    docs = corpus(tmp_path)
+    async with KnowledgeBase("one", path=tmp_path / "kb", encoder=encoder) as kb:
+        report = await kb.ingest(docs / "refunds.md")
+        assert report.added == 1
+        hits = await kb.search("gift cards", k=3)
+        assert {p.source for p in hits} == {(docs / "refunds.md").as_posix()}
+        report = await kb.ingest(docs)  # the folder: the file is known, the rest is new
+        assert (report.added, report.unchanged) == (4, 1)
