@@ -13,9 +13,8 @@ import asyncio
 import hashlib
 import re
 import shutil
-import threading
 import uuid
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -30,6 +29,8 @@ from baton.knowledge.lexical import LexicalIndex
 from baton.knowledge.locking import FolderLock
 from baton.knowledge.manifest import ChunkRow, Manifest
 from baton.knowledge.passages import Citation, IngestReport, Passage
+from baton.knowledge.ranking import fuse, lexical_hits
+from baton.knowledge.sync import SyncFaces
 from baton.knowledge.vectorcache import VectorCache
 from baton.knowledge.vectorstore import InUse, VectorStore
 from baton.routing.encoders import Encoder, default_encoder
@@ -50,9 +51,6 @@ QUERY_CHARS = 2000
 """A longer query is cut to its first this many characters: a query is a question, not a
 document, and encoding (or scoring BM25 over) 100k characters would make a search slow."""
 
-RRF_K = 60
-"""The constant of reciprocal rank fusion: score = sum over lists of 1 / (RRF_K + rank)."""
-
 _NAMESPACE = uuid.UUID("3c1b7a52-8f0e-4d5b-a1c9-2e7f6d4b9a10")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
@@ -66,7 +64,7 @@ class _Index:
     lexical: LexicalIndex
 
 
-class KnowledgeBase:
+class KnowledgeBase(SyncFaces):
     """Documents to search, kept in a folder (`.baton/kb/<name>`) or on a Qdrant server.
 
     `ingest` reads Markdown, plain text, HTML and PDF files or folders; `search` finds
@@ -114,8 +112,6 @@ class KnowledgeBase:
         self._fresh: dict[str, npt.NDArray[np.float32]] = {}  # stored, not yet in _index
         self._opening = asyncio.Lock()
         self._writing = asyncio.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def where(self) -> str:
@@ -440,13 +436,14 @@ class KnowledgeBase:
             return []
         pool = max(k, 50) if mode == "hybrid" else k
         lists: list[list[tuple[str, float]]] = []
+        lex = (index.catalog, index.lexical)
         if mode in ("vector", "hybrid"):
             lists.append(await self._vector_hits(index, text, pool, filters))
         if mode in ("lexical", "hybrid"):
-            lists.append(await asyncio.to_thread(_lexical_hits, index, text, pool, filters))
+            lists.append(await asyncio.to_thread(lexical_hits, *lex, text, pool, filters))
         if mode == "hybrid":  # a third list: chunks holding the query's ids verbatim
-            lists.append(await asyncio.to_thread(_lexical_hits, index, text, pool, filters, True))
-        ranked = _fuse(lists)[:k] if mode == "hybrid" else lists[0][:k]
+            lists.append(await asyncio.to_thread(lexical_hits, *lex, text, pool, filters, True))
+        ranked = fuse(lists)[:k] if mode == "hybrid" else lists[0][:k]
         manifest = self._need_manifest()
         rows = await asyncio.to_thread(manifest.lookup, [i for i, _ in ranked])
         return [
@@ -538,61 +535,6 @@ class KnowledgeBase:
     ) -> None:
         await self.close()
 
-    # ------------------------------------------------------------------ sync faces
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run `coro` on this knowledge base's own event loop thread (the sync faces share
-        one loop, so an open index stays open between calls)."""
-        if self._loop is None:
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name=f"kb-{self.name}", daemon=True)
-            thread.start()
-            self._loop, self._thread = loop, thread
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
-
-    def ingest_sync(self, path: str | Path, **kwargs: Any) -> IngestReport:
-        """`ingest` for scripts (not inside a running event loop of the same thread)."""
-        return self._run(self.ingest(path, **kwargs))
-
-    def search_sync(self, query: str, k: int = 5, **kwargs: Any) -> list[Passage]:
-        """`search` for scripts."""
-        return self._run(self.search(query, k, **kwargs))
-
-    def remove_sync(self, source: str | Path) -> int:
-        """`remove` for scripts."""
-        return self._run(self.remove(source))
-
-    def stats_sync(self) -> dict[str, Any]:
-        """`stats` for scripts."""
-        return self._run(self.stats())
-
-    def verify_sync(self, citation: Citation) -> bool:
-        """`verify` for scripts."""
-        return self._run(self.verify(citation))
-
-    def close_sync(self) -> None:
-        """`close` for scripts; also stops the sync faces' event loop."""
-        if self._loop is None:
-            asyncio.run(self.close())
-            return
-        self._run(self.close())
-        loop, thread = self._loop, self._thread
-        self._loop = self._thread = None
-        loop.call_soon_threadsafe(loop.stop)
-        if thread is not None:
-            thread.join()
-        loop.close()
-
-    def __enter__(self) -> KnowledgeBase:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close_sync()
-
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -619,25 +561,3 @@ def _payload(kb: str, row: ChunkRow, file_sha256: str) -> dict[str, Any]:
 
 def _source_name(source: str | Path) -> str:
     return PurePosixPath(Path(source).as_posix()).as_posix()
-
-
-def _lexical_hits(
-    index: _Index, text: str, k: int, where: Mapping[str, list[str]], codes: bool = False
-) -> list[tuple[str, float]]:
-    """BM25 hits for `text`, or (`codes`) for its ids and codes alone. Fused as a list of
-    its own, the exact-id list lets a chunk that holds `ORD-202607-99` verbatim outrank one
-    that is merely similar in meaning and full of neighbouring ids."""
-    scores = index.lexical.code_scores(text) if codes else index.lexical.scores(text)
-    if scores is None:
-        return []
-    hits = top(scores, k, index.catalog.mask(where), 0.0)
-    return [(index.catalog.ids[i], s) for i, s in hits]
-
-
-def _fuse(lists: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion: each list adds 1 / (RRF_K + rank) to its items' scores."""
-    scores: dict[str, float] = {}
-    for hits in lists:
-        for rank, (pid, _) in enumerate(hits, 1):
-            scores[pid] = scores.get(pid, 0.0) + 1.0 / (RRF_K + rank)
-    return sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
