@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 from baton.core.text import blank, clean_text
 from baton.knowledge import ingestion
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-T = TypeVar("T")
 Mode = Literal["vector", "lexical", "hybrid"]
 
 DEFAULT_ROOT = ".baton/kb"
