@@ -72,6 +72,16 @@ class HandoffPayload(HandoffArgs):
     )
     created_at: float = Field(default_factory=now, description="Epoch seconds.")
 
+    @field_validator("citations")
+    @classmethod
+    def _whole_numbers(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Offsets stay ints across a wire that carries every number as a double (A2A's
+        protobuf): a citation read back equals the one sent."""
+        return [
+            {k: int(x) if type(x) is float and x.is_integer() else x for k, x in c.items()}
+            for c in v
+        ]
+
     def fingerprint(self) -> str:
         """sha256 of the canonical business content (target + what was asked), for idempotency.
 
