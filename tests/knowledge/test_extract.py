@@ -30,7 +30,8 @@ REFUNDS_ZH = """# 退款规则
 def test_sentences_split_english_and_chinese_and_keep_offsets() -> None:
     found = sentences(INVOICES)
     texts = [t for _, t in found]
-    assert "POL-AC-001 When an invoice is issued" in texts  # a heading is its own sentence
+    # a heading is no fact (the citation names the heading path)
+    assert not any("POL-AC-001" in t for t in texts)
     # a hard-wrapped sentence reads as one; `3.2` does not end one
     assert (
         "A pending invoice (status PENDING, for example INV-88017) is issued automatically "
@@ -47,7 +48,7 @@ def test_sentences_split_english_and_chinese_and_keep_offsets() -> None:
 def test_terms_keep_ids_whole_and_pair_chinese_characters() -> None:
     found = terms("Refund for ORD-202608-17 under POL-RF-003? 退款到账")
     assert found["ord-202608-17"] > found["refun"]
-    assert "pol-rf-003" in found and "003" in found
+    assert "pol-rf-003" in found and "003" not in found and "ord" not in found  # ids whole
     assert {"退款", "款到", "到账"} <= set(found)
     assert "for" not in found and "the" not in terms("the")  # stop words
 
@@ -80,3 +81,11 @@ def test_with_nothing_in_common_the_best_passage_stands_in_and_a_long_sentence_i
     (only,) = per[0]
     assert only.text.endswith("…") and estimate_tokens(only.text) <= 21
     assert per[1] == []
+
+
+def test_a_heading_that_matches_lends_its_sentences_half_the_credit() -> None:
+    text = "An order still PROCESSING is cancelled at once and refunded in full."
+    alone = best_sentences("POL-RF-003", [text], 50)
+    under = best_sentences("POL-RF-003", [text], 50, headings=["Refund policy POL-RF-003"])
+    assert alone[0][0].overlap == 0  # (kept only as the stand-in of the best passage)
+    assert under[0][0].overlap == 0.5

@@ -74,6 +74,8 @@ _ID_WEIGHT = 3.0
 """An id or a number in the query counts as much as three words."""
 RANK_BONUS = 0.5
 """What the top passage's rank adds to its sentences' score (0.25 the second's, ...)."""
+HEADING_SHARE = 0.5
+"""What a query term counts when only the sentence's heading holds it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +117,8 @@ def sentences(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     for m in _SENTENCE.finditer(_unwrapped(text)):
         raw = m.group(0)
+        if raw.lstrip().startswith("#"):  # a heading: the citation names the heading path
+            continue
         body = raw.strip().lstrip("#>-*• ").strip()
         if body:
             out.append((m.start() + raw.index(body[0]), body))
@@ -129,11 +133,8 @@ def terms(text: str) -> dict[str, float]:
     for w in _WORD.findall(low):
         if w in _STOP:
             continue
-        if any(c.isdigit() for c in w):
+        if any(c.isdigit() for c in w):  # an id or a number: whole (`ORD-1` is not `ORD-2`)
             found[w] = _ID_WEIGHT
-            for part in re.split(r"[-_./]", w):  # `pol-rf-003` also matches `RF` and `003`
-                if part and part != w and part not in _STOP:
-                    found.setdefault(part, 1.0)
         elif len(w) > 1:
             found[w[:5]] = 1.0
     for run in _CJK.findall(low):
@@ -144,27 +145,44 @@ def terms(text: str) -> dict[str, float]:
     return found
 
 
-def score(query: dict[str, float], sentence: str, rank: int) -> tuple[float, float]:
-    """(score, overlap) of `sentence` from the passage ranked `rank`: the weighted share of
-    the query's terms it holds, plus the rank bonus."""
+def score(
+    query: dict[str, float], sentence: str, rank: int, heading: dict[str, float] | None = None
+) -> tuple[float, float]:
+    """(score, overlap) of `sentence` from the passage ranked `rank` under `heading`'s terms:
+    the weighted share of the query's terms it holds (those only its heading holds count
+    `HEADING_SHARE`: a section titled `POL-RF-003 Orders in transit` speaks of them), plus
+    the rank bonus."""
     if not query:
         return RANK_BONUS / (rank + 1), 0.0
     have = terms(sentence)
-    total = sum(query.values())
-    overlap = sum(w for t, w in query.items() if t in have) / total
+    around = heading or {}
+    held = 0.0
+    for t, w in query.items():
+        if t in have:
+            held += w
+        elif t in around:
+            held += w * HEADING_SHARE
+    overlap = held / sum(query.values())
     return overlap + RANK_BONUS / (rank + 1), overlap
 
 
-def best_sentences(query: str, texts: Sequence[str], budget_tokens: int) -> list[list[Sentence]]:
+def best_sentences(
+    query: str,
+    texts: Sequence[str],
+    budget_tokens: int,
+    headings: Sequence[str] | None = None,
+) -> list[list[Sentence]]:
     """Per passage (in rank order), the sentences kept for `query` within `budget_tokens`, in
-    the passage's order. Sentences that share nothing with the query are left out, unless no
-    sentence shares anything: then the best passage's first sentences stand in."""
+    the passage's order (`headings`: each passage's heading path, as context). Sentences that
+    share nothing with the query are left out, unless no sentence shares anything: then the
+    best passage's first sentences stand in (a match by meaning alone)."""
     wanted = terms(query)
     scored: list[Sentence] = []
     for rank, text in enumerate(texts):
+        around = terms(headings[rank]) if headings else None
         for start, body in sentences(text):
-            s, overlap = score(wanted, body, rank)
-            scored.append(Sentence(rank, start, body, s, overlap))
+            points, overlap = score(wanted, body, rank, around)
+            scored.append(Sentence(rank, start, body, points, overlap))
     relevant = [s for s in scored if s.overlap > 0]
     if not relevant:
         relevant = [s for s in scored if s.passage == 0]
