@@ -382,7 +382,8 @@ class KnowledgeBase:
     ) -> list[Passage]:
         """The `k` passages that best answer `query`, best first. `mode`: "vector" (by
         meaning), "lexical" (BM25 over words, ids and codes) or "hybrid" (both, fused by
-        reciprocal rank). `where`: only chunks of these sources (`{"source": path}`) or
+        reciprocal rank, with chunks holding an id or code of the query verbatim as a
+        third list). `where`: only chunks of these sources (`{"source": path}`) or
         under a heading (`{"heading": title}`; a list of values accepts any)."""
         if mode not in ("vector", "lexical", "hybrid"):
             raise ValueError(f"unknown search mode {mode!r}: vector, lexical or hybrid")
@@ -399,6 +400,8 @@ class KnowledgeBase:
             lists.append(await self._vector_hits(index, text, pool, filters))
         if mode in ("lexical", "hybrid"):
             lists.append(await asyncio.to_thread(_lexical_hits, index, text, pool, filters))
+        if mode == "hybrid":  # a third list: chunks holding the query's ids verbatim
+            lists.append(await asyncio.to_thread(_lexical_hits, index, text, pool, filters, True))
         ranked = _fuse(lists)[:k] if mode == "hybrid" else lists[0][:k]
         manifest = self._need_manifest()
         rows = await asyncio.to_thread(manifest.lookup, [i for i, _ in ranked])
@@ -456,7 +459,8 @@ class KnowledgeBase:
         )
 
     async def stats(self) -> dict[str, Any]:
-        """Name, where, files and chunks indexed, the encoder, the chunking budget."""
+        """Name, where, files and chunks indexed (and points in Qdrant: the same number
+        unless an ingestion was interrupted), the encoder, the chunking budget."""
         await self._open(create=False)
         files, chunks = await asyncio.to_thread(self._need_manifest().count)
         return {
@@ -465,6 +469,7 @@ class KnowledgeBase:
             "mode": "local" if self._store.local else "server",
             "files": files,
             "chunks": chunks,
+            "points": await self._store.count(),
             "encoder": self.encoder.name,
             "chunk_tokens": self.chunk_tokens,
             "overlap_tokens": self.overlap_tokens,
@@ -611,9 +616,12 @@ def _source_name(source: str | Path) -> str:
 
 
 def _lexical_hits(
-    index: _Index, text: str, k: int, where: Mapping[str, list[str]]
+    index: _Index, text: str, k: int, where: Mapping[str, list[str]], codes: bool = False
 ) -> list[tuple[str, float]]:
-    scores = index.lexical.scores(text)
+    """BM25 hits for `text`, or (`codes`) for its ids and codes alone. Fused as a list of
+    its own, the exact-id list lets a chunk that holds `ORD-202607-99` verbatim outrank one
+    that is merely similar in meaning and full of neighbouring ids."""
+    scores = index.lexical.code_scores(text) if codes else index.lexical.scores(text)
     if scores is None:
         return []
     hits = top(scores, k, index.catalog.mask(where), 0.0)
