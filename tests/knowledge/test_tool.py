@@ -21,6 +21,7 @@ from baton.core.payload import REFERENCES_HEADING
 from baton.knowledge import KnowledgeBase
 from baton.knowledge.tool import MAX_QUERY_CHARS, verify_tool
 from baton.models.base import estimate_tokens
+from baton.routing.encoders import Encoder
 from baton.runtime.control import PENDING
 
 S = ScriptedModel
@@ -30,7 +31,7 @@ CITATION_KEYS = {"kb", "source", "heading", "start", "end", "chunk_id", "sha256"
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def folder(tmp_path_factory: pytest.TempPathFactory, encoder: Encoder) -> Iterator[Path]:
     """The example's refund policies plus a poisoned page, ingested once for the module."""
     root = tmp_path_factory.mktemp("kb")
     docs = root / "docs"
@@ -43,7 +44,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     )
 
     async def ingest() -> None:
-        async with KnowledgeBase("refunds", path=root / "index") as kb:
+        async with KnowledgeBase("refunds", path=root / "index", encoder=encoder) as kb:
             await kb.ingest(docs, progress=False)
 
     asyncio.run(ingest())
@@ -51,8 +52,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture
-async def kb(folder: Path) -> Any:
-    async with KnowledgeBase("refunds", path=folder / "index") as kb:
+async def kb(folder: Path, encoder: Encoder) -> Any:
+    async with KnowledgeBase("refunds", path=folder / "index", encoder=encoder) as kb:
         yield kb
 
 
