@@ -36,6 +36,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/notifications.md",
         "docs/memory.md",
         "docs/knowledge.md",
+        "docs/retrieval.md",
     ],
 )
 def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

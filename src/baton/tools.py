@@ -38,6 +38,9 @@ DEFAULT_MAX_RESULT_CHARS = 1500
 Isolation = Literal["thread", "process"]
 """Where a sync tool runs: a pool thread (default) or a child process killed on timeout."""
 
+Citer = Callable[[Any], Sequence[Mapping[str, Any]]]
+"""A tool's `cites`: the citations (JSON objects) in a value the tool returned."""
+
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 
 
@@ -242,6 +245,8 @@ class Tool:
         isolation: Isolation = "thread",
         compress: CompressLike = None,
         reuse: bool = True,
+        quoted: bool = False,
+        cites: Citer | None = None,
     ) -> None:
         if not callable(fn):
             named = f"tool {name!r}: " if name else ""
@@ -287,6 +292,17 @@ class Tool:
             raise ConfigError(f"tool {self.name!r}: reuse takes True or False, not {reuse!r}")
         self.reuse = reuse
         """Answer an identical call in the same turn from the first result (True)."""
+        if not isinstance(quoted, bool) or (cites is not None and not callable(cites)):
+            raise ConfigError(
+                f"tool {self.name!r}: quoted takes True or False and cites a function "
+                "(the returned value -> its citations)"
+            )
+        self.quoted = quoted
+        """Its results are quoted data (retrieved passages, fetched pages): never the source of
+        a verified fact, not even as a whole field (`baton.runtime.provenance`)."""
+        self.cites: Citer | None = cites
+        """The citations in a value the tool returned; the kernel collects them into the run
+        and the hand-off payload (`HandoffPayload.citations`), never from a model's words."""
         self.is_async = inspect.iscoroutinefunction(_annotated(fn))
         if isolation not in ("thread", "process"):
             raise ConfigError(
@@ -521,6 +537,8 @@ def tool(
     isolation: Isolation = "thread",
     compress: CompressLike = None,
     reuse: bool = True,
+    quoted: bool = False,
+    cites: Citer | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -541,6 +559,8 @@ def tool(
     isolation: Isolation = "thread",
     compress: CompressLike = None,
     reuse: bool = True,
+    quoted: bool = False,
+    cites: Citer | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a function: `@tool` or `@tool(scopes=[...], timeout_s=5)`.
 
@@ -561,6 +581,10 @@ def tool(
     `reuse`: an identical call (same arguments) by the same agent in the same turn is answered
     from the first successful result, not run again (default True: a repeated identical call
     in one turn is almost always a loop); False runs every call (a tool meant to act twice).
+    `quoted`: its results are quoted data (a search, a fetched page): nothing in them becomes
+    a verified fact of a hand-off's state.
+    `cites`: a function from the returned value to its citations (JSON objects); the kernel
+    collects them for the hand-off payload (`HandoffPayload.citations`).
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
@@ -579,6 +603,8 @@ def tool(
             isolation=isolation,
             compress=compress,
             reuse=reuse,
+            quoted=quoted,
+            cites=cites,
         )
 
     if fn is not None:

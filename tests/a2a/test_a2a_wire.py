@@ -108,3 +108,20 @@ def test_a_malformed_handoff_part_is_refused_naming_the_problem(data, why):
 @pytest.mark.parametrize("traceparent", ["", "00-" + "0" * 32 + "-00f067aa0ba902b7-01", "junk", 7])
 def test_a_malformed_traceparent_starts_a_new_trace(traceparent):
     assert wire.trace_id_of(traceparent) is None
+
+
+def test_the_citations_of_a_handoff_cross_unchanged():
+    cited = {
+        "kb": "refunds",
+        "source": "examples/policies/refunds/refunds-zh.md",
+        "heading": "退款规则（中文） > POL-RF-006 退款到账时间",
+        "start": 113,
+        "end": 402,
+        "chunk_id": "refunds-7f3a",
+        "sha256": "0" * 64,
+    }
+    sent = _payload("退款多久到账", {}).model_copy(update={"citations": [cited]})
+    message = wire.handoff_message("退款", message_id="m", context_id="c", payload=sent)
+    got = wire.read_message(Message.FromString(message.SerializeToString()))
+    assert got.payload == sent
+    assert type(got.payload.citations[0]["start"]) is int  # not protobuf's double

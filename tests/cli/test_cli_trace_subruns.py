@@ -51,7 +51,8 @@ def ticket(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, int]:
     url = f"sqlite:///{tmp_path_factory.mktemp('tickets')}/t.db"
 
     async def go() -> tuple[str, int]:
-        flow = build_ticket_workflow(ScriptedModel(ticket_policy))
+        kbs = tmp_path_factory.mktemp("kbs")
+        flow = build_ticket_workflow(ScriptedModel(ticket_policy), kb_dir=kbs)
         flow.use_store(SQLiteStore(url))
         try:
             result = await flow.run(TICKET, session_id="T1")
@@ -79,7 +80,11 @@ def test_the_tree_counts_one_run_and_nests_stages_and_workers(runner, ticket):
         assert turn == call + 1 and indent(lines[turn]) == indent(lines[call]) + 4, out
     # both knowledge bases under the retrieval stage's calls, one level deeper again
     retrieve = line_of(lines, r"retrieve  hop 0  asked by tickets")
-    for kb, tool_name in (("orders_kb", "lookup_order"), ("policy_kb", "search_policy")):
+    for kb, tool_name in (
+        ("orders_kb", "lookup_order"),
+        ("refunds_kb", "search_refunds"),
+        ("accounts_kb", "search_accounts"),
+    ):
         call = line_of(lines, rf"tool call  ask_{kb} ok", retrieve)
         assert indent(lines[call]) == indent(lines[retrieve]) + 4
         assert re.search(
@@ -89,7 +94,7 @@ def test_the_tree_counts_one_run_and_nests_stages_and_workers(runner, ticket):
         step = line_of(lines, rf"tool call  {tool_name} ok", call)
         assert indent(lines[step]) == indent(lines[call + 1]) + 4
     draft = line_of(lines, r"tool call  ask_draft ok")
-    assert draft > line_of(lines, r"search_policy ok")  # the stages in order
+    assert draft > line_of(lines, r"search_accounts ok")  # the stages in order
 
 
 def test_the_conductors_turn_shows_as_a_conductor_not_a_model(runner, ticket):
@@ -127,8 +132,8 @@ def test_the_json_tree_has_subruns_on_the_calls(runner, ticket):
         for s in retrieve["turns"][0]["steps"]
         if s["subruns"]
     }
-    assert sorted(workers) == ["ask_orders_kb", "ask_policy_kb"]
-    orders, policy = workers["ask_orders_kb"], workers["ask_policy_kb"]
+    assert sorted(workers) == ["ask_accounts_kb", "ask_orders_kb", "ask_refunds_kb"]
+    orders, policy = workers["ask_orders_kb"], workers["ask_accounts_kb"]
     assert orders["message"] == "What is the state of order ORD-202608-17?"
     assert orders["parent_run_id"] == policy["parent_run_id"] == retrieve["run_id"]
     assert orders["start"] < policy["end"] and policy["start"] < orders["end"]  # in parallel
@@ -136,7 +141,7 @@ def test_the_json_tree_has_subruns_on_the_calls(runner, ticket):
     assert kinds == ["model_call", "tool_call", "state", "model_call"]
     # a sub-run's tokens include its own sub-runs', as the kernel counts them
     own = sum(s["input_tokens"] or 0 for s in retrieve["turns"][0]["steps"])
-    assert retrieve["input_tokens"] == own + orders["input_tokens"] + policy["input_tokens"]
+    assert retrieve["input_tokens"] == own + sum(w["input_tokens"] for w in workers.values())
 
 
 def test_the_timeline_and_the_table_indent_the_subruns(runner, ticket):
@@ -144,12 +149,12 @@ def test_the_timeline_and_the_table_indent_the_subruns(runner, ticket):
     timeline = trace(runner, url, session, "--view", "timeline").splitlines()
     rows = {
         agent: line_of(timeline, rf"^\s*[\d.]+\s+{agent}\s+turn ")
-        for agent in ("tickets", "retrieve", "orders_kb", "policy_kb")
+        for agent in ("tickets", "retrieve", "orders_kb", "accounts_kb")
     }
     col = {a: timeline[i].index(a) for a, i in rows.items()}
-    assert col["tickets"] < col["retrieve"] < col["orders_kb"] == col["policy_kb"]
-    # the two knowledge bases run in parallel: either may start first
-    assert rows["retrieve"] < min(rows["orders_kb"], rows["policy_kb"])
+    assert col["tickets"] < col["retrieve"] < col["orders_kb"] == col["accounts_kb"]
+    # the workers run in parallel: any may start first
+    assert rows["retrieve"] < min(rows["orders_kb"], rows["accounts_kb"])
     assert sum("timeline · " in x for x in timeline) == 1
 
     table = trace(runner, url, session, "--view", "table").splitlines()
@@ -158,7 +163,7 @@ def test_the_timeline_and_the_table_indent_the_subruns(runner, ticket):
         agent: table[line_of(table, rf"\s{agent}\s+tool call\s+{tool} ok")].index(f" {agent} ")
         for agent, tool in (
             ("tickets", "ask_retrieve"),
-            ("retrieve", "ask_policy_kb"),
+            ("retrieve", "ask_accounts_kb"),
             ("orders_kb", "lookup_order"),
         )
     }
@@ -171,10 +176,11 @@ def test_mermaid_asks_the_workers_and_gets_their_answers(runner, ticket):
     ids = dict(re.findall(r"participant (A\d+) as (\S+)", out))
     pid = {name: p for p, name in ids.items()}
     assert sorted(pid) == [
+        "accounts_kb",
         "classify",
         "draft",
         "orders_kb",
-        "policy_kb",
+        "refunds_kb",
         "retrieve",
         "review",
         "tickets",
@@ -184,9 +190,9 @@ def test_mermaid_asks_the_workers_and_gets_their_answers(runner, ticket):
     assert f"{pid['tickets']}->>{r}: ask: " in out
     assert f"{r}->>{o}: ask: What is the state of order ORD-202608-17?" in out
     assert re.search(rf"{o}-->>{r}: answer: .*ORD-202608-17", out)
-    assert re.search(rf"{pid['policy_kb']}-->>{r}: answer: Invoices are issued", out)
-    assert re.search(r"^    par ask_(orders|policy)_kb$", out, re.M)
-    assert re.search(r"^    and ask_(orders|policy)_kb$", out, re.M)
+    assert re.search(rf"{pid['accounts_kb']}-->>{r}: answer: .*Invoices are issued", out)
+    assert re.search(r"^    par ask_(orders|accounts|refunds)_kb$", out, re.M)
+    assert len(re.findall(r"^    and ask_(orders|accounts|refunds)_kb$", out, re.M)) == 2
     assert f"{o}->>{o}: tool lookup_order ok" in out
 
 

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from baton.knowledge.errors import DocumentError, KnowledgeBaseError
     from baton.knowledge.kb import KnowledgeBase
     from baton.knowledge.passages import Citation, IngestReport, Passage
+    from baton.knowledge.tool import verify_tool
 
 __all__ = [
     "Citation",
@@ -18,6 +19,7 @@ __all__ = [
     "KnowledgeBase",
     "KnowledgeBaseError",
     "Passage",
+    "verify_tool",
 ]
 
 _WHERE = {
@@ -27,6 +29,7 @@ _WHERE = {
     "Passage": "passages",
     "KnowledgeBaseError": "errors",
     "DocumentError": "errors",
+    "verify_tool": "tool",
 }
 
 

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from baton.tools import Tool
+
 Mode = Literal["vector", "lexical", "hybrid"]
 
 DEFAULT_ROOT = ".baton/kb"
@@ -533,6 +535,44 @@ class KnowledgeBase(SyncFaces):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+    # ------------------------------------------------------------------ as tools
+    def as_tool(
+        self,
+        name: str,
+        description: str,
+        *,
+        k: int = 4,
+        budget_tokens: int = 400,
+        mode: Mode = "hybrid",
+    ) -> Tool:
+        """A tool that searches this knowledge base and answers with the facts of its top
+        `k` passages, each with its citation, within `budget_tokens`
+        (`baton.knowledge.tool.search_tool`)."""
+        from baton.knowledge.tool import search_tool
+
+        return search_tool(self, name, description, k=k, budget_tokens=budget_tokens, mode=mode)
+
+    async def chunk(self, chunk_id: str) -> Passage | None:
+        """The stored passage with this id (score 0), or None when there is none."""
+        await self._open(create=False)
+        try:
+            payload = await self._store.payload(chunk_id)
+        except Exception:  # not a valid point id: it cannot exist
+            return None
+        if payload is None:
+            return None
+        return Passage(
+            id=chunk_id,
+            kb=self.name,
+            text=str(payload.get("text", "")),
+            source=str(payload.get("source", "")),
+            heading=[str(h) for h in payload.get("heading") or []],
+            start=int(payload.get("start", 0)),
+            end=int(payload.get("end", 0)),
+            score=0.0,
+            sha256=str(payload.get("sha256", "")),
+        )
 
 
 def _sha(text: str) -> str:

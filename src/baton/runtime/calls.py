@@ -21,6 +21,7 @@ from baton.handoff import handoff_target
 from baton.runtime.approval import request_approval
 from baton.runtime.arguments import finite_error, non_finite, validated
 from baton.runtime.at_rest import lost_arguments, not_kept
+from baton.runtime.citations import collect
 from baton.runtime.compress import (
     MARK,
     Compressed,
@@ -476,6 +477,8 @@ async def run_tool(kernel: Kernel, call: Call) -> Handled:
             and (red is None or (red.key_label(key) is None and red.redact_value(v) is v))
         }
         kernel.set_state(run, slots, name, "tool", done.id, tool=tool.name, origin="tool")
+        if tool.cites is not None:  # from the value the tool returned, not the model's text
+            collect(run, tool, out.value)
     if fatal:
         return content, Failed(error or "")
     if ok and (plan.agent.compress_results is not None or tool.compress):

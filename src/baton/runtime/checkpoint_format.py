@@ -21,7 +21,7 @@ from typing import Any
 
 from baton.core.errors import NewerCheckpoint
 
-FORMAT = 3
+FORMAT = 4
 """The format `RunState.to_json` writes.
 
 1. Every container in full.
@@ -34,6 +34,8 @@ FORMAT = 3
    and `committed` (`baton.runtime.state.Committed`) counts the rest, with the first and last
    ids, for a resumed run to read back from the store. Committed messages stay whole where
    the store keeps them masked and the checkpoint does not (a sealed checkpoint).
+4. A run (and each sub-run) keeps the citations its citing tools returned (`citations`) and
+   those a pipeline stage was given (`cited_in`); a Baton that knows neither would drop them.
 """
 
 Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
@@ -61,7 +63,12 @@ def _nothing_named(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-UPGRADES: dict[int, Upgrade] = {1: _named_steps, 2: _nothing_named}
+def _no_citations(data: dict[str, Any]) -> dict[str, Any]:
+    """3 -> 4: a format-3 run cited nothing the kernel kept; both lists default to empty."""
+    return data
+
+
+UPGRADES: dict[int, Upgrade] = {1: _named_steps, 2: _nothing_named, 3: _no_citations}
 """`UPGRADES[n]` turns format `n` data into format `n + 1` data."""
 
 _STAMP = f'{{"format":{FORMAT},'

@@ -14,7 +14,7 @@ from typing import Any
 from baton.agents import Agent
 from baton.core.jsontext import to_line
 from baton.core.messages import Message
-from baton.core.payload import HandoffPayload
+from baton.core.payload import HandoffPayload, references
 from baton.core.policies import ContextPolicy
 from baton.runtime.control import RESERVED
 from baton.runtime.handles import masked_facts
@@ -54,12 +54,14 @@ def system_prompt(
     redactor: Redactor | None = None,
     earlier: str | None = None,
     recalled: str | None = None,
+    cited_in: list[dict[str, Any]] | None = None,
 ) -> str:
     """Instructions + rendered payload + known slots + the user's other needs, when some wait
     (+ the JSON shape of a typed answer) + what the team's memory recalled for this turn (quoted
     data, `baton.runtime.recall`). A secret slot is shown as its handle
     (`baton.runtime.handles`), never as its value. `earlier`: what the view says about the
-    turns before the loaded window, with the session's notes of them (`baton.runtime.rolling`)."""
+    turns before the loaded window, with the session's notes of them (`baton.runtime.rolling`).
+    `cited_in`: the references a pipeline stage was given by the stages before it (quoted)."""
     parts = [agent.instructions or f"You are {agent.name}."]
     if earlier is not None:
         parts.append(earlier)
@@ -72,6 +74,8 @@ def system_prompt(
                 }
             )
         parts.append(incoming.render())
+    elif cited_in:  # a payload shows its own; a pipeline stage has none
+        parts.append("\n".join(references(cited_in)))
     shown = visible_state(agent, state)
     if shown:
         parts.append("Known facts: " + to_line(masked_facts(redactor, shown)))

@@ -3,7 +3,8 @@
 A supervisor's model sees one `ask_<worker>(question, context)` tool per worker. Each call runs
 the worker's turn as a sub-run (`RunState.subrun`): the worker sees its instructions and the
 question alone — never the conversation, nor the other workers — may use its own tools, and
-its answer comes back as the call's result. The supervisor stays responsible: it reads the
+its answer comes back as the call's result, with what its citing tools cited
+(`baton.runtime.citations`). The supervisor stays responsible: it reads the
 answers and answers the user or asks again. Several `ask_*` calls of one response run in
 parallel (at most `max_parallel` at a time). A sub-run's events carry `parent_run_id` and
 `parent_call_id`; its progress is saved in its parent's checkpoint (`PendingCall.sub`), so a
@@ -24,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from baton.agents import Agent
 from baton.core.messages import ToolSpec, Usage
 from baton.runtime.calls import called
+from baton.runtime.citations import merged
 from baton.runtime.kernel import sub_runs
 from baton.runtime.outcomes import Answered, Failed, Paused, ToHuman, Tripped
 from baton.runtime.state import PendingCall, RunState, TurnState
@@ -77,6 +79,10 @@ class Ask:
     timeouts: Mapping[str, float] = field(default_factory=dict)
     """Worker -> seconds its sub-run may take; past it the call is answered with a timeout
     error (the worker's unfinished work is dropped)."""
+    carries: frozenset[str] = frozenset()
+    """Askers whose run's citations go with the question into the sub-run, shown in its view
+    (a pipeline's conductor: each stage sees what the stages before it cited). A supervisor's
+    workers see none: each sees only its question."""
 
     async def __call__(self, kernel: Kernel, call: Call) -> Handled:
         """Run (or continue) the worker's sub-run for one call."""
@@ -106,6 +112,8 @@ class Ask:
             if args.context:
                 question = f"{question}\n\nContext: {args.context}"
             child = pending.sub = run.subrun(worker, question, pending.call.id)
+            if turn.agent in self.carries and run.citations:
+                child.citations = child.cited_in = list(run.citations)
             child.turn = subs.new_turn(
                 child, worker, None, child.user_msg_id, f"asked by {turn.agent}"
             )
@@ -130,6 +138,7 @@ class Ask:
         _merge_usage(run, child)
         pending.sub = None  # answered: nothing of it needs saving any more
         if isinstance(outcome, Answered):  # a worker with an `output_type` answers data
+            run.citations = merged(run.citations, child.citations)  # what it cited comes back
             answer = child.final if child.final is not None else outcome.text
             content = json.dumps({"worker": worker, "answer": answer}, ensure_ascii=False)
             return self._done(subs, run, turn, pending, started, content, None)

@@ -54,6 +54,7 @@ async def escalate(kernel: Kernel, run: RunState, reason: str, to_human: bool) -
         hop=run.hop + 1,
         path=list(run.path),
         history_ref=run.session.session_id,
+        citations=list(run.citations),
     )
     if kernel.cfg.redactor is not None:
         payload = kernel.cfg.redactor.redact_value(payload)

@@ -1,8 +1,8 @@
 """Accepting a hand-off: one short function over named steps.
 
-permitted -> within size -> validated -> grounded -> secret handles resolved -> proven ->
-entities merged -> refusal / re-route -> loop guards -> approved -> duplicate lock -> summary
--> redaction -> recorded. The kernel's own hand-on to the user's next need
+permitted -> within size -> validated (with the run's citations) -> grounded -> secret handles
+resolved -> proven -> entities merged -> refusal / re-route -> loop guards -> approved ->
+duplicate lock -> summary -> redaction -> recorded. The kernel's own hand-on to the user's next need
 (`baton.runtime.pending`) takes the same steps but the refusal count. The
 steps before the approval gate run again when a paused hand-off resumes, so they record nothing
 a second time that matters (a refusal counts once per call). Each step either passes the payload
@@ -25,6 +25,7 @@ from baton.core.payload import HandoffArgs, HandoffPayload
 from baton.handoff import TRANSFER_BACK
 from baton.models.base import ModelResponse
 from baton.runtime.approval import request_approval
+from baton.runtime.citations import merged
 from baton.runtime.context import visible_state
 from baton.runtime.control import SlotSource, provenance, verified_state
 from baton.runtime.entities import missing_entities
@@ -84,6 +85,7 @@ async def accept(
         permitted(plan, target, back)
         within_size(kernel, pending)
         payload = validated(run, source, target, pending.args or {})
+        payload = cited(run, turn, payload)
         if target == HUMAN:
             why = f"{source} asked for a human: {payload.reason}"
             return error_content(why), ToHuman(why)
@@ -158,6 +160,14 @@ def validated(run: RunState, source: str, target: str, args: dict[str, Any]) -> 
             f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}" for e in exc.errors()
         )
         raise Refused(f"invalid payload ({detail}); reason and objective are required") from None
+
+
+def cited(run: RunState, turn: TurnState, payload: HandoffPayload) -> HandoffPayload:
+    """The citations the source received and those its run's citing tools returned
+    (`baton.runtime.citations`): the kernel's, never the model's."""
+    held = turn.incoming.citations if turn.incoming is not None else []
+    found = merged(held, run.citations)
+    return payload.model_copy(update={"citations": found}) if found else payload
 
 
 def with_secrets(
@@ -255,14 +265,16 @@ def proven(
 
 def _tool_result(kernel: Kernel) -> Callable[[Message], bool]:
     """Whether a tool message is a result one of the team's tools returned: not a hand-off's
-    or a built-in's answer, nor an error (a kernel refusal quotes the model's arguments)."""
+    or a built-in's answer, nor an error (a kernel refusal quotes the model's arguments), nor
+    a `quoted` tool's (a retrieved passage or fetched page)."""
     plans = kernel.plans
 
     def returned(message: Message) -> bool:
         plan = plans.get(message.agent) if message.agent is not None else None
+        tool = plan.tools.get(message.name or "") if plan is not None else None
         return (
-            plan is not None
-            and message.name in plan.tools
+            tool is not None
+            and not tool.quoted  # retrieved text is quoted data: it proves nothing
             and not (message.content or "").startswith(_FAILED)
         )
 

@@ -36,6 +36,9 @@ class RunResult(Data):
     """Agents that held the baton."""
     handoffs: list[HandoffPayload] = field(default_factory=list)
     """Accepted hand-offs."""
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    """What the run's citing tools cited (`Tool.cites`, e.g. a knowledge base's search), its
+    workers' and stages' included: the kernel's record, not a model's."""
     usage: dict[str, Usage] = field(default_factory=dict)
     """Tokens per agent (summaries a source's model wrote count for that agent)."""
     usage_by_handoff: list[HandoffUsage] = field(default_factory=list)

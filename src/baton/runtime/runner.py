@@ -381,6 +381,7 @@ class Runner:
                 self.cfg.redactor,
                 self.earlier_note(run, turn, plan),
                 recalled,
+                run.cited_in,
             ),
             agent=agent.name,
         )
@@ -627,6 +628,7 @@ class Runner:
             output=output,
             path=run.path,
             handoffs=run.handoffs,
+            citations=run.citations,
             usage=run.usage,
             usage_by_handoff=run.handoff_usage,
             trace_id=run.trace_id,

@@ -257,6 +257,11 @@ class RunState:
     """Model calls begun in this run, re-asks included (`Guards.max_model_calls_per_run`)."""
     delegations: int = 0
     """Workers asked in this run (`Supervisor(max_delegations=...)`)."""
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    """What citing tools returned in this run and its finished sub-runs, with those it was
+    given (`baton.runtime.citations`): kernel-filled, carried by its hand-offs."""
+    cited_in: list[dict[str, Any]] = field(default_factory=list)
+    """The citations a pipeline stage was given by the stages before it, shown in its view."""
     cost: float = 0.0
     """What its model calls cost by `Guards.token_prices` (`Guards.max_cost_per_run`)."""
     handoff_usage: list[HandoffUsage] = field(default_factory=list)
@@ -416,6 +421,8 @@ class RunState:
             messages=list(self.messages),
             path=list(self.path),
             handoffs=list(self.handoffs),
+            citations=list(self.citations),
+            cited_in=list(self.cited_in),
             refused=list(self.refused),
             guardrails=list(self.guardrails),
             screened=list(self.screened),

@@ -6,8 +6,11 @@ signature). The order is the pipeline's, not a model's: the lead is a conductor
 (`baton.runtime.conduct`) that calls the next stage with the previous stage's output. A stage
 that fails is tried again (`retries`, default 1) with the failure fed back to an agent stage;
 a stage that still fails ends the run `failed`, naming the stage and the reason. Stage
-timeouts: `timeouts={"stage": seconds}`. The run's events, checkpoints (a resumed run never
-runs a finished stage again), approvals and `RunResult` are the kernel's as on a `Team`.
+timeouts: `timeouts={"stage": seconds}`. What a stage's citing tools cited (a knowledge base's
+search) reaches every later stage, shown in its view as quoted references
+(`baton.runtime.citations`), since stages pass text, not a hand-off payload. The run's events,
+checkpoints (a resumed run never runs a finished stage again), approvals and `RunResult` are
+the kernel's as on a `Team`.
 """
 
 from __future__ import annotations
@@ -116,7 +119,8 @@ class Pipeline(Team):
             a.name: (timeouts or {})[a.name] for a in agents if a.name in (timeouts or {})
         }
         asks = len(agents) * (retries + 1) + sum(t.max_delegations for t in teams)
-        handler = Ask(max_delegations=asks, timeouts=per_worker)
+        # each stage sees what the stages before it cited (`RunState.cited_in`)
+        handler = Ask(max_delegations=asks, timeouts=per_worker, carries=frozenset({name}))
         parallel = max([1, *(t.max_parallel for t in teams)])
         blueprint = delegation(name, agents, parallel, handler, "pipeline")
         for sup in teams:  # a supervisor stage asks its workers as it would on its own
