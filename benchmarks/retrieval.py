@@ -16,7 +16,7 @@
 3. **Ingestion speed.** A real part of the manual is ingested into a fresh knowledge base with
    the encoder uncached: chunks per second from file to searchable index, encoding included.
 4. **Latency at scale.** A second knowledge base is padded to `--scale` chunks (the policies,
-   the manual, its reStructuredText sources, then the manual again under other source paths;
+   the manual (HTML and reStructuredText sources), then the manual again under other paths;
    see `retrieval_corpus.py`) and every question is searched in each mode with the encoder
    uncached (query encoding is part of the latency). p50 and p99 per mode.
 5. **Memory.** A scripted multi-session scenario on `baton.memory.Memory`

@@ -1,10 +1,11 @@
 """The corpus of the retrieval benchmark: the τ² policies (the needles) and Debian's Python
 documentation (the haystack), and the padding that brings a knowledge base to 100k chunks.
 
-Nothing is copied out of the workload or the documentation: the padding re-ingests the same
-Python documentation under other source paths through folders of symbolic links, and adds
-its reStructuredText sources (`_sources/*.rst.txt`: the same manual as plain text, so other
-chunk texts and other vectors).
+The haystack is the manual as the `python3-doc` package ships it: the HTML pages and their
+reStructuredText sources (`_sources/*.rst.txt`, the same manual as plain text, so other
+chunk texts and other vectors). Nothing is copied out of the workload or the documentation:
+the padding re-ingests the same files under other source paths through folders of symbolic
+links (same texts, so the encoder's cache answers and the index grows at no encoding cost).
 """
 
 from __future__ import annotations
@@ -72,9 +73,11 @@ def policy_files(tau2: Path, documents: list[str]) -> list[Path]:
 
 
 def pydoc_parts(html: Path, quick: bool) -> list[Path]:
-    """The folders of the manual to ingest (`--quick`: the tutorial only)."""
+    """The folders of the manual to ingest, HTML then reStructuredText sources (`--quick`:
+    the tutorial only)."""
     names = QUICK_FOLDERS if quick else PYDOC_FOLDERS
-    return [html / n for n in names if (html / n).is_dir()]
+    pages = [html / n for n in names if (html / n).is_dir()]
+    return pages + [html / "_sources" / n for n in names if (html / "_sources" / n).is_dir()]
 
 
 def _link_tree(source: Path, dest: Path, suffixes: tuple[str, ...]) -> Path:
@@ -97,14 +100,10 @@ def _link_tree(source: Path, dest: Path, suffixes: tuple[str, ...]) -> Path:
 
 def padding(html: Path, work: Path, parts: list[Path]) -> Iterator[Path]:
     """Folders to ingest after the corpus until a knowledge base is big enough: the manual's
-    reStructuredText sources first, then the HTML parts again under `copy-N/` prefixes."""
-    sources = html / "_sources"
-    if sources.is_dir():
-        for part in parts:
-            if (sources / part.name).is_dir():
-                yield _link_tree(sources / part.name, work / "rst" / part.name, (".txt",))
+    parts again, under `copy-N/` prefixes."""
     n = 1
     while True:
         for part in parts:
-            yield _link_tree(part, work / f"copy-{n}" / part.name, (".html",))
+            name = str(part.relative_to(html))
+            yield _link_tree(part, work / f"copy-{n}" / name, (".html", ".txt"))
         n += 1
