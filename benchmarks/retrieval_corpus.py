@@ -4,13 +4,15 @@ documentation (the haystack), and the padding that brings a knowledge base to 10
 The haystack is the manual as the `python3-doc` package ships it: the HTML pages and their
 reStructuredText sources (`_sources/*.rst.txt`, the same manual as plain text, so other
 chunk texts and other vectors). Nothing is copied out of the workload or the documentation:
-the padding re-ingests the same files under other source paths through folders of symbolic
-links (same texts, so the encoder's cache answers and the index grows at no encoding cost).
+the corpus is ingested through a folder of symbolic links, and the padding re-ingests the
+same files under other source paths the same way (same texts, so the encoder's cache answers
+and the index grows at no encoding cost).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +38,8 @@ PYDOC_FOLDERS = (
 """The manual's parts that are ingested (the generated indexes, search page and static files
 are not: they are navigation, not text)."""
 QUICK_FOLDERS = ("tutorial",)
+SUFFIXES = (".html", ".txt")
+"""The manual's pages and their reStructuredText sources (`*.rst.txt`)."""
 INSTALL_HINT = (
     "run scripts/install_python_doc.sh (Debian/Ubuntu: apt-get install python3-doc), or pass "
     "--python-doc DIR with the HTML folder of the Python documentation"
@@ -80,30 +84,48 @@ def pydoc_parts(html: Path, quick: bool) -> list[Path]:
     return pages + [html / "_sources" / n for n in names if (html / "_sources" / n).is_dir()]
 
 
-def _link_tree(source: Path, dest: Path, suffixes: tuple[str, ...]) -> Path:
-    """`dest` mirrors `source`'s files with `suffixes` as symbolic links (made once)."""
-    if dest.is_dir():
-        return dest
-    partial = dest.with_name(dest.name + ".partial")
-    for root, _dirs, files in os.walk(source, followlinks=True):
-        for name in files:
-            if name.endswith(suffixes):
-                target = Path(root, name)
-                link = partial / target.relative_to(source)
-                link.parent.mkdir(parents=True, exist_ok=True)
-                if not link.is_symlink():
-                    link.symlink_to(target.resolve())
-    partial.mkdir(parents=True, exist_ok=True)
-    partial.rename(dest)  # a half-made tree is never taken for a whole one
-    return dest
+def _link(target: Path, link: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target.resolve())
 
 
-def padding(html: Path, work: Path, parts: list[Path]) -> Iterator[Path]:
-    """Folders to ingest after the corpus until a knowledge base is big enough: the manual's
-    parts again, under `copy-N/` prefixes."""
+def _fresh(folder: Path) -> Path:
+    """An empty `folder` (whatever was there is removed: it holds links only)."""
+    if folder.is_symlink() or folder.is_file():
+        folder.unlink()
+    elif folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def stage(work: Path, policies: dict[str, Path], html: Path, parts: list[Path]) -> Path:
+    """`work/haystack`: the corpus as one folder of symbolic links, so that one `ingest`
+    call indexes it (the index is rebuilt once, not once per folder): `tau2/<doc>` for each
+    policy, `python-doc/<path in the manual>` for each file of `parts`. Source names are
+    stable from run to run, so a re-run finds every file unchanged."""
+    root = _fresh(work / "haystack")
+    for doc, path in policies.items():
+        _link(path, root / "tau2" / doc)
+    for part in parts:
+        for root_dir, _dirs, files in os.walk(part, followlinks=True):
+            for name in files:
+                if name.endswith(SUFFIXES):
+                    target = Path(root_dir, name)
+                    _link(target, root / "python-doc" / target.relative_to(html))
+    return root
+
+
+def padding(work: Path, haystack: Path) -> Iterator[Path]:
+    """Folders to ingest after the haystack until a knowledge base is big enough: the
+    haystack's Python manual again, under `padding/copy-N/` (same texts, other sources)."""
+    manual = haystack / "python-doc"
     n = 1
     while True:
-        for part in parts:
-            name = str(part.relative_to(html))
-            yield _link_tree(part, work / f"copy-{n}" / name, (".html", ".txt"))
+        copy = _fresh(work / "padding" / f"copy-{n}")
+        for root_dir, _dirs, files in os.walk(manual):
+            for name in files:
+                link = Path(root_dir, name)
+                _link(link, copy / link.relative_to(manual))
+        yield copy
         n += 1
