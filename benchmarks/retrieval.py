@@ -131,7 +131,7 @@ async def build(
     """Open (or create) a knowledge base in `folder` and ingest `paths` into it."""
     from baton.knowledge import KnowledgeBase
 
-    kb = KnowledgeBase(name, path=folder, encoder=encoder, **chunking)
+    kb = KnowledgeBase(name, path=folder, encoder=encoder, **_chunking(chunking))
     misses = getattr(encoder, "misses", 0)
     started = time.perf_counter()
     reports = await ingest_all(kb, paths, progress)
@@ -266,6 +266,11 @@ async def scale_latency(
     return {"chunks": chunks, "padding": added, "build_s": made.seconds + pad_s, **timed}
 
 
+def _chunking(chunking: dict[str, int]) -> dict[str, Any]:
+    """`KnowledgeBase` keyword arguments of a chunking setting."""
+    return {"chunk_tokens": chunking["chunk_tokens"], "overlap_tokens": chunking["overlap_tokens"]}
+
+
 def _suffix(chunking: dict[str, int]) -> str:
     """A folder suffix per chunking setting: another setting is another index."""
     return f"{chunking['chunk_tokens']}-{chunking['overlap_tokens']}"
@@ -278,7 +283,7 @@ async def timed_search(
     uncached (so every query is encoded, as in production)."""
     from baton.knowledge import KnowledgeBase
 
-    searcher = KnowledgeBase(name, path=folder, encoder=raw, **chunking)
+    searcher = KnowledgeBase(name, path=folder, encoder=raw, **_chunking(chunking))
     await searcher.stats()  # open it: loading the vectors is not a search
     load_before = load()
     timings = await latency(searcher, texts)
@@ -296,7 +301,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     """The whole benchmark; returns the figures printed."""
     from baton.routing.encoders import CachedEncoder, USEEncoder
 
-    work = Path(args.work).resolve()
+    base = Path(args.work).resolve()
+    # a quick run has its own indexes (its haystack is another folder set), the same cache
+    work = base / "quick" if args.quick else base
     work.mkdir(parents=True, exist_ok=True)
     tau2 = Path(args.tau2) if args.tau2 else rq.tau2_dir()
     data = rq.load_set()
@@ -305,7 +312,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     html = corpus.python_doc(args.python_doc)
     parts = corpus.pydoc_parts(html, args.quick)
     raw = USEEncoder(threads=args.threads)
-    cached = CachedEncoder(raw, path=work / "vectors.sqlite3")
+    cached = CachedEncoder(raw, path=base / "vectors.sqlite3")
     judge = rq.Judge(
         {d: f.read_text(encoding="utf-8") for d, f in zip(docs, policies, strict=True)}
     )
