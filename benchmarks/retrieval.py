@@ -388,7 +388,8 @@ def table(out: dict[str, Any]) -> str:
     hay = out["haystack"]
     lines = [
         f"command: {out['command']}",
-        f"machine: {out['machine']}; load at start {out['load_start']}, at end {out['load_end']}",
+        f"machine: {out['machine']}; load at start {out['load_start']}, at end {out['load_end']}"
+        f"; wall time {out.get('wall_s', 0.0):.0f} s",
         f"encoder: {out['encoder']}; chunking: {out['chunking']}; haystack: {hay['chunks']} "
         f"chunks from {hay['files']} files (3 τ² policies + the Python manual at "
         f"{out['python_doc']}); built or checked in {hay['build_s']:.1f} s "
@@ -482,7 +483,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args.command = "python benchmarks/retrieval.py " + " ".join(shlex.quote(a) for a in given)
     if args.scale is None:
         args.scale = QUICK_SCALE if args.quick else FULL_SCALE
+    started = time.perf_counter()
     out = asyncio.run(run(args))
+    out["wall_s"] = time.perf_counter() - started
     out["verdicts"] = verdicts(out)
     print(table(out))
     print()
