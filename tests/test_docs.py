@@ -35,6 +35,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/a2a.md",
         "docs/notifications.md",
         "docs/memory.md",
+        "docs/knowledge.md",
     ],
 )
 def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -59,6 +59,7 @@ from baton.topologies import Team
 if TYPE_CHECKING:
     from baton.a2a import RemoteAgent, RemoteAgentError
     from baton.backends.sqlite import SQLiteStore
+    from baton.knowledge import KnowledgeBase
     from baton.mcp import MCPServer, MCPServerError, MCPToolset
     from baton.models.local import LocalModel
     from baton.models.openai_compat import OpenAICompatible
@@ -110,6 +111,7 @@ __all__ = [
     "InterruptError",
     "InvalidTransition",
     "JSONLSink",
+    "KnowledgeBase",
     "Leases",
     "LocalModel",
     "MCPServer",
@@ -218,6 +220,10 @@ def __getattr__(name: str) -> Any:
         import baton.a2a
 
         return getattr(baton.a2a, name)
+    if name == "KnowledgeBase":  # qdrant-client, bm25s and pypdf: the `kb` extra
+        from baton.knowledge import KnowledgeBase
+
+        return KnowledgeBase
     if name in ("MCPServer", "MCPServerError", "MCPToolset"):  # the `mcp` SDK, an extra
         import baton.mcp
 

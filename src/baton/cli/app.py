@@ -18,6 +18,7 @@ from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team
 from baton.cli.dlq import dlq_app
 from baton.cli.driver import run_and_report
 from baton.cli.graph import graph as graph_command
+from baton.cli.kb import kb_app
 from baton.cli.mcp_serve import mcp_app
 from baton.cli.metrics import metrics as metrics_command
 from baton.cli.notify import notify_app
@@ -142,6 +143,7 @@ app.add_typer(checkpoints_app, name="checkpoints")
 app.add_typer(store_app, name="store")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(a2a_app, name="a2a")
+app.add_typer(kb_app, name="kb")
 
 
 # -------------------------------------------------------------------------------- trace

@@ -11,6 +11,7 @@ A Qdrant server searches with its own index (`KnowledgeBase(url=...)`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -29,9 +30,10 @@ def check_where(where: Mapping[str, Any] | None) -> dict[str, list[str]]:
             raise ValueError(
                 f"cannot filter on {key!r}: a search filters on {', '.join(FILTER_KEYS)}"
             )
-        values = [value] if isinstance(value, str) else list(value)
+        given = [value] if isinstance(value, (str, PurePath)) else list(value)
+        values = [v.as_posix() if isinstance(v, PurePath) else v for v in given]
         if not all(isinstance(v, str) for v in values):
-            raise ValueError(f"filter {key!r} takes a string or a list of strings")
+            raise ValueError(f"filter {key!r} takes a string (or path) or a list of them")
         out[key] = values
     return out
 
@@ -42,6 +44,7 @@ class Catalog:
 
     def __init__(self, rows: Sequence[tuple[str, str, Sequence[str]]]) -> None:
         self.ids = [r[0] for r in rows]
+        self.row = {pid: i for i, pid in enumerate(self.ids)}
         self.by_source: dict[str, list[int]] = {}
         self.by_heading: dict[str, list[int]] = {}
         for i, (_, source, heading) in enumerate(rows):

@@ -100,7 +100,9 @@ def _decode(data: bytes, source: str) -> str:
             pass
     elif b"\x00" not in data:
         try:
-            return _lines(data.decode("utf-8-sig"))
+            # surrogatepass: UTF-8 that encodes lone surrogates (written from a JSON
+            # escape, say) is read, and clean_text turns each into U+FFFD
+            return _lines(data.decode("utf-8-sig", errors="surrogatepass"))
         except UnicodeDecodeError:
             pass
     raise DocumentError(

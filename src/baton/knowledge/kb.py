@@ -13,12 +13,11 @@ import asyncio
 import hashlib
 import re
 import shutil
-import threading
 import uuid
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from pathlib import Path, PurePath, PurePosixPath
+from typing import TYPE_CHECKING, Any, Literal
 
 from baton.core.text import blank, clean_text
 from baton.knowledge import ingestion
@@ -30,6 +29,9 @@ from baton.knowledge.lexical import LexicalIndex
 from baton.knowledge.locking import FolderLock
 from baton.knowledge.manifest import ChunkRow, Manifest
 from baton.knowledge.passages import Citation, IngestReport, Passage
+from baton.knowledge.ranking import fuse, lexical_hits
+from baton.knowledge.sync import SyncFaces
+from baton.knowledge.vectorcache import VectorCache
 from baton.knowledge.vectorstore import InUse, VectorStore
 from baton.routing.encoders import Encoder, default_encoder
 
@@ -39,18 +41,14 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-T = TypeVar("T")
 Mode = Literal["vector", "lexical", "hybrid"]
 
 DEFAULT_ROOT = ".baton/kb"
 """Where a knowledge base's folder is when no path is given: `.baton/kb/<name>`."""
 
 QUERY_CHARS = 2000
-"""A longer query is cut to its first this many characters (the encoder reads ~128 tokens
-anyway, and BM25 over thousands of query terms would only be slow)."""
-
-RRF_K = 60
-"""The constant of reciprocal rank fusion: score = sum over lists of 1 / (RRF_K + rank)."""
+"""A longer query is cut to its first this many characters: a query is a question, not a
+document, and encoding (or scoring BM25 over) 100k characters would make a search slow."""
 
 _NAMESPACE = uuid.UUID("3c1b7a52-8f0e-4d5b-a1c9-2e7f6d4b9a10")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
@@ -65,7 +63,7 @@ class _Index:
     lexical: LexicalIndex
 
 
-class KnowledgeBase:
+class KnowledgeBase(SyncFaces):
     """Documents to search, kept in a folder (`.baton/kb/<name>`) or on a Qdrant server.
 
     `ingest` reads Markdown, plain text, HTML and PDF files or folders; `search` finds
@@ -110,11 +108,9 @@ class KnowledgeBase:
         self._manifest: Manifest | None = None
         self._lock = FolderLock(self.path / "kb.lock")
         self._index: _Index | None = None
-        self._vectors: dict[str, npt.NDArray[np.float32]] = {}
+        self._fresh: dict[str, npt.NDArray[np.float32]] = {}  # stored, not yet in _index
         self._opening = asyncio.Lock()
         self._writing = asyncio.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def where(self) -> str:
@@ -123,11 +119,12 @@ class KnowledgeBase:
 
     # ------------------------------------------------------------------ opening
     def _damaged(self, detail: str) -> KnowledgeBaseError:
+        # on a server, deleting the folder would leave the collection's old points behind
+        folder = "" if self.url else f", or delete the folder {self.path} and ingest again"
         return KnowledgeBaseError(
             f"the knowledge base {self.name!r} at {self.where} is damaged or incomplete "
             f"({detail}): rebuild it with `baton kb ingest PATH --kb {self.name} --path "
-            f"{self.path} --rebuild` (KnowledgeBase.ingest(PATH, rebuild=True)), or delete the "
-            f"folder {self.path} and ingest again"
+            f"{self.path} --rebuild` (KnowledgeBase.ingest(PATH, rebuild=True)){folder}"
         )
 
     async def _open(self, create: bool) -> _Index:
@@ -175,7 +172,7 @@ class KnowledgeBase:
             )
         _, chunks = manifest.count()
         try:
-            exists = await self._store.open(create=True)
+            exists = await self._store.open(create=not chunks)
         except InUse as exc:
             raise KnowledgeBaseError(
                 f"the knowledge base at {self.path} is open in another client ({exc}): close "
@@ -199,42 +196,82 @@ class KnowledgeBase:
         try:
             await asyncio.to_thread(self._lock.acquire, self.lock_timeout_s)
         except TimeoutError:
+            who = (
+                "another KnowledgeBase object of this process (share one object per folder, "
+                "or close the other first)"
+                if self._lock.held_here()
+                else "another process (ingesting or searching)"
+            )
             raise KnowledgeBaseError(
-                f"the knowledge base at {self.path} is in use by another process (ingesting or "
-                f"searching) and stayed so for {self.lock_timeout_s:g} s: wait for it to "
-                "finish and try again, or raise lock_timeout_s (`--wait`)"
+                f"the knowledge base at {self.path} is in use by {who} and stayed so for "
+                f"{self.lock_timeout_s:g} s: wait for it to finish and try again, or raise "
+                "lock_timeout_s (`--wait`)"
             ) from None
 
     async def _rebuild_index(self, load_vectors: bool = False) -> _Index:
         """The search structures from the manifest (and, in local mode, the vectors)."""
-        import numpy as np
 
         manifest = self._need_manifest()
-        rows = await asyncio.to_thread(lambda: list(manifest.done()))
+        rows = await asyncio.to_thread(manifest.done)
         catalog = Catalog([(r.id, r.source, r.heading) for r in rows])
+        generation = manifest.generation()
         matrix = None
         if self._store.local:
-            if load_vectors:
-                try:
-                    stored = await self._store.vectors()
-                except Exception as exc:
-                    raise self._damaged(f"its vectors cannot be read: {exc}") from exc
-                self._vectors = {k: np.asarray(v, dtype=np.float32) for k, v in stored.items()}
-            missing = [i for i in catalog.ids if i not in self._vectors]
-            if missing:
-                raise self._damaged(
-                    f"{len(missing)} chunks of the manifest are missing from the vector index"
-                )
-            if catalog.ids:
-                matrix = np.stack([self._vectors[i] for i in catalog.ids]).astype(np.float32)
+            cache = VectorCache(self.path)
+            dim = self.encoder.dim
+            if load_vectors or self._index is None or self._index.matrix is None:
+                matrix = await asyncio.to_thread(cache.load, generation, catalog.ids, dim)
+                if matrix is not None and await self._store.count() < len(catalog):
+                    raise self._damaged(
+                        f"Qdrant holds fewer points than the manifest's {len(catalog)} chunks"
+                    )
+                if matrix is None:
+                    matrix = await self._stored_vectors(catalog)
+                    await asyncio.to_thread(cache.save, generation, catalog.ids, matrix)
             else:
-                matrix = np.zeros((0, self.encoder.dim), dtype=np.float32)
+                matrix = self._assemble(catalog, self._index)
+                await asyncio.to_thread(cache.save, generation, catalog.ids, matrix)
+            self._fresh = {}
         lexical = LexicalIndex(self.path)
-        generation = manifest.generation()
         if not await asyncio.to_thread(lexical.load, generation, len(rows)):
             texts = [_indexed_text(r.heading, r.text) for r in rows]
             await asyncio.to_thread(lexical.build, texts, generation)
         return _Index(catalog, matrix, lexical)
+
+    async def _stored_vectors(self, catalog: Catalog) -> npt.NDArray[np.float32]:
+        """The vectors of `catalog`'s chunks, read back from Qdrant, in catalog order."""
+        import numpy as np
+
+        try:
+            stored = await self._store.vectors()
+        except Exception as exc:
+            raise self._damaged(f"its vectors cannot be read: {exc}") from exc
+        missing = sum(1 for i in catalog.ids if i not in stored)
+        if missing:
+            raise self._damaged(f"{missing} chunks of the manifest are missing from Qdrant")
+        matrix = np.zeros((len(catalog), self.encoder.dim), dtype=np.float32)
+        for row, pid in enumerate(catalog.ids):
+            matrix[row] = stored[pid]
+        return matrix
+
+    def _assemble(self, catalog: Catalog, old: _Index) -> npt.NDArray[np.float32]:
+        """The matrix for `catalog` from the previous one and the vectors just stored."""
+        import numpy as np
+
+        assert old.matrix is not None
+        matrix = np.empty((len(catalog), self.encoder.dim), dtype=np.float32)
+        kept_to, kept_from = [], []
+        for row, pid in enumerate(catalog.ids):
+            vector = self._fresh.get(pid)
+            if vector is not None:
+                matrix[row] = vector
+            elif (was := old.catalog.row.get(pid)) is not None:
+                kept_to.append(row)
+                kept_from.append(was)
+            else:
+                raise self._damaged(f"the vector of chunk {pid} is missing")
+        matrix[kept_to] = old.matrix[kept_from]
+        return matrix
 
     def _need_manifest(self) -> Manifest:
         assert self._manifest is not None, "the knowledge base is not open"
@@ -247,7 +284,7 @@ class KnowledgeBase:
             self._manifest = None
         self._lock.release()
         self._index = None
-        self._vectors = {}
+        self._fresh = {}
 
     # ------------------------------------------------------------------ writing
     async def ingest(
@@ -279,10 +316,18 @@ class KnowledgeBase:
 
     async def _wipe(self) -> None:
         """Delete the index: the collection (on a server), the manifest, the lexical index."""
-        if self._store.url is not None:
-            await self._open(create=True)
-            await self._store.drop()
         await self._release()
+        if self._store.url is not None:  # the store alone: the manifest may be the damage
+            try:
+                await self._store.open(create=False)
+                await self._store.drop()
+            except Exception as exc:
+                raise KnowledgeBaseError(
+                    f"the collection {self._store.collection} on {self.url} cannot be "
+                    f"deleted for a rebuild ({type(exc).__name__}: {exc})"
+                ) from exc
+            finally:
+                await self._store.close()
         if self.path.exists():
             await self._acquire()
             try:
@@ -334,18 +379,14 @@ class KnowledgeBase:
         stale = [i for i in old if i not in keep]
         await self._store.delete(stale)
         await asyncio.to_thread(manifest.commit, source, keep)
-        for pid in stale:
-            self._vectors.pop(pid, None)
         if self._store.local:
-            self._vectors.update(fresh)
+            self._fresh.update(fresh)
 
     async def _drop_file(self, source: str) -> None:
         manifest = self._need_manifest()
         ids = await asyncio.to_thread(manifest.chunk_ids, source)
         await self._store.delete(ids)
         await asyncio.to_thread(manifest.drop, source)
-        for pid in ids:
-            self._vectors.pop(pid, None)
 
     async def _refresh(self) -> None:
         self._index = await self._rebuild_index()
@@ -376,11 +417,12 @@ class KnowledgeBase:
         k: int = 5,
         *,
         mode: Mode = "hybrid",
-        where: Mapping[str, str | Sequence[str]] | None = None,
+        where: Mapping[str, str | PurePath | Sequence[str | PurePath]] | None = None,
     ) -> list[Passage]:
         """The `k` passages that best answer `query`, best first. `mode`: "vector" (by
         meaning), "lexical" (BM25 over words, ids and codes) or "hybrid" (both, fused by
-        reciprocal rank). `where`: only chunks of these sources (`{"source": path}`) or
+        reciprocal rank, with chunks holding an id or code of the query verbatim as a
+        third list). `where`: only chunks of these sources (`{"source": path}`) or
         under a heading (`{"heading": title}`; a list of values accepts any)."""
         if mode not in ("vector", "lexical", "hybrid"):
             raise ValueError(f"unknown search mode {mode!r}: vector, lexical or hybrid")
@@ -393,11 +435,14 @@ class KnowledgeBase:
             return []
         pool = max(k, 50) if mode == "hybrid" else k
         lists: list[list[tuple[str, float]]] = []
+        lex = (index.catalog, index.lexical)
         if mode in ("vector", "hybrid"):
             lists.append(await self._vector_hits(index, text, pool, filters))
         if mode in ("lexical", "hybrid"):
-            lists.append(await asyncio.to_thread(_lexical_hits, index, text, pool, filters))
-        ranked = _fuse(lists)[:k] if mode == "hybrid" else lists[0][:k]
+            lists.append(await asyncio.to_thread(lexical_hits, *lex, text, pool, filters))
+        if mode == "hybrid":  # a third list: chunks holding the query's ids verbatim
+            lists.append(await asyncio.to_thread(lexical_hits, *lex, text, pool, filters, True))
+        ranked = fuse(lists)[:k] if mode == "hybrid" else lists[0][:k]
         manifest = self._need_manifest()
         rows = await asyncio.to_thread(manifest.lookup, [i for i, _ in ranked])
         return [
@@ -454,7 +499,8 @@ class KnowledgeBase:
         )
 
     async def stats(self) -> dict[str, Any]:
-        """Name, where, files and chunks indexed, the encoder, the chunking budget."""
+        """Name, where, files and chunks indexed (and points in Qdrant: the same number
+        unless an ingestion was interrupted), the encoder, the chunking budget."""
         await self._open(create=False)
         files, chunks = await asyncio.to_thread(self._need_manifest().count)
         return {
@@ -463,6 +509,7 @@ class KnowledgeBase:
             "mode": "local" if self._store.local else "server",
             "files": files,
             "chunks": chunks,
+            "points": await self._store.count(),
             "encoder": self.encoder.name,
             "chunk_tokens": self.chunk_tokens,
             "overlap_tokens": self.overlap_tokens,
@@ -486,61 +533,6 @@ class KnowledgeBase:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
-
-    # ------------------------------------------------------------------ sync faces
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run `coro` on this knowledge base's own event loop thread (the sync faces share
-        one loop, so an open index stays open between calls)."""
-        if self._loop is None:
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name=f"kb-{self.name}", daemon=True)
-            thread.start()
-            self._loop, self._thread = loop, thread
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
-
-    def ingest_sync(self, path: str | Path, **kwargs: Any) -> IngestReport:
-        """`ingest` for scripts (not inside a running event loop of the same thread)."""
-        return self._run(self.ingest(path, **kwargs))
-
-    def search_sync(self, query: str, k: int = 5, **kwargs: Any) -> list[Passage]:
-        """`search` for scripts."""
-        return self._run(self.search(query, k, **kwargs))
-
-    def remove_sync(self, source: str | Path) -> int:
-        """`remove` for scripts."""
-        return self._run(self.remove(source))
-
-    def stats_sync(self) -> dict[str, Any]:
-        """`stats` for scripts."""
-        return self._run(self.stats())
-
-    def verify_sync(self, citation: Citation) -> bool:
-        """`verify` for scripts."""
-        return self._run(self.verify(citation))
-
-    def close_sync(self) -> None:
-        """`close` for scripts; also stops the sync faces' event loop."""
-        if self._loop is None:
-            asyncio.run(self.close())
-            return
-        self._run(self.close())
-        loop, thread = self._loop, self._thread
-        self._loop = self._thread = None
-        loop.call_soon_threadsafe(loop.stop)
-        if thread is not None:
-            thread.join()
-        loop.close()
-
-    def __enter__(self) -> KnowledgeBase:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close_sync()
 
 
 def _sha(text: str) -> str:
@@ -568,22 +560,3 @@ def _payload(kb: str, row: ChunkRow, file_sha256: str) -> dict[str, Any]:
 
 def _source_name(source: str | Path) -> str:
     return PurePosixPath(Path(source).as_posix()).as_posix()
-
-
-def _lexical_hits(
-    index: _Index, text: str, k: int, where: Mapping[str, list[str]]
-) -> list[tuple[str, float]]:
-    scores = index.lexical.scores(text)
-    if scores is None:
-        return []
-    hits = top(scores, k, index.catalog.mask(where), 0.0)
-    return [(index.catalog.ids[i], s) for i, s in hits]
-
-
-def _fuse(lists: Sequence[Sequence[tuple[str, float]]]) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion: each list adds 1 / (RRF_K + rank) to its items' scores."""
-    scores: dict[str, float] = {}
-    for hits in lists:
-        for rank, (pid, _) in enumerate(hits, 1):
-            scores[pid] = scores.get(pid, 0.0) + 1.0 / (RRF_K + rank)
-    return sorted(scores.items(), key=lambda kv: kv[1], reverse=True)

@@ -53,6 +53,11 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+def codes(text: str) -> list[str]:
+    """The ids and codes in `text` (such as `ord-202607-99`), lowercased."""
+    return [m.group("code") for m in _TOKENS.finditer(text.lower()) if m.group("code")]
+
+
 class LexicalIndex:
     """BM25 over the chunks' texts, in the order of the knowledge base's catalog."""
 
@@ -101,7 +106,14 @@ class LexicalIndex:
 
     def scores(self, query: str) -> npt.NDArray[np.float32] | None:
         """BM25 score of every chunk for `query`; None when nothing can match."""
-        tokens = [t for t in dict.fromkeys(tokenize(query)) if t]
+        return self._scores([t for t in dict.fromkeys(tokenize(query)) if t])
+
+    def code_scores(self, query: str) -> npt.NDArray[np.float32] | None:
+        """BM25 score of every chunk for the ids and codes of `query` alone (nonzero only
+        where a chunk holds one of them verbatim); None when the query has none indexed."""
+        return self._scores(list(dict.fromkeys(codes(query))))
+
+    def _scores(self, tokens: list[str]) -> npt.NDArray[np.float32] | None:
         if self._bm25 is None or not tokens:
             return None
         known = self._bm25.vocab_dict

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import portalocker
 
+_HELD: set[Path] = set()
+"""Lock files held in this process: only to say, when a lock is taken, who holds it."""
+
 
 class FolderLock:
     """An exclusive lock on a file in the knowledge base's folder, held across processes."""
@@ -26,9 +29,15 @@ class FolderLock:
         except portalocker.exceptions.LockException as exc:
             raise TimeoutError(f"{self.path} stayed locked for {timeout_s:g} s") from exc
         self._lock = lock
+        _HELD.add(self.path.resolve())
+
+    def held_here(self) -> bool:
+        """Whether another object in this process holds this lock."""
+        return self._lock is None and self.path.resolve() in _HELD
 
     def release(self) -> None:
         """Let the lock go (nothing happens if it is not held)."""
         if self._lock is not None:
             lock, self._lock = self._lock, None
+            _HELD.discard(self.path.resolve())
             lock.release()

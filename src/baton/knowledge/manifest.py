@@ -10,12 +10,28 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from baton.knowledge.errors import KnowledgeBaseError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(method: F) -> F:
+    """Run `method` holding the manifest's mutex."""
+
+    def run(self: Manifest, *args: Any, **kwargs: Any) -> Any:
+        with self._mutex:
+            return method(self, *args, **kwargs)
+
+    run.__doc__, run.__name__ = method.__doc__, method.__name__
+    return run  # type: ignore[return-value]
+
 
 FILENAME = "manifest.sqlite3"
 """The manifest's file name in the knowledge base's folder."""
@@ -52,11 +68,12 @@ class ChunkRow:
 
 
 class Manifest:
-    """The SQLite manifest of one knowledge base (one connection, used from one thread at
-    a time: the knowledge base serialises its calls)."""
+    """The SQLite manifest of one knowledge base: one connection, which searches (in worker
+    threads) and an ingestion share, so every call holds a mutex."""
 
     def __init__(self, folder: Path, *, create: bool) -> None:
         self.path = folder / FILENAME
+        self._mutex = threading.RLock()
         if not create and not self.path.is_file():
             raise KnowledgeBaseError(f"missing manifest {self.path}")
         try:
@@ -66,21 +83,25 @@ class Manifest:
         except sqlite3.DatabaseError as exc:
             raise KnowledgeBaseError(f"damaged manifest {self.path} ({exc})") from exc
 
+    @_locked
     def close(self) -> None:
         """Close the connection."""
         self._db.close()
 
     # ------------------------------------------------------------------ meta
+    @_locked
     def get_meta(self, key: str) -> str | None:
         """A value of the meta table."""
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
+    @_locked
     def set_meta(self, key: str, value: str) -> None:
         """Set a value of the meta table."""
         with self._db:
             self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
+    @_locked
     def generation(self) -> int:
         """A counter bumped by every change of the chunks: the lexical index records the
         generation it was built from, so a stale one is rebuilt."""
@@ -92,16 +113,19 @@ class Manifest:
         )
 
     # ------------------------------------------------------------------ files
+    @_locked
     def files(self) -> dict[str, tuple[str, str]]:
         """source -> (sha256, state) of every file."""
         rows = self._db.execute("SELECT source, sha256, state FROM files")
         return {s: (h, st) for s, h, st in rows}
 
+    @_locked
     def chunk_ids(self, source: str) -> list[str]:
         """Ids of every chunk of `source`, done or pending."""
         rows = self._db.execute("SELECT id FROM chunks WHERE source = ?", (source,))
         return [r[0] for r in rows]
 
+    @_locked
     def begin(self, source: str, sha256: str, chunks: Iterable[ChunkRow]) -> None:
         """Record `source`'s new chunks as pending (before they are stored)."""
         with self._db:
@@ -114,6 +138,7 @@ class Manifest:
                 [_row(c) for c in chunks],
             )
 
+    @_locked
     def commit(self, source: str, keep: set[str]) -> None:
         """`source` is indexed: its chunks in `keep` turn done, the others are deleted."""
         with self._db:
@@ -126,6 +151,7 @@ class Manifest:
             )
             self._bump()
 
+    @_locked
     def drop(self, source: str) -> None:
         """Forget `source` and its chunks."""
         with self._db:
@@ -134,21 +160,26 @@ class Manifest:
             self._bump()
 
     # ------------------------------------------------------------------ chunks
+    @_locked
     def count(self) -> tuple[int, int]:
         """(files, chunks) indexed (done)."""
         files = self._db.execute("SELECT COUNT(*) FROM files WHERE state = 'done'").fetchone()
         chunks = self._db.execute("SELECT COUNT(*) FROM chunks WHERE state = 'done'").fetchone()
         return int(files[0]), int(chunks[0])
 
-    def done(self) -> Iterator[ChunkRow]:
+    @_locked
+    def done(self) -> list[ChunkRow]:
         """Every indexed chunk, in a stable order."""
         rows = self._db.execute(
             'SELECT id, source, idx, start, "end", heading, sha256, text FROM chunks '
             "WHERE state = 'done' ORDER BY source, idx"
         )
-        for r in rows:
-            yield ChunkRow(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], r[7])
+        return [
+            ChunkRow(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], r[7])
+            for r in rows
+        ]
 
+    @_locked
     def lookup(self, ids: list[str]) -> dict[str, ChunkRow]:
         """The indexed chunks among `ids`."""
         out: dict[str, ChunkRow] = {}

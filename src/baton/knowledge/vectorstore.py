@@ -8,7 +8,8 @@ hashes. In local mode the vectors are read back once when the knowledge base ope
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +19,17 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-# Local mode warns above 20,000 points that its search is slow; the knowledge base does not
-# search through it in local mode (see baton.knowledge.catalog), so the warning is noise.
-warnings.filterwarnings("ignore", message="Local mode is not recommended", category=UserWarning)
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Local mode warns above 20,000 points that its search is slow; the knowledge base does
+    not search through it in local mode (see baton.knowledge.catalog): the warning is noise."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="Local mode is not recommended", category=UserWarning
+        )
+        yield
+
 
 _BATCH = 256
 
@@ -59,7 +68,8 @@ class VectorStore:
         Raises `InUse` for a folder held by another client, anything else as it comes."""
         if self.local:
             try:
-                self._client = AsyncQdrantClient(path=str(self.folder))
+                with _quiet():
+                    self._client = AsyncQdrantClient(path=str(self.folder))
             except RuntimeError as exc:
                 if "already accessed" in str(exc):
                     raise InUse(str(exc)) from exc
@@ -113,7 +123,8 @@ class VectorStore:
                     strict=True,
                 )
             ]
-            await self.client.upsert(self.collection, points=points, wait=True)
+            with _quiet():
+                await self.client.upsert(self.collection, points=points, wait=True)
 
     async def delete(self, ids: Sequence[str]) -> None:
         """Delete points (unknown ids are ignored)."""
