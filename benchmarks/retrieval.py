@@ -419,7 +419,8 @@ def table(out: dict[str, Any]) -> str:
     if "scale" in out:
         sc = out["scale"]
         lines += _latency_table(f"at {sc['chunks']} chunks", sc)
-        lines.append(f"padding: {', '.join(sc['padding']) or 'none'}")
+        added = ", ".join(sc["padding"]) or "none added: the index already held it"
+        lines.append(f"padding: {added}")
     if "memory" in out:
         m = out["memory"]
         lines += [
