@@ -14,7 +14,8 @@ A `Pipeline` of four stages:
    which answers with cited facts. The kernel carries every citation on to the later stages.
 3. **draft**: a writer turns the facts into a reply.
 4. **review** (typed: `Reviewed`): the reviewer reads the citations the kernel passed on,
-   checks them with `check_citations` (does each cited policy passage exist, unchanged?) and
+   checks them with `check_citations` by their numbers in its view (does each cited policy
+   passage exist, unchanged? a number it was not shown is not real) and
    returns the revised answer, which is the run's output.
 
 The knowledge bases live in `.baton/kb/ticket_workflow/` (or `BATON_KB_DIR`, or the builder's
@@ -216,8 +217,9 @@ def build_ticket_workflow(model: Any = "local", kb_dir: str | Path | None = None
     review = Agent(
         name="review",
         instructions=(
-            "Check the draft reply: first call check_citations once with the references you "
-            "were given, copied as they are. Then check the draft against the facts: nothing "
+            "Check the draft reply: first call check_citations once, with the numbers of the "
+            'references you were shown (refs: ["1", "2"]); with no arguments it checks them '
+            "all. Then check the draft against the facts: nothing "
             "invented, the customer's question answered. Return the reply to send, corrected "
             "if needed; approved is false when a citation did not check out."
         ),
@@ -329,7 +331,8 @@ def ticket_policy(request: ModelRequest) -> Step:
     if agent == "review":
         if last.role != "tool":
             cited = cited_references(request.messages[0].content or "")
-            return ScriptedModel.call("check_citations", citations=cited)
+            refs = [str(i) for i in range(1, len(cited) + 1)]
+            return ScriptedModel.call("check_citations", refs=refs)
         checked = json.loads(text)
         draft = next(m.content or "" for m in request.messages if m.role == "user")
         return ScriptedModel.say(

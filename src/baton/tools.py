@@ -69,6 +69,10 @@ class ToolContext:
     for a decision (`baton.runtime.control`)."""
     trace_id: str = ""
     """The run's W3C trace id (32 hex characters), for a tool that carries the trace on."""
+    references: tuple[Mapping[str, Any], ...] = ()
+    """The citations shown to the calling agent, in the order of its view (`[1]` is the
+    first): those of the hand-off it received, or those the stages or workers before it
+    cited. Kernel-held (`baton.runtime.citations`), never written by a model."""
 
 
 _CONTEXT: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(

@@ -125,6 +125,55 @@ async def test_check_citations_tells_real_from_fabricated(kb: KnowledgeBase) -> 
     assert "not real" in out["results"][1]["detail"]
 
 
+async def test_check_citations_takes_the_numbers_it_was_shown(kb: KnowledgeBase) -> None:
+    """A small model cannot copy 64-hex hashes: the receiver of a hand-off names references by
+    their number in its view ([1]), or checks all it was shown with no argument. A number it
+    was not shown, or a chunk id that is nowhere, is not real."""
+    search = kb.as_tool("search_refunds", "Refund policies.")
+    fake_id = "00000000-0000-0000-0000-000000000000"
+    model = S(
+        {
+            "triage": [
+                S.call("search_refunds", query="refund to the original payment method"),
+                S.call("transfer_to_billing", reason="refund question", objective="answer it"),
+            ],
+            "billing": [
+                S.call("check_citations", refs=["[1]", "7", fake_id]),
+                S.call("check_citations"),
+                S.say("Checked."),
+            ],
+        }
+    )
+    team = Team(
+        [
+            Agent(name="triage", tools=[search], handoffs=["billing"]),
+            Agent(name="billing", tools=[verify_tool(kb)]),
+        ],
+        entry="triage",
+        model=model,
+    )
+
+    result = await team.run("Can I get my refund on my card?", session_id="R")
+
+    (payload,) = result.handoffs
+    shown = payload.citations
+    assert shown
+    checks = [
+        json.loads(m.content or "{}")
+        for r in model.requests
+        for m in r.messages
+        if m.role == "tool" and m.name == "check_citations"
+    ]
+    named, every = checks[0], checks[-1]
+    assert [r["verdict"] for r in named["results"]] == ["ok", "not_found", "not_found"]
+    assert named["results"][0]["citation"]["chunk_id"] == shown[0]["chunk_id"]
+    assert f"({len(shown)} were)" in named["results"][1]["detail"]
+    assert every["checked"] == len(shown) and every["not_ok"] == 0
+    # a real chunk id is found wherever it is
+    direct = await verify_tool(kb).fn(refs=[shown[0]["chunk_id"]])
+    assert direct["results"][0]["verdict"] == "ok"
+
+
 async def test_injected_text_in_a_passage_changes_no_fact_and_no_control_state(
     kb: KnowledgeBase,
 ) -> None:

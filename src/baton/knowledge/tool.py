@@ -22,14 +22,15 @@ for each, whether the cited passage exists in that knowledge base and its text s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from baton.core.errors import ConfigError
 from baton.knowledge.extract import best_sentences, joined
-from baton.tools import Tool
+from baton.tools import Tool, tool_context
 
 if TYPE_CHECKING:
     from baton.knowledge.kb import KnowledgeBase
@@ -191,28 +192,41 @@ def verify_tool(*kbs: KnowledgeBase, name: str = "check_citations") -> Tool:
             raise ConfigError(f"{name}: two knowledge bases are named {kb.name!r}")
         by_name[kb.name] = kb
 
-    async def check_citations(citations: list[CitationArg]) -> dict[str, Any]:
-        """Check that each citation names a passage that exists and still says what it did.
+    async def check_citations(
+        refs: list[str] | None = None, citations: list[CitationArg] | None = None
+    ) -> dict[str, Any]:
+        """Check that cited passages exist and still say what they did.
 
         Args:
-            citations: The citations to check, copied as you received them.
+            refs: The references to check, by their number as shown to you ("1", "[2]") or by
+                a passage's chunk id. Leave out refs and citations to check every reference
+                you were shown.
+            citations: Citations to check, copied as you received them.
         """
-        # (validated by the kernel; a direct call may pass plain dicts)
-        given = [CitationArg.model_validate(c) for c in citations[:MAX_CHECKS]]
-        results = [await check(by_name, c) for c in given]
+        shown = references()
+        asked: list[CitationArg | str] = [*(refs or []), *(citations or [])]
+        if not asked:
+            asked = [str(i) for i in range(1, len(shown) + 1)]
+        results = []
+        for item in asked[:MAX_CHECKS]:
+            if isinstance(item, str):
+                results.append(await check_ref(by_name, shown, item))
+            else:  # (validated by the kernel; a direct call may pass plain dicts)
+                results.append(await check(by_name, CitationArg.model_validate(item)))
         bad = sum(r["verdict"] != "ok" for r in results)
         out: dict[str, Any] = {"checked": len(results), "not_ok": bad, "results": results}
-        if len(citations) > MAX_CHECKS:
-            out["left_out"] = len(citations) - MAX_CHECKS
+        if len(asked) > MAX_CHECKS:
+            out["left_out"] = len(asked) - MAX_CHECKS
         return out
 
     return Tool(
         check_citations,
         name=name,
         description=(
-            "Check citations: for each, whether the passage it cites exists in that knowledge "
-            f"base ({', '.join(by_name)}) and its text still matches. A fabricated citation "
-            "is reported not_found."
+            "Check citations: for each reference (by its number as shown, or a chunk id) or "
+            "citation, whether the passage it cites exists in its knowledge base "
+            f"({', '.join(by_name)}) and its text still matches. With no arguments it checks "
+            "every reference you were shown. A fabricated one is reported not_found."
         ),
         records=(),
         # the result echoes what the model passed: it must not verify those values
@@ -224,3 +238,41 @@ def verify_tool(*kbs: KnowledgeBase, name: str = "check_citations") -> Tool:
 
 MAX_CHECKS = 32
 """Citations one `check_citations` call checks at most (as many as a run carries)."""
+_NUMBER = re.compile(r"^\s*\[?\s*(\d{1,4})\s*\]?\s*$")
+
+
+def references() -> tuple[Mapping[str, Any], ...]:
+    """The references shown to the agent whose tool call is being served (none outside one)."""
+    context = tool_context()
+    return context.references if context is not None else ()
+
+
+async def check_ref(
+    kbs: Mapping[str, KnowledgeBase], shown: Sequence[Mapping[str, Any]], ref: str
+) -> dict[str, Any]:
+    """The verdict on one reference: a number resolves to the citation shown under it (a
+    number nobody was shown is `not_found`); anything else is taken as a chunk id, looked up
+    in every knowledge base."""
+    number = _NUMBER.match(ref)
+    if number is not None:
+        i = int(number.group(1))
+        if not 1 <= i <= len(shown):
+            detail = f"no reference [{i}] was shown ({len(shown)} were): it is not real"
+            return {"ref": ref, "verdict": "not_found", "detail": detail}
+        try:
+            cited = CitationArg.model_validate(dict(shown[i - 1]))
+        except ValidationError:
+            detail = f"reference [{i}] is not a knowledge base citation"
+            return {"ref": ref, "verdict": "error", "detail": detail}
+        return {"ref": ref, **await check(kbs, cited)}
+    chunk_id = ref.strip()
+    for kb in kbs.values():
+        try:
+            passage = await kb.chunk(chunk_id)
+        except Exception as exc:
+            detail = f"{type(exc).__name__}: {exc}"
+            return {"ref": ref, "verdict": "error", "detail": detail}
+        if passage is not None:
+            return {"ref": ref, "verdict": "ok", "citation": passage.citation.model_dump()}
+    detail = f"no passage {chunk_id!r} in {', '.join(sorted(kbs))}: the reference is not real"
+    return {"ref": ref, "verdict": "not_found", "detail": detail}

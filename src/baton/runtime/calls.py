@@ -421,6 +421,7 @@ async def run_tool(kernel: Kernel, call: Call) -> Handled:
         scopes=tuple(plan.agent.scopes),
         provenance=dict(provenance(run.session)),
         trace_id=run.trace_id,
+        references=tuple(turn.incoming.citations if turn.incoming is not None else run.cited_in),
     )
     started = time.perf_counter()
     pending.started = True
