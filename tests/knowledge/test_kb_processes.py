@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -71,6 +72,69 @@ async def test_two_processes_ingesting_one_folder(tmp_path: Path, encoder: Encod
         await alone.ingest(docs)
         expected = (await alone.stats())["chunks"]
     assert stats["chunks"] == stats["points"] == expected  # nothing lost, nothing twice
+
+
+SLOW_INGEST = """
+import asyncio, sys
+from baton.knowledge import KnowledgeBase
+
+def done(source, chunks):
+    print(source, flush=True)
+
+async def main():
+    kb = KnowledgeBase("shared", path=sys.argv[1], batch=4)
+    await kb.ingest(sys.argv[2], progress=False, on_file=done)
+    await kb.close()
+
+asyncio.run(main())
+"""
+
+
+def _many_files(root: Path, n: int) -> Path:
+    docs = root / "many"
+    docs.mkdir()
+    for i in range(n):
+        paragraphs = [
+            f"## Rule R-{i:03d}-{j}\n\nOrder ORD-2026{i:02d}-{j:02d} is refunded within {j + 2} "
+            f"days when the item is returned unused; rule {i}.{j} also covers exchanges."
+            for j in range(12)
+        ]
+        (docs / f"policy-{i:03d}.md").write_text(
+            f"# Policy {i}\n\n" + "\n\n".join(paragraphs), encoding="utf-8"
+        )
+    return docs
+
+
+async def test_kill_9_mid_ingestion_loses_nothing_and_duplicates_nothing(
+    tmp_path: Path, encoder: Encoder
+) -> None:
+    docs = _many_files(tmp_path, 24)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_INGEST, str(tmp_path / "kb"), str(docs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    assert proc.stdout is not None
+    finished = [proc.stdout.readline() for _ in range(3)]  # three files committed
+    proc.send_signal(signal.SIGKILL)  # mid-file: its chunks may be pending in the manifest
+    proc.wait(timeout=30)
+    assert all(line.strip() for line in finished), proc.stderr.read() if proc.stderr else ""
+
+    async with KnowledgeBase("shared", path=tmp_path / "kb", encoder=encoder) as kb:
+        before = await kb.stats()
+        assert 3 <= before["files"] < 24  # what was committed is there, and no more
+        report = await kb.ingest(docs, progress=False)
+        after = await kb.stats()
+        hit = (await kb.search("ORD-202623-11", k=1))[0]
+    async with KnowledgeBase("alone", path=tmp_path / "alone", encoder=encoder) as alone:
+        await alone.ingest(docs, progress=False)
+        expected = await alone.stats()
+    assert report.added + report.unchanged == 24 and report.unchanged == before["files"]
+    assert after["files"] == 24
+    assert after["chunks"] == after["points"] == expected["chunks"]  # none lost, none twice
+    assert "ORD-202623-11" in hit.text
 
 
 def _storage(folder: Path) -> Path:
