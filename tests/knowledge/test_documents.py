@@ -36,6 +36,29 @@ def test_html_keeps_headings_and_drops_scripts(tmp_path: Path) -> None:
     assert "alert" not in doc.text and "color" not in doc.text
 
 
+def test_html_drops_the_page_chrome(tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<html><body><nav><ul><li>Home</li><li>Next topic</li></ul></nav>"
+        '<div class="related" role="navigation"><a href="i">index</a> <div>modules</div></div>'
+        '<main><h1>Refunds<a class="headerlink" href="#r">\u00b6</a></h1>'
+        "<p>Refunds take <b>5</b> days.<br/>Cards too.</p></main>"
+        '<div class="sphinxsidebar"><h3>Table of Contents</h3><div><p>Refunds</p></div></div>'
+        '<div class="footer"/><p>Kept after an empty footer.</p>'
+        "<footer>Copyright 2026</footer></body></html>",
+        encoding="utf-8",
+    )
+    doc = read_document(page, "page.html")
+    assert [h.title for h in doc.headings] == ["Refunds"]
+    for gone in ("Home", "Next topic", "index", "modules", "\u00b6", "Table of", "Copyright"):
+        assert gone not in doc.text
+    assert "Refunds take 5 days." in doc.text and "Kept after an empty footer." in doc.text
+    # a page that is nothing but chrome (or never closes it) keeps its text
+    nav = tmp_path / "nav.html"
+    nav.write_text("<nav><p>Site map: refunds, cards</p><div>unclosed", encoding="utf-8")
+    assert "Site map" in read_document(nav, "nav.html").text
+
+
 def test_pdf_text_layer_is_read(tmp_path: Path) -> None:
     f = text_pdf(tmp_path / "p.pdf", ["Refund policy", "Refunds take five days."])
     doc = read_document(f, "p.pdf")

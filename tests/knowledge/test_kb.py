@@ -157,6 +157,24 @@ async def test_reingest_replaces_changed_and_drops_deleted_files(
     assert await kb.search("vouchers", k=5, where={"source": old.source}) == []
 
 
+async def test_new_chunking_settings_chunk_every_file_again(
+    tmp_path: Path, encoder: Encoder
+) -> None:
+    docs = corpus(tmp_path)
+    async with KnowledgeBase("c", path=tmp_path / "kb", encoder=encoder) as kb:
+        await kb.ingest(docs)
+        assert (await kb.ingest(docs)).unchanged == 5
+        wide = (await kb.stats())["chunks"]
+    narrow = KnowledgeBase(
+        "c", path=tmp_path / "kb", encoder=encoder, chunk_tokens=8, overlap_tokens=2
+    )
+    async with narrow:
+        report = await narrow.ingest(docs)
+        stats = await narrow.stats()
+    assert (report.replaced, report.unchanged) == (5, 0)
+    assert stats["chunks"] == stats["points"] > wide  # old chunks replaced, not kept beside
+
+
 async def test_bad_input_is_skipped_and_nothing_half_ingested(
     tmp_path: Path, encoder: Encoder
 ) -> None:

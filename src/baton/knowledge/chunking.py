@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from baton.core.text import blank
 from baton.knowledge.documents import Heading
 
 CJK = (
@@ -22,6 +23,11 @@ CJK = (
 )
 """Character ranges counted one token per character: CJK ideographs, kana, hangul and
 CJK punctuation (full-width forms included)."""
+
+READING_VERSION = 2
+"""Goes up whenever reading (`baton.knowledge.documents`) or chunking changes what a file
+becomes: a knowledge base chunks its files again on the next ingest. 2: HTML page chrome and
+heading-only sections are dropped."""
 
 WORD_CHARS = 20
 """A run of non-space, non-CJK characters counts one token per this many characters (so an
@@ -67,7 +73,12 @@ def chunk_text(
     if budget < 1 or overlap < 0 or overlap >= budget:
         raise ValueError("chunking needs budget >= 1 and 0 <= overlap < budget")
     chunks: list[Chunk] = []
-    for start, end, path in _sections(text, headings):
+    sections = _sections(text, headings)
+    # a heading with nothing under it before the next heading is no passage of its own: its
+    # title lives on in the heading path of the sections below it (a document of headings
+    # alone keeps them, so that it can be found)
+    full = [(a, b, path) for a, b, body, path in sections if not blank(text[body:b])]
+    for start, end, path in full or [(a, b, path) for a, b, _, path in sections]:
         paragraphs = [_units(text, a, b, budget, overlap) for a, b in _paragraphs(text, start, end)]
         for group in _pack([p for p in paragraphs if p], budget, overlap):
             a, b = group[0].start, group[-1].end
@@ -84,13 +95,16 @@ def chunk_text(
     return chunks
 
 
-def _sections(text: str, headings: Sequence[Heading]) -> list[tuple[int, int, tuple[str, ...]]]:
-    """(start, end, heading path) of the text before the first heading and under each."""
+def _sections(
+    text: str, headings: Sequence[Heading]
+) -> list[tuple[int, int, int, tuple[str, ...]]]:
+    """(start, end, where the body starts after the heading, heading path) of the text before
+    the first heading and under each."""
     marks = sorted((h for h in headings if 0 <= h.start < len(text)), key=lambda h: h.start)
-    out: list[tuple[int, int, tuple[str, ...]]] = []
+    out: list[tuple[int, int, int, tuple[str, ...]]] = []
     first = marks[0].start if marks else len(text)
     if first > 0:
-        out.append((0, first, ()))
+        out.append((0, first, 0, ()))
     stack: list[Heading] = []
     for i, h in enumerate(marks):
         while stack and stack[-1].level >= h.level:
@@ -98,7 +112,8 @@ def _sections(text: str, headings: Sequence[Heading]) -> list[tuple[int, int, tu
         stack.append(h)
         end = marks[i + 1].start if i + 1 < len(marks) else len(text)
         if end > h.start:
-            out.append((h.start, end, tuple(s.title for s in stack)))
+            body = min(max(h.end, h.start), end)
+            out.append((h.start, end, body, tuple(s.title for s in stack)))
     return out
 
 

@@ -164,13 +164,39 @@ _BLOCK = frozenset(
 )  # fmt: skip
 _SKIP = frozenset({"script", "style", "head", "title", "noscript", "template", "svg"})
 _HEADINGS = {f"h{i}": i for i in range(1, 7)}
+_VOID = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+)
+_CHROME_TAGS = frozenset({"nav", "aside", "footer"})
+_CHROME_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "search"})
+_CHROME_CLASSES = frozenset(
+    {"headerlink", "footer", "sidebar", "sphinxsidebar", "navbar", "breadcrumb", "breadcrumbs"}
+)
+"""A page's chrome: navigation, sidebars, footers, search boxes and the pilcrow links that
+documentation generators (Sphinx, MkDocs) put after headings. Their text is the same on
+every page of a site (tables of contents, "Next topic", "Navigation"), so as chunks it
+would match many queries and answer none. Landmark elements and ARIA roles are the HTML
+standard's own marks for it; the class names are the common generators'. (A boilerplate
+library such as trafilatura drops headings and offsets we keep, hence these few lines.)"""
+
+
+def _is_chrome(tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+    if tag in _CHROME_TAGS:
+        return True
+    for name, value in attrs:
+        if name == "role" and value and value.strip().lower() in _CHROME_ROLES:
+            return True
+        if name == "class" and value and not _CHROME_CLASSES.isdisjoint(value.lower().split()):
+            return True
+    return False
 
 
 class _HTMLText(HTMLParser):
     """Visible text of an HTML page, with block breaks and the h1-h6 headings' spans."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_chrome: bool = False) -> None:
         super().__init__(convert_charrefs=True)
+        self.keep_chrome = keep_chrome
         self.parts: list[str] = []
         self.size = 0
         self.headings: list[Heading] = []
@@ -178,6 +204,7 @@ class _HTMLText(HTMLParser):
         self._pre = 0
         self._newlines = 0  # line ends at the end of the text so far
         self._heading: tuple[int, int, int] | None = None  # (level, start, first part)
+        self._chrome: tuple[str, int] | None = None  # (tag, depth) of the chrome being skipped
 
     def _emit(self, text: str) -> None:
         self.parts.append(text)
@@ -191,6 +218,13 @@ class _HTMLText(HTMLParser):
             self._emit("\n" * (n - self._newlines))
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._chrome is not None:
+            if tag == self._chrome[0]:
+                self._chrome = (tag, self._chrome[1] + 1)
+            return
+        if not self.keep_chrome and tag not in _VOID and _is_chrome(tag, attrs):
+            self._chrome = (tag, 1)
+            return
         if tag in _SKIP:
             self._skip += 1
         elif tag in _HEADINGS:
@@ -201,7 +235,18 @@ class _HTMLText(HTMLParser):
             if tag == "pre":
                 self._pre += 1
 
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._chrome is not None or (not self.keep_chrome and _is_chrome(tag, attrs)):
+            return  # inside chrome, or an empty chrome element (<div class="sidebar"/>)
+        self.handle_starttag(tag, attrs)
+        self.handle_endtag(tag)
+
     def handle_endtag(self, tag: str) -> None:
+        if self._chrome is not None:
+            if tag == self._chrome[0]:
+                depth = self._chrome[1] - 1
+                self._chrome = (tag, depth) if depth else None
+            return
         if tag in _SKIP:
             self._skip = max(0, self._skip - 1)
         elif tag in _HEADINGS and self._heading is not None:
@@ -217,7 +262,7 @@ class _HTMLText(HTMLParser):
             self._break(2 if tag in ("p", "div", "section", "table", "pre", "ul", "ol") else 1)
 
     def handle_data(self, data: str) -> None:
-        if self._skip:
+        if self._skip or self._chrome is not None:
             return
         if not self._pre:
             data = re.sub(r"\s+", " ", data)
@@ -227,8 +272,14 @@ class _HTMLText(HTMLParser):
             self._emit(data)
 
 
-def _html(raw: str) -> tuple[str, list[Heading]]:
-    parser = _HTMLText()
+def _html(raw: str, chrome: bool = False) -> tuple[str, list[Heading]]:
+    """The page's visible text and headings, without its chrome; with it (`chrome`) when
+    dropping the chrome leaves nothing (a page that is all navigation, or whose chrome
+    element is never closed)."""
+    parser = _HTMLText(keep_chrome=chrome)
     parser.feed(raw)
     parser.close()
-    return "".join(parser.parts), parser.headings
+    text = "".join(parser.parts)
+    if not chrome and blank(text):
+        return _html(raw, chrome=True)
+    return text, parser.headings

@@ -89,15 +89,16 @@ async def ingest(
                     step(source, 1)
                     continue
                 old = known.get(source)
-                if old == (doc.sha256, "done"):
+                version = kb._version(doc.sha256)
+                if old == (version, "done"):
                     report.unchanged += 1
                     step(source, 1)
                     continue
                 rows = await asyncio.to_thread(
-                    kb._chunk_rows, source, doc.text, doc.headings, doc.sha256
+                    kb._chunk_rows, source, doc.text, doc.headings, version
                 )
                 changed = True
-                await kb._store_file(source, doc.sha256, rows)
+                await kb._store_file(source, version, rows, doc.sha256)
                 if old is None or old[1] != "done":
                     report.added += 1
                 else:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from baton.core.text import blank, clean_text
 from baton.knowledge import ingestion
 from baton.knowledge.catalog import Catalog, check_where, top
-from baton.knowledge.chunking import chunk_text
+from baton.knowledge.chunking import READING_VERSION, chunk_text
 from baton.knowledge.documents import DEFAULT_MAX_MB
 from baton.knowledge.errors import KnowledgeBaseError
 from baton.knowledge.lexical import LexicalIndex
@@ -343,11 +343,13 @@ class KnowledgeBase(SyncFaces):
             finally:
                 self._lock.release()
 
-    def _chunk_rows(self, source: str, text: str, headings: Any, sha256: str) -> list[ChunkRow]:
+    def _chunk_rows(self, source: str, text: str, headings: Any, version: str) -> list[ChunkRow]:
         chunks = chunk_text(text, headings, budget=self.chunk_tokens, overlap=self.overlap_tokens)
         return [
             ChunkRow(
-                id=str(uuid.uuid5(_NAMESPACE, f"{self.name}\x00{source}\x00{c.index}\x00{sha256}")),
+                id=str(
+                    uuid.uuid5(_NAMESPACE, f"{self.name}\x00{source}\x00{c.index}\x00{version}")
+                ),
                 source=source,
                 index=c.index,
                 start=c.start,
@@ -359,14 +361,23 @@ class KnowledgeBase(SyncFaces):
             for c in chunks
         ]
 
-    async def _store_file(self, source: str, sha256: str, rows: list[ChunkRow]) -> None:
+    def _version(self, file_sha256: str) -> str:
+        """What makes a file's chunks current: its bytes, how files are read and chunked
+        (`chunking.READING_VERSION`) and this base's chunk budget and overlap. When any of
+        them changes, the next ingest chunks the file again."""
+        settings = f"{file_sha256}\x00{READING_VERSION}\x00{self.chunk_tokens}"
+        return _sha(f"{settings}\x00{self.overlap_tokens}")
+
+    async def _store_file(
+        self, source: str, version: str, rows: list[ChunkRow], file_sha256: str
+    ) -> None:
         """Store one file's chunks: pending in the manifest, vectors upserted, old chunks
         deleted, then committed."""
         import numpy as np
 
         manifest = self._need_manifest()
         old = await asyncio.to_thread(manifest.chunk_ids, source)
-        await asyncio.to_thread(manifest.begin, source, sha256, rows)
+        await asyncio.to_thread(manifest.begin, source, version, rows)
         fresh: dict[str, npt.NDArray[np.float32]] = {}
         for i in range(0, len(rows), self.batch):
             part = rows[i : i + self.batch]
@@ -374,7 +385,7 @@ class KnowledgeBase(SyncFaces):
             vectors = await asyncio.to_thread(self.encoder.encode, texts)
             vectors = np.asarray(vectors, dtype=np.float32)
             await self._store.upsert(
-                [r.id for r in part], vectors, [_payload(self.name, r, sha256) for r in part]
+                [r.id for r in part], vectors, [_payload(self.name, r, file_sha256) for r in part]
             )
             fresh.update(zip([r.id for r in part], vectors, strict=True))
         keep = {r.id for r in rows}

@@ -1,6 +1,7 @@
 """The manifest: a SQLite file in the knowledge base's folder that says what is indexed.
 
-Per file: the sha256 of its bytes and its state; per chunk: id, offsets, heading path and
+Per file: its version (the sha256 of its bytes with the reading and chunking settings,
+`KnowledgeBase._version`) and its state; per chunk: id, offsets, heading path and
 text. A file's new chunks are written `pending` before they are stored in the vector index
 and turn `done` (the file's old chunks deleted) only after, in one transaction: an
 interrupted ingestion leaves the file pending, and the next one redoes it.
