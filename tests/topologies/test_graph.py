@@ -415,3 +415,36 @@ def test_mermaid_of_a_built_graph_labels_edges() -> None:
     chart = g.to_mermaid()
     assert chart.startswith("flowchart LR")
     assert '-.->|"again"|' in chart and '-.->|"stop"|' in chart and "__end__" in chart
+
+
+async def test_each_super_step_is_folded_once_however_long_the_run() -> None:
+    """The position at a boundary is kept and advanced, not rebuilt from the run's start:
+    a run of n super-steps validates the state about n times (not n²/2), and a resumed run
+    (no fold kept) rebuilds the same state."""
+
+    def count(state: State) -> dict[str, Any]:
+        return {"n": state.n + 1}
+
+    g = Graph(State).add_node("count", count)
+    g.add_edge(START, "count").add_conditional_edges(
+        "count", lambda s: END if s.n >= 300 else "count"
+    )
+    app = g.compile(max_steps=400)
+    applied = 0
+    apply = app.spec.apply
+
+    def counted(state: dict[str, Any], writes: list[tuple[str, dict[str, Any]]]) -> Any:
+        nonlocal applied
+        applied += 1
+        return apply(state, writes)
+
+    app.spec.apply = counted  # type: ignore[method-assign]
+    result = await app.invoke({"n": 0}, thread_id="long")
+    assert result.status == "completed", result.error
+    assert result.final is not None and result.final.n == 300
+    assert applied <= 300 + 2  # each step once, and the input (n² / 2 would be 45,000)
+    assert len(app.spec._folds) <= 1
+    # nothing kept: the same fold from the start gives the same boundary
+    app.spec._folds.clear()
+    again = await app.invoke({"n": 295}, thread_id="resumed")
+    assert again.final is not None and again.final.n == 300

@@ -17,6 +17,7 @@ import functools
 import inspect
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -101,6 +102,50 @@ class Position:
     error: str | None = None
 
 
+FOLDS_KEPT = 256
+"""Turns whose fold `replay` keeps (the graph's runs in flight in this process, at most);
+an evicted one folds from its start again at its next boundary."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Fold:
+    """A turn's position after the super-steps folded so far."""
+
+    pos: Position
+    consumed: int
+    """Scratch messages folded: the next step starts at this index."""
+    last_id: str | None
+    """The id of the last folded message (None: nothing folded)."""
+
+    def fits(self, turn: TurnState) -> bool:
+        """Whether the turn's scratch still holds what was folded, where it was."""
+        if self.consumed == 0:
+            return True
+        scratch = turn.scratch
+        return len(scratch) >= self.consumed and scratch[self.consumed - 1].id == self.last_id
+
+
+def _copy(pos: Position) -> Position:
+    """A position its receiver may change without changing the kept fold (the state's
+    values are not changed in place by anyone: `apply` makes a new state)."""
+    return Position(
+        state=dict(pos.state),
+        step=pos.step,
+        parent=pos.parent,
+        ran=list(pos.ran),
+        waiting={i: set(v) for i, v in pos.waiting.items()},
+        joined=list(pos.joined),
+        given_next=None if pos.given_next is None else list(pos.given_next),
+        error=pos.error,
+    )
+
+
+def _failed(pos: Position, error: str) -> Position:
+    out = _copy(pos)
+    out.error = error
+    return out
+
+
 class GraphSpec:
     """A compiled graph: what the conductor and the node handler consult."""
 
@@ -128,6 +173,8 @@ class GraphSpec:
         self.keep_last = keep_last
         self.input_key = input_key
         self.by_call = {n.call: n.name for n in nodes.values()}
+        self._folds: OrderedDict[tuple[str, int], _Fold] = OrderedDict()
+        """The latest fold of each running turn (`replay`), least recently used first."""
         self.tools: dict[Any, Tool] = {}
         """Functions `NodeContext.call` ran, as tools (built once)."""
 
@@ -184,12 +231,29 @@ class GraphSpec:
 
     def replay(self, run: RunState, turn: TurnState) -> Position:
         """The boundary after the super-steps the turn completed (a step whose calls have
-        not all answered is the one in progress, and left out)."""
-        pos = self.start(run)
-        if pos.error is not None:
-            return pos
-        results = {m.tool_call_id: m.content or "" for m in turn.scratch if m.role == "tool"}
-        for m in turn.scratch:
+        not all answered is the one in progress, and left out).
+
+        The position is a fold of the turn's scratch over the run's start. Each super-step
+        is folded once: the fold so far is kept (`_Fold`, per run and turn, in memory only)
+        and the next boundary folds just the steps completed since, so a run of n super-steps
+        costs O(n), not O(n²). A resumed run (another process, or a rewound turn) has no
+        fold kept, or one whose last message is no longer where it was: it folds from the
+        start once, exactly as before."""
+        key = (run.run_id, turn.index)
+        fold = self._folds.get(key)
+        if fold is None or not fold.fits(turn):
+            pos = self.start(run)
+            fold = _Fold(pos, 0, None)
+            if pos.error is not None:
+                return pos
+        else:
+            self._folds.move_to_end(key)
+        pos = fold.pos
+        scratch = turn.scratch
+        at = fold.consumed
+        results = {m.tool_call_id: m.content or "" for m in scratch[at:] if m.role == "tool"}
+        for i in range(at, len(scratch)):
+            m = scratch[i]
             if m.role != "assistant" or not m.tool_calls:
                 continue
             if any(c.id not in results for c in m.tool_calls):
@@ -199,19 +263,25 @@ class GraphSpec:
                 node = self.by_call.get(c.name, c.name)
                 update = self.update_of(node, results[c.id])
                 if isinstance(update, str):
-                    pos.error = update
-                    return pos
+                    return _failed(pos, update)
                 writes.append((node, update))
             merged = self.apply(pos.state, writes)
             if isinstance(merged, str):
-                pos.error = merged
-                return pos
+                return _failed(pos, merged)
             ran = sorted(w[0] for w in writes)
+            pos = _copy(pos)
             pos.parent = snapshot_id(run, pos.step)
             pos.state, pos.step, pos.given_next = merged, pos.step + 1, None
             pos.ran.append(ran)
             pos.joined = self._joined(pos, ran)
-        return pos
+            # the step's results follow its calls: the next step starts after the last one
+            ids = {c.id for c in m.tool_calls}
+            end = max(j for j in range(i, len(scratch)) if scratch[j].tool_call_id in ids) + 1
+            fold = _Fold(pos, end, scratch[end - 1].id)
+        self._folds[key] = fold
+        while len(self._folds) > FOLDS_KEPT:
+            self._folds.popitem(last=False)
+        return _copy(pos)
 
     def update_of(self, node: str, content: str) -> dict[str, Any] | str:
         """A node's result as a state update, or why it failed."""
