@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from baton import Agent, ModelRequest, NewerCheckpoint, ScriptedModel, Team, tool
-from baton.backends.base import Checkpoint, SessionRecord
+from baton.backends.base import Checkpoint, Fence, SessionRecord
 from baton.backends.memory import MemoryStore
 from baton.backends.sqlite import SQLiteStore
 from baton.core.errors import StoreError
@@ -220,6 +220,10 @@ class Saved(SQLiteStore):
     async def put_checkpoint(self, checkpoint: Checkpoint) -> None:
         self.running.append(checkpoint.state_json())
         await super().put_checkpoint(checkpoint)
+
+    async def put_checkpoint_fenced(self, checkpoint: Checkpoint, fence: Fence) -> bool:
+        self.running.append(checkpoint.state_json())  # a run's steps, under its lease
+        return await super().put_checkpoint_fenced(checkpoint, fence)
 
     async def commit_run(
         self,

@@ -206,6 +206,27 @@ class Leases(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """The lease a checkpoint save renews in the same write (`FencedCheckpoints`)."""
+
+    key: str
+    owner: str
+    ttl_s: float
+
+
+@runtime_checkable
+class FencedCheckpoints(Protocol):
+    """A store that renews the run's lease and saves its checkpoint in one write (optional:
+    without it the kernel renews the lease, then saves, in two)."""
+
+    async def put_checkpoint_fenced(self, checkpoint: Checkpoint, fence: Fence) -> bool:
+        """`acquire_lease(fence)` and, only if it succeeds, `put_checkpoint(checkpoint)`, as
+        one atomic write. False (nothing saved) while another owner's lease is live; the
+        conflicts of `put_checkpoint` raise as there."""
+        ...
+
+
 @runtime_checkable
 class HumanQueue(Protocol):
     """Escalations waiting for a person: open -> claimed -> answered/closed."""

@@ -29,6 +29,7 @@ from baton.backends.base import (
     BoardEntry,
     Checkpoint,
     CheckpointStatus,
+    Fence,
     HumanTicket,
     SessionRecord,
     Snapshot,
@@ -321,6 +322,14 @@ class MemoryStore(MemoryOutbox):
             elif old.status in ("awaiting_approval", "interrupted"):
                 raise paused_elsewhere(checkpoint, old.run_id)
         self._checkpoints[checkpoint.session_id] = self._kept(checkpoint)
+
+    async def put_checkpoint_fenced(self, checkpoint: Checkpoint, fence: Fence) -> bool:
+        """`acquire_lease(fence)`, then `put_checkpoint`; atomic, as nothing awaits between
+        (`FencedCheckpoints`). False, nothing saved, while another owner's lease is live."""
+        if not await self.acquire_lease(fence.key, fence.owner, fence.ttl_s):
+            return False
+        await self.put_checkpoint(checkpoint)
+        return True
 
     def _kept(self, checkpoint: Checkpoint) -> Checkpoint:
         """The checkpoint as the store keeps it: as given, or with its state as JSON text."""

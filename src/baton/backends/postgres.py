@@ -62,7 +62,13 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from baton.backends import _records as records
 from baton.backends._aio import settle
-from baton.backends._conflicts import board_conflict, board_json, version_conflict
+from baton.backends._conflicts import (
+    board_conflict,
+    board_json,
+    paused_elsewhere,
+    stale_checkpoint,
+    version_conflict,
+)
 from baton.backends._postgres_outbox import OUTBOX_MIGRATION, PostgresOutbox
 from baton.backends._records import AUDIT_COLUMNS, SESSION_COLUMNS, commit_rows
 from baton.backends._snapshots import check_keep_last, snapshot_json
@@ -78,6 +84,7 @@ from baton.backends._sql import (
     MESSAGE_ROWS,
     NEXT_BOARD_SEQ,
     NEXT_SNAPSHOT_SEQ,
+    PUT_CHECKPOINT,
     SAVE_CHECKPOINT,
     SELECT_ANCHORS,
     SNAPSHOT_SEQ,
@@ -107,7 +114,7 @@ from baton.backends.audit import (
     resolve_key,
     retired_ids,
 )
-from baton.backends.base import BoardEntry, Checkpoint, SessionRecord, Snapshot
+from baton.backends.base import BoardEntry, Checkpoint, Fence, SessionRecord, Snapshot
 from baton.backends.outbox import INSERT_OUTBOX
 from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
 from baton.backends.sealing import CheckpointKeyProvider, resolve_keys
@@ -142,6 +149,25 @@ _PRUNE_EVERY = 256
 """Expired leases are deleted once every this many acquisitions."""
 
 _NOW = "extract(epoch from clock_timestamp())::float8"
+
+
+async def _lease(conn: Any, key: str, owner: str, ttl_s: float, prune: bool) -> bool:
+    """`acquire_lease` on `conn` (within the caller's transaction)."""
+    got = await conn.fetchval(
+        "INSERT INTO leases (key, owner, expires_at) "
+        f"VALUES ($1, $2, {_NOW} + $3::float8) "
+        "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, "
+        "expires_at = excluded.expires_at "
+        f"WHERE leases.expires_at <= {_NOW} OR leases.owner = excluded.owner RETURNING 1",
+        key,
+        owner,
+        float(ttl_s),
+    )
+    if prune:
+        await conn.execute(f"DELETE FROM leases WHERE expires_at <= {_NOW}")
+    return got is not None
+
+
 """The server's clock in seconds since the epoch: what leases expire by."""
 
 _CLOSE_TIMEOUT_S = 10.0
@@ -1057,21 +1083,34 @@ class PostgresStore(SQLStore, PostgresOutbox):
         prune = self._leases % _PRUNE_EVERY == 0
 
         async def acquire(conn: Any) -> bool:
-            got = await conn.fetchval(
-                "INSERT INTO leases (key, owner, expires_at) "
-                f"VALUES ($1, $2, {_NOW} + $3::float8) "
-                "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, "
-                "expires_at = excluded.expires_at "
-                f"WHERE leases.expires_at <= {_NOW} OR leases.owner = excluded.owner RETURNING 1",
-                key,
-                owner,
-                float(ttl_s),
-            )
-            if prune:
-                await conn.execute(f"DELETE FROM leases WHERE expires_at <= {_NOW}")
-            return got is not None
+            return await _lease(conn, key, owner, ttl_s, prune)
 
         return await self._run("acquire_lease", acquire, write=True)
+
+    async def put_checkpoint_fenced(self, checkpoint: Checkpoint, fence: Fence) -> bool:
+        """Renew the run's lease and save its checkpoint in one transaction
+        (`FencedCheckpoints`); False, nothing saved, while another owner's lease is live."""
+        cp = checkpoint
+        row = records.checkpoint_row(self.checkpoint_keys, cp)
+        self._leases += 1
+        prune = self._leases % _PRUNE_EVERY == 0
+
+        async def write(conn: Any) -> tuple[bool, Any]:
+            if not await _lease(conn, fence.key, fence.owner, fence.ttl_s, prune):
+                return False, None
+            status: str = await conn.execute(numbered(PUT_CHECKPOINT), *row)
+            if int(status.rpartition(" ")[2] or 0):
+                return True, None
+            sql = "SELECT seq, run_id FROM checkpoints WHERE session_id = $1"
+            found = await conn.fetchrow(sql, cp.session_id)
+            return True, tuple(found) if found is not None else ()
+
+        held, refused = await self._run("put_checkpoint", write, write=True)
+        if refused is None:
+            return bool(held)
+        if refused and refused[1] != cp.run_id:
+            raise paused_elsewhere(cp, str(refused[1]))
+        raise stale_checkpoint(cp, int(refused[0]) if refused else None)
 
     # ------------------------------------------------------------------ human queue
     async def push_human(self, card: EscalationCard) -> int:

@@ -110,6 +110,7 @@ from baton.backends.base import (
     BoardEntry,
     Checkpoint,
     CheckpointStatus,
+    Fence,
     HumanTicket,
     SessionRecord,
     Snapshot,
@@ -350,6 +351,30 @@ return finish('ok')
 """
 )
 
+# ARGV: 3 session id, 4-9 checkpoint (as _PUT_CHECKPOINT), 10 lease key, 11 owner,
+# 12 milliseconds: the lease renewed (or taken) and the checkpoint saved in one script.
+_PUT_CHECKPOINT_FENCED = (
+    _WRITE_PRELUDE
+    + _CHECKPOINT_FUNCTIONS
+    + """
+local lease = P .. 'lease:' .. ARGV[10]
+local holder = redis.call('GET', lease)
+if holder and holder ~= ARGV[11] then return 'fenced:' .. holder end
+redis.call('SET', lease, ARGV[11], 'PX', ARGV[12])
+local sid = ARGV[3]
+local old = redis.call('HMGET', P .. 'cp:' .. sid, 'run_id', 'seq', 'status')
+if old[1] then
+  if old[1] == ARGV[4] then
+    if tonumber(ARGV[5]) <= tonumber(old[2]) then return 'stale:' .. old[2] end
+  elseif old[3] == 'awaiting_approval' or old[3] == 'interrupted' then
+    return 'paused:' .. old[1]
+  end
+end
+save_checkpoint(sid, 4)
+return finish('ok')
+"""
+)
+
 # ARGV: 1 prefix, 2 session id, 3 run id.
 _DELETE_CHECKPOINT = (
     "local P = ARGV[1]\n" + _CHECKPOINT_FUNCTIONS + "drop_checkpoint(ARGV[2], ARGV[3])\nreturn 1\n"
@@ -510,6 +535,7 @@ class _Client:
         register = client.register_script
         self.commit = register(_COMMIT)
         self.put_checkpoint = register(_PUT_CHECKPOINT)
+        self.put_checkpoint_fenced = register(_PUT_CHECKPOINT_FENCED)
         self.delete_checkpoint = register(_DELETE_CHECKPOINT)
         self.swap_checkpoint_data = register(_SWAP_CHECKPOINT_DATA)
         self.acquire_lease = register(_ACQUIRE_LEASE)
@@ -1073,6 +1099,21 @@ class RedisStore(RedisOutbox):
             raise stale_checkpoint(cp, int(rest))
         if kind == "paused":
             raise paused_elsewhere(cp, rest)
+
+    async def put_checkpoint_fenced(self, checkpoint: Checkpoint, fence: Fence) -> bool:
+        """Renew the run's lease and save its checkpoint in one script, one round trip
+        (`FencedCheckpoints`); False, nothing saved, while another owner's lease is live."""
+        cp = checkpoint
+        fields = _checkpoint_fields(records.checkpoint_row(self.checkpoint_keys, cp))
+        lease = (fence.key, fence.owner, _ms(fence.ttl_s))
+        kind, rest = await self._write("put_checkpoint_fenced", cp.session_id, *fields, *lease)
+        if kind == "fenced":
+            return False
+        if kind == "stale":
+            raise stale_checkpoint(cp, int(rest))
+        if kind == "paused":
+            raise paused_elsewhere(cp, rest)
+        return True
 
     async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
         """The session's checkpoint (state as JSON in `data`), or None."""

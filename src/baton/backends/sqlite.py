@@ -33,7 +33,13 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from baton.backends import _records as records
-from baton.backends._conflicts import board_conflict, board_json, version_conflict
+from baton.backends._conflicts import (
+    board_conflict,
+    board_json,
+    paused_elsewhere,
+    stale_checkpoint,
+    version_conflict,
+)
 from baton.backends._records import AUDIT_COLUMNS, SESSION_COLUMNS, commit_rows
 from baton.backends._snapshots import check_keep_last, snapshot_json
 from baton.backends._sql import (
@@ -48,6 +54,7 @@ from baton.backends._sql import (
     MESSAGE_ROWS,
     NEXT_BOARD_SEQ,
     NEXT_SNAPSHOT_SEQ,
+    PUT_CHECKPOINT,
     SAVE_CHECKPOINT,
     SELECT_ANCHORS,
     SNAPSHOT_SEQ,
@@ -81,7 +88,7 @@ from baton.backends.audit import (
     resolve_key,
     retired_ids,
 )
-from baton.backends.base import BoardEntry, Checkpoint, SessionRecord, Snapshot
+from baton.backends.base import BoardEntry, Checkpoint, Fence, SessionRecord, Snapshot
 from baton.backends.outbox import INSERT_OUTBOX
 from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
 from baton.backends.sealing import CheckpointKeyProvider, resolve_keys
@@ -909,21 +916,47 @@ class SQLiteStore(SQLStore, SQLiteOutbox):
         """
 
         def acquire(conn: sqlite3.Connection) -> bool:
-            t = time.time()
-            cur = conn.execute(
-                "INSERT INTO leases (key, owner, expires_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, "
-                "expires_at = excluded.expires_at "
-                "WHERE leases.expires_at <= ? OR leases.owner = excluded.owner",
-                (key, owner, t + ttl_s, t),
-            )
-            acquired = cur.rowcount == 1
-            self._leases += 1
-            if self._leases % _PRUNE_EVERY == 0:
-                conn.execute("DELETE FROM leases WHERE expires_at <= ?", (t,))
-            return acquired
+            return self._lease(conn, key, owner, ttl_s)
 
         return await self._run("acquire_lease", acquire)
+
+    def _lease(self, conn: sqlite3.Connection, key: str, owner: str, ttl_s: float) -> bool:
+        t = time.time()
+        cur = conn.execute(
+            "INSERT INTO leases (key, owner, expires_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, "
+            "expires_at = excluded.expires_at "
+            "WHERE leases.expires_at <= ? OR leases.owner = excluded.owner",
+            (key, owner, t + ttl_s, t),
+        )
+        acquired = cur.rowcount == 1
+        self._leases += 1
+        if self._leases % _PRUNE_EVERY == 0:
+            conn.execute("DELETE FROM leases WHERE expires_at <= ?", (t,))
+        return acquired
+
+    async def put_checkpoint_fenced(self, checkpoint: Checkpoint, fence: Fence) -> bool:
+        """Renew the run's lease and save its checkpoint in one transaction, in one trip to
+        the store's thread (`FencedCheckpoints`); False, nothing saved, while another
+        owner's lease is live."""
+        cp = checkpoint
+        row = records.checkpoint_row(self.checkpoint_keys, cp)
+
+        def write(conn: sqlite3.Connection) -> tuple[bool, Any]:
+            with self._transaction(conn):
+                if not self._lease(conn, fence.key, fence.owner, fence.ttl_s):
+                    return False, None
+                if conn.execute(PUT_CHECKPOINT, row).rowcount:
+                    return True, None
+                sql = "SELECT seq, run_id FROM checkpoints WHERE session_id = ?"
+                return True, conn.execute(sql, (cp.session_id,)).fetchone() or ()
+
+        held, refused = await self._run("put_checkpoint", write)
+        if refused is None:
+            return held
+        if refused and refused[1] != cp.run_id:
+            raise paused_elsewhere(cp, str(refused[1]))
+        raise stale_checkpoint(cp, int(refused[0]) if refused else None)
 
     # ------------------------------------------------------------------ human queue
     async def push_human(self, card: EscalationCard) -> int:

@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from baton.backends.base import Checkpoint, SessionRecord, Store
+from baton.backends.base import Checkpoint, Fence, SessionRecord, Store
 from baton.core.errors import (
     ApprovalError,
     BatonError,
@@ -121,6 +121,7 @@ class Resumer:
         self.owner = new_id("own_")
         """This process's (team's) name in the store's leases."""
         runner.fence = self.fence
+        runner.fenced_save = self.save
         self._held: tuple[Store, asyncio.AbstractEventLoop, SessionLocks] | None = None
 
     def _locks(self, store: Store) -> SessionLocks:
@@ -137,11 +138,27 @@ class Resumer:
         the session over (this one stalled past its lease), and its checkpoints win."""
         store = self.runner.cfg.store
         if not await store.acquire_lease(f"session|{session_id}", self.owner, self.lease_s):
-            raise ConflictError(
-                f"session {session_id!r} was taken over by another process while this run "
-                f"stalled for over {self.lease_s:g}s; this run stops, and nothing of it is saved",
-                key=session_id,
-            )
+            raise self._taken_over(session_id)
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        """Save a running checkpoint under this process's lease on its session: one write
+        that renews the lease and saves (a `FencedCheckpoints` store), or the renewal, then
+        the save. `ConflictError` when another process took the session over."""
+        store = self.runner.cfg.store
+        fenced = getattr(store, "put_checkpoint_fenced", None)
+        session_id = checkpoint.session_id
+        if fenced is None:
+            await self.fence(session_id)
+            await store.put_checkpoint(checkpoint)
+        elif not await fenced(checkpoint, Fence(f"session|{session_id}", self.owner, self.lease_s)):
+            raise self._taken_over(session_id)
+
+    def _taken_over(self, session_id: str) -> ConflictError:
+        return ConflictError(
+            f"session {session_id!r} was taken over by another process while this run "
+            f"stalled for over {self.lease_s:g}s; this run stops, and nothing of it is saved",
+            key=session_id,
+        )
 
     def hold(
         self, session_id: str, redactor: Redactor | None = None, *, tools: bool = True

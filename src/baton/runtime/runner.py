@@ -103,9 +103,13 @@ class Runner:
         """Call kinds whose calls in one response run together -> how many at a time (a
         supervisor's `ask`); every other call runs in order."""
         self.fence: Callable[[str], Awaitable[None]] | None = None
-        """Called with the session id before every checkpoint to a shared store: raises
+        """Called with the session id before a commit to a shared store: raises
         `ConflictError` when this process no longer holds the session (its lease was taken
         over)."""
+        self.fenced_save: Callable[[Checkpoint], Awaitable[None]] | None = None
+        """Saves a running checkpoint to a shared store under this process's lease on its
+        session (`Resumer.save`): renewed in the same write where the store can
+        (`FencedCheckpoints`), else renewed first; `ConflictError` as `fence`."""
         self.entity_memo = EntityMemo()
         """What the entity guard found in recent user messages (a hand-off late in a long
         session reads every earlier message again)."""
@@ -672,11 +676,13 @@ class Runner:
         """
         run = run.root  # a sub-run's progress is saved with the run that delegated it
         store = self.cfg.store
-        if self.fence is not None and store.shared:
-            await self.fence(run.session.session_id)
         run.seq += 1
         try:
-            await store.put_checkpoint(self._checkpoint(run, "running", run))
+            checkpoint = self._checkpoint(run, "running", run)
+            if self.fenced_save is not None and store.shared:
+                await self.fenced_save(checkpoint)  # renews this process's lease, then saves
+            else:
+                await store.put_checkpoint(checkpoint)
         except StoreError:
             run.seq -= 1  # not saved: `seq` counts what the store holds
             raise

@@ -1,14 +1,20 @@
-"""The `Leases` capability: one runner per session across processes, until the lease expires."""
+"""The `Leases` capability: one runner per session across processes, until the lease expires;
+and `FencedCheckpoints`: a checkpoint saved under a lease renewed in the same write."""
 
 from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from baton.backends import Store
-from baton.backends.base import Leases
+from baton.backends.base import Checkpoints, Fence, FencedCheckpoints, Leases
+from baton.core.errors import ConflictError
+from baton.core.ids import new_id
 from baton.testing.kit import (  # baton_capability: the fixture a star import brings
     baton_capability,  # noqa: F401
     capability,
+    make_checkpoint,
 )
 
 
@@ -42,3 +48,36 @@ async def test_expired_lease_is_taken_over(store: Store) -> None:
     assert await store.acquire_lease("k", "worker-a", 30) is False
     await store.release_lease("k", "worker-a")  # lost it: releasing does nothing
     assert await store.acquire_lease("k", "worker-c", 30) is False
+
+
+@capability(FencedCheckpoints, Checkpoints)
+async def test_a_fenced_checkpoint_renews_the_lease_in_the_same_write(store: Store) -> None:
+    assert isinstance(store, FencedCheckpoints)
+    sid = new_id("s_")
+    fence = Fence(f"session|{sid}", "worker-a", 0.05)
+    assert await store.put_checkpoint_fenced(make_checkpoint(sid, "run_1", 1), fence) is True
+    got = await store.get_checkpoint(sid)
+    assert got is not None and got.seq == 1
+    assert await store.acquire_lease(fence.key, "worker-b", 30) is False  # it holds the lease
+    long = Fence(fence.key, "worker-a", 30)
+    assert await store.put_checkpoint_fenced(make_checkpoint(sid, "run_1", 2), long) is True
+    await asyncio.sleep(0.08)  # past the first lease: the second save renewed it
+    assert await store.acquire_lease(fence.key, "worker-b", 30) is False
+    with pytest.raises(ConflictError):  # a stale save conflicts as put_checkpoint's does
+        await store.put_checkpoint_fenced(make_checkpoint(sid, "run_1", 2), long)
+
+
+@capability(FencedCheckpoints, Checkpoints)
+async def test_a_fenced_checkpoint_of_a_process_that_lost_its_lease_saves_nothing(
+    store: Store,
+) -> None:
+    assert isinstance(store, FencedCheckpoints)
+    sid = new_id("s_")
+    key = f"session|{sid}"
+    await store.put_checkpoint(make_checkpoint(sid, "run_taker", 5))
+    assert await store.acquire_lease(key, "taker", 30) is True
+    stalled = Fence(key, "stalled", 30)
+    assert await store.put_checkpoint_fenced(make_checkpoint(sid, "run_old", 9), stalled) is False
+    got = await store.get_checkpoint(sid)
+    assert got is not None and (got.run_id, got.seq) == ("run_taker", 5)
+    assert await store.acquire_lease(key, "stalled", 30) is False  # the taker keeps it
