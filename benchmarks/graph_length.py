@@ -54,13 +54,17 @@ async def one_run(store_name: str, steps: int, folder: Path, i: int) -> tuple[fl
     store = store_named(store_name, folder)
     app = g.compile(store=store, max_steps=steps + 1)
     last: list[Any] = []
-    put = store.put_checkpoint
+    put, fenced = store.put_checkpoint, store.put_checkpoint_fenced
 
     async def kept(checkpoint: Any) -> None:
         last[:] = [checkpoint]
         await put(checkpoint)
 
-    store.put_checkpoint = kept
+    async def kept_fenced(checkpoint: Any, fence: Any) -> bool:
+        last[:] = [checkpoint]
+        return bool(await fenced(checkpoint, fence))
+
+    store.put_checkpoint, store.put_checkpoint_fenced = kept, kept_fenced
     t0 = time.perf_counter()
     result = await app.invoke({"n": 0}, thread_id=f"t{steps}-{i}")
     seconds = time.perf_counter() - t0
