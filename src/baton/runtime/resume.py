@@ -319,15 +319,16 @@ class Resumer:
         await self.runner.cfg.store.delete_checkpoint(session_id, cp.run_id)
         return cp
 
-    async def finish_crashed(self, session_id: str) -> None:
+    async def finish_crashed(self, session_id: str) -> bool:
         """Before a new message: finish the session's interrupted run; refuse while a run
-        waits for approval."""
+        waits for approval. True when a run was finished (the session changed: read it
+        again), False when there was none to finish."""
         cp = await self.runner.cfg.store.get_checkpoint(session_id)
         if cp is None:
-            return
+            return False
         if cp.status == "cancelled":  # the user moves on: the cancellation stands
             await self.runner.cfg.store.delete_checkpoint(session_id, cp.run_id)
-            return
+            return False
         if cp.status == "interrupted":
             card = cp.meta.get("interrupt", {})
             raise InterruptError(
@@ -358,6 +359,7 @@ class Resumer:
                 f"approval {result.approval.id} ({result.approval.reason}); approve or reject "
                 "it first, then send the message again"
             )
+        return True
 
     async def resume(self, session_id: str) -> RunResult:
         """Continue the session's unfinished run (the caller holds the session)."""

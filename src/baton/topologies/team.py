@@ -474,8 +474,9 @@ class Team:
                 done = await self._resumer.answered(sid, request_id)
                 if done is not None:
                     return done
-            await self._resumer.finish_crashed(sid)
-            session = await self.store.get_session(sid) or SessionRecord(sid, user_id=user_id)
+            if await self._resumer.finish_crashed(sid):  # it changed the session
+                session = await self.store.get_session(sid)
+            session = session or SessionRecord(sid, user_id=user_id)
             if start is None:
                 start = await self._start(message, sid)
             return await self._runner.run(
