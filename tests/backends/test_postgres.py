@@ -15,11 +15,12 @@ import pytest
 from tests.services import POSTGRES, require_service
 
 from baton.backends import open_store, write_with_retry
-from baton.backends.base import Checkpoint, SessionRecord
+from baton.backends.base import Checkpoint, Fence, SessionRecord
 from baton.backends.postgres import SCHEMA_VERSION, PostgresStore
 from baton.core.errors import ConfigError, ConflictError, StoreError
 from baton.core.events import EscalationCard, Event, RunStarted, ToolCalled
 from baton.core.messages import Message
+from baton.testing.kit import make_checkpoint
 
 pytestmark = pytest.mark.services
 
@@ -337,6 +338,45 @@ async def test_a_connection_lost_during_commit_is_reported_as_unsure(
         assert await store.get_session("s_1") is None  # (here, it was not)
         await store.commit_run(rec, [], [])
         assert rec.version == 1
+    finally:
+        monkeypatch.undo()
+        await store.close()
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before-it-ran", "after-it-ran"])
+async def test_a_fenced_checkpoint_whose_connection_dies_is_stored_exactly_once(
+    schema: str, monkeypatch: pytest.MonkeyPatch, after: bool
+) -> None:
+    """The fenced checkpoint is one statement without BEGIN/COMMIT: when its connection dies
+    it is not known whether it ran. The store reads the checkpoint on a fresh connection: there
+    (it ran) -> done; not there -> made once more. Either way stored once, lease renewed."""
+    store = PostgresStore(POSTGRES_URL, schema=schema)
+    fetchrow = asyncpg.Connection.fetchrow
+    kills: list[str] = []
+
+    async def dying(self: Any, query: str, *args: Any, **kw: Any) -> Any:
+        fenced = "WITH lease AS" in query and not kills
+        if fenced and not after:
+            kills.append(query)
+            await self.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+        result = await fetchrow(self, query, *args, **kw)
+        if fenced and after:  # it ran and committed; its answer is lost with the connection
+            kills.append(query)
+            await self.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+            await fetchrow(self, "SELECT 1")  # raises: the connection is gone
+        return result
+
+    try:
+        await store.get_session("s_1")  # connected and migrated
+        monkeypatch.setattr(asyncpg.Connection, "fetchrow", dying)
+        fence = Fence("session|s_1", "worker-a", 30)
+        assert await store.put_checkpoint_fenced(make_checkpoint("s_1", "run_1", 1), fence)
+        assert len(kills) == 1
+        monkeypatch.undo()
+        got = await store.get_checkpoint("s_1")
+        assert got is not None and (got.run_id, got.seq) == ("run_1", 1)
+        assert not await store.acquire_lease("session|s_1", "worker-b", 30)  # renewed
+        assert await store.put_checkpoint_fenced(make_checkpoint("s_1", "run_1", 2), fence)
     finally:
         monkeypatch.undo()
         await store.close()

@@ -47,19 +47,28 @@ from baton.core.tasks import Task, TaskStatus
 
 T = TypeVar("T")
 
-SAVE_CHECKPOINT = (
-    f"INSERT INTO checkpoints ({records.CHECKPOINT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+CHECKPOINT_UPSERT = (
     "ON CONFLICT (session_id) DO UPDATE SET run_id = excluded.run_id, seq = excluded.seq, "
     "status = excluded.status, data = excluded.data, meta = excluded.meta, "
     "updated_at = excluded.updated_at"
 )
+"""What an insert of a checkpoint row does when the session has one: replace it."""
+
+SAVE_CHECKPOINT = (
+    f"INSERT INTO checkpoints ({records.CHECKPOINT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+    f"{CHECKPOINT_UPSERT}"
+)
 """Save a session's checkpoint whatever it holds (with the run's commit)."""
 
-PUT_CHECKPOINT = (
-    f"{SAVE_CHECKPOINT} WHERE (checkpoints.run_id <> excluded.run_id "
+CHECKPOINT_NEWER = (
+    "WHERE (checkpoints.run_id <> excluded.run_id "
     "AND checkpoints.status NOT IN ('awaiting_approval', 'interrupted')) "
     "OR (checkpoints.run_id = excluded.run_id AND checkpoints.seq < excluded.seq)"
 )
+"""The condition of `CHECKPOINT_UPSERT` for a running save: not stale, and not over another
+run that waits for a person."""
+
+PUT_CHECKPOINT = f"{SAVE_CHECKPOINT} {CHECKPOINT_NEWER}"
 """Save a checkpoint unless it is stale or another run's waits for a person."""
 
 DROP_CHECKPOINT = "DELETE FROM checkpoints WHERE session_id = ? AND run_id = ?"

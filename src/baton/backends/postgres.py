@@ -74,6 +74,8 @@ from baton.backends._records import AUDIT_COLUMNS, SESSION_COLUMNS, commit_rows
 from baton.backends._snapshots import check_keep_last, snapshot_json
 from baton.backends._sql import (
     AUDIT_TIP,
+    CHECKPOINT_NEWER,
+    CHECKPOINT_UPSERT,
     DROP_CHECKPOINT,
     EVENT_ROWS,
     INSERT_ANCHOR,
@@ -84,7 +86,6 @@ from baton.backends._sql import (
     MESSAGE_ROWS,
     NEXT_BOARD_SEQ,
     NEXT_SNAPSHOT_SEQ,
-    PUT_CHECKPOINT,
     SAVE_CHECKPOINT,
     SELECT_ANCHORS,
     SNAPSHOT_SEQ,
@@ -149,6 +150,28 @@ _PRUNE_EVERY = 256
 """Expired leases are deleted once every this many acquisitions."""
 
 _NOW = "extract(epoch from clock_timestamp())::float8"
+
+
+_FENCED_CHECKPOINT = f"""
+WITH lease AS (
+  INSERT INTO leases (key, owner, expires_at) VALUES ($1, $2, {_NOW} + $3::float8)
+  ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+  WHERE leases.expires_at <= {_NOW} OR leases.owner = excluded.owner
+  RETURNING 1
+), saved AS (
+  INSERT INTO checkpoints ({records.CHECKPOINT_COLUMNS})
+  SELECT $4::text, $5::text, $6::bigint, $7::text, $8::text, $9::text, $10::float8
+  WHERE EXISTS (SELECT 1 FROM lease)
+  {CHECKPOINT_UPSERT} {CHECKPOINT_NEWER}
+  RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM saved) AS saved,
+  (SELECT seq FROM checkpoints WHERE session_id = $4) AS seq,
+  (SELECT run_id FROM checkpoints WHERE session_id = $4) AS run_id
+"""
+"""`put_checkpoint_fenced` as one statement: the lease renewed (or taken) and, only then, the
+checkpoint saved unless stale or another run's waits for a person (`PUT_CHECKPOINT`); the
+stored seq and run read from the statement's snapshot, i.e. before it (for the conflict)."""
 
 
 async def _lease(conn: Any, key: str, owner: str, ttl_s: float, prune: bool) -> bool:
@@ -726,10 +749,13 @@ class PostgresStore(SQLStore, PostgresOutbox):
             )
         return found
 
-    async def _attempt(self, work: Callable[[Any], Awaitable[T]], write: bool, migrate: bool) -> T:
-        """`work(connection)` once: in a transaction for a write. `_Retry` when the connection
-        died before a write could commit (or during a read), `_Unsure` when it died while the
-        write was committing."""
+    async def _attempt(
+        self, work: Callable[[Any], Awaitable[T]], write: bool, migrate: bool, single: bool
+    ) -> T:
+        """`work(connection)` once: in a transaction for a write, unless it is one statement
+        (`single`: atomic by itself, so no BEGIN and COMMIT round trips). `_Retry` when the
+        connection died before a write could commit (or during a read), `_Unsure` when it
+        died while the write was committing (for a single statement: while it ran)."""
         try:
             pool = await self._pool(migrate=migrate)
         except Exception as exc:
@@ -745,12 +771,12 @@ class PostgresStore(SQLStore, PostgresOutbox):
             await pool.expire_connections()
             raise _Retry from exc
         try:
-            if not write:
+            if not write or single:
                 try:
                     return await work(conn)
                 except Exception as exc:
                     if _lost(exc):
-                        raise _Retry from exc
+                        raise (_Unsure if write else _Retry) from exc
                     raise
             tr = conn.transaction()
             try:
@@ -793,6 +819,8 @@ class PostgresStore(SQLStore, PostgresOutbox):
         write: bool = False,
         migrate: bool = True,
         done: Callable[[T], None] | None = None,
+        single: bool = False,
+        stored: Callable[[Any], Awaitable[T | None]] | None = None,
     ) -> T:
         """`work(connection)` with asyncpg errors turned into `StoreError`s. A write runs in a
         transaction, to its end even when its caller is cancelled (`settle`), and `done` is
@@ -800,11 +828,29 @@ class PostgresStore(SQLStore, PostgresOutbox):
         still learn of the commit). A call whose connection turns out dead is made once more
         on a fresh one: a read in any case, a write when the connection died before its
         COMMIT was sent (the server rolled it back); a write whose connection died during its
-        COMMIT raises a `StoreError` that says it may have been stored."""
+        COMMIT raises a `StoreError` that says it may have been stored.
+
+        A `single` write is one statement, atomic by itself, run without BEGIN and COMMIT
+        (two round trips fewer). Its connection dying while it runs leaves it unknown
+        whether it was stored: `stored(connection)` reads that on a fresh connection (the
+        write's result when it is there, None when not: then it is made once more)."""
 
         async def once() -> T:
             try:
-                return await self._attempt(work, write, migrate)
+                return await self._attempt(work, write, migrate, single)
+            except _Unsure as exc:
+                if stored is None:
+                    raise
+                found = await self._attempt(stored, False, migrate, False)
+                if found is not None:
+                    return found
+                log.warning(
+                    "PostgreSQL at %s dropped the connection (%s) during %s, which was not "
+                    "stored: connecting again and trying once more",
+                    self.where,
+                    exc.__cause__ or exc,
+                    action,
+                )
             except _Retry as exc:
                 log.warning(
                     "PostgreSQL at %s dropped the connection (%s) during %s; nothing was "
@@ -814,7 +860,7 @@ class PostgresStore(SQLStore, PostgresOutbox):
                     action,
                 )
             try:
-                return await self._attempt(work, write, migrate)
+                return await self._attempt(work, write, migrate, single)
             except _Retry as exc:
                 raise (exc.__cause__ or exc) from None
 
@@ -1088,24 +1134,29 @@ class PostgresStore(SQLStore, PostgresOutbox):
         return await self._run("acquire_lease", acquire, write=True)
 
     async def put_checkpoint_fenced(self, checkpoint: Checkpoint, fence: Fence) -> bool:
-        """Renew the run's lease and save its checkpoint in one transaction
+        """Renew the run's lease and save its checkpoint in one statement, one round trip
         (`FencedCheckpoints`); False, nothing saved, while another owner's lease is live."""
         cp = checkpoint
         row = records.checkpoint_row(self.checkpoint_keys, cp)
-        self._leases += 1
-        prune = self._leases % _PRUNE_EVERY == 0
 
         async def write(conn: Any) -> tuple[bool, Any]:
-            if not await _lease(conn, fence.key, fence.owner, fence.ttl_s, prune):
+            got = await conn.fetchrow(_FENCED_CHECKPOINT, fence.key, fence.owner, fence.ttl_s, *row)
+            if not got["held"]:
                 return False, None
-            status: str = await conn.execute(numbered(PUT_CHECKPOINT), *row)
-            if int(status.rpartition(" ")[2] or 0):
+            if got["saved"]:
                 return True, None
-            sql = "SELECT seq, run_id FROM checkpoints WHERE session_id = $1"
-            found = await conn.fetchrow(sql, cp.session_id)
-            return True, tuple(found) if found is not None else ()
+            return True, (got["seq"], got["run_id"]) if got["run_id"] is not None else ()
 
-        held, refused = await self._run("put_checkpoint", write, write=True)
+        async def saved(conn: Any) -> tuple[bool, Any] | None:
+            sql = "SELECT run_id, seq FROM checkpoints WHERE session_id = $1"
+            found = await conn.fetchrow(sql, cp.session_id)
+            if found is not None and (found["run_id"], found["seq"]) == (cp.run_id, cp.seq):
+                return True, None  # the statement ran: the lease was renewed with it
+            return None
+
+        held, refused = await self._run(
+            "put_checkpoint", write, write=True, single=True, stored=saved
+        )
         if refused is None:
             return bool(held)
         if refused and refused[1] != cp.run_id:
