@@ -40,6 +40,7 @@ from baton.runtime.kernel import Call
 from baton.runtime.model_call import Parsed
 from baton.runtime.outcomes import Failed, HandedOff, Paused, ToHuman, Tripped
 from baton.runtime.plan import CallEntry
+from baton.runtime.reuse import NOTE as REUSED
 from baton.runtime.reuse import reusable
 from baton.runtime.rolling import earlier_turns
 from baton.runtime.state import PendingCall, RunState, TurnState
@@ -363,9 +364,8 @@ async def run_tool(kernel: Kernel, call: Call) -> Handled:
         earlier = reusable(turn.scratch, pending.call, args)
         if earlier is not None:  # seed 003 §6.1: a repeated identical call is not run again
             first, content = earlier
-            note = f"same call as {first}: result reused"
             called(kernel, run, turn, pending, arguments=args, ok=True, error=None, reused=first)
-            return f"[{note}]\n{content}", None
+            return f"{REUSED.format(first=first)}\n{content}", None
     lacking = plan.agent.missing_scopes(tool)
     if lacking:
         msg = (

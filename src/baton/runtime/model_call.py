@@ -20,6 +20,7 @@ from baton.models.textmode import json_shape
 from baton.runtime.guards import check_budget
 from baton.runtime.outcomes import Failed, Tripped
 from baton.runtime.output import OutputSpec, Typed
+from baton.runtime.reuse import spent
 from baton.runtime.rolling import earlier_turns
 from baton.runtime.state import RunState, TurnState
 from baton.runtime.timeouts import timed
@@ -51,13 +52,18 @@ async def ask(
     empty or invalid after that fails the turn. A typed answer comes back as its normalised
     JSON text, its data kept in `RunState.final`."""
     output = plan.output
+    tools = plan.specs_for(
+        turn.incoming is not None and not turn.fallback,
+        earlier_turns(run) and not turn.fallback,
+    )
+    if turn.tools_called:
+        withheld = spent(turn.scratch)  # a repeated call's tool, for one model call
+        if withheld:
+            tools = [t for t in tools if t.name not in withheld]
     request = ModelRequest(
         agent=plan.agent.name,
         messages=[*turn.view, *turn.scratch],
-        tools=plan.specs_for(
-            turn.incoming is not None and not turn.fallback,
-            earlier_turns(run) and not turn.fallback,
-        ),
+        tools=tools,
         output_schema=output.schema if output is not None else None,
         output_name=output.name if output is not None else None,
     )
