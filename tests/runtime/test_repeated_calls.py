@@ -93,6 +93,32 @@ async def test_the_model_call_after_a_reused_result_is_not_offered_that_tool() -
     ]
 
 
+async def test_a_withheld_call_written_out_as_text_is_asked_again_once() -> None:
+    @tool
+    def lookup(order_id: str) -> str:
+        """Look an order up."""
+        return f"{order_id} shipped"
+
+    written = '{"tool": "lookup", "arguments": {"order_id": "ORD-1"}}'
+    steps = [S.call("lookup", order_id="ORD-1"), S.call("lookup", order_id="ORD-1")]
+    replies = iter([S.say(written), S.say("ORD-1 has shipped.")])
+
+    def holder(request: ModelRequest) -> Step:
+        done = len([m for m in request.messages if m.role == "assistant" and m.tool_calls])
+        return steps[done] if done < len(steps) else next(replies)
+
+    model = S(holder)
+    team = Team([Agent(name="ops", tools=[lookup])], entry="ops", model=model)
+    result = await team.run("ORD-1?", session_id="s")
+    assert result.output == "ORD-1 has shipped."
+    told, again = model.requests[-2], model.requests[-1]
+    assert "again with the same arguments" in (told.messages[-1].content or "")
+    assert again.reask and again.messages[-2].content == written and not again.tools
+    # the note is the kernel's to the model, not part of the transcript
+    stored = await team.store.get_messages("s")
+    assert not any("again with the same arguments" in (m.content or "") for m in stored)
+
+
 async def test_two_identical_calls_in_one_response_run_once() -> None:
     runs: list[str] = []
 

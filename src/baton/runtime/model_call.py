@@ -56,13 +56,14 @@ async def ask(
         turn.incoming is not None and not turn.fallback,
         earlier_turns(run) and not turn.fallback,
     )
-    if turn.tools_called:
-        withheld = spent(turn.scratch)  # a repeated call's tool, for one model call
-        if withheld:
-            tools = [t for t in tools if t.name not in withheld]
+    messages = [*turn.view, *turn.scratch]
+    withheld = spent(turn.scratch) if turn.tools_called else frozenset()
+    if withheld:  # a repeated call's tool, for one model call, and why (not recorded)
+        tools = [t for t in tools if t.name not in withheld]
+        messages.append(Message(role="user", content=repeated_note(withheld)))
     request = ModelRequest(
         agent=plan.agent.name,
-        messages=[*turn.view, *turn.scratch],
+        messages=messages,
         tools=tools,
         output_schema=output.schema if output is not None else None,
         output_name=output.name if output is not None else None,
@@ -75,6 +76,15 @@ async def ask(
     typed: Typed | str | None = None  # a typed answer, validated or why it is not valid
     if any([c.error for c in calls]):  # a list: a generator costs a frame per call
         retry = await call(kernel, run, plan, turn, reask_request(request, response, calls))
+        if not isinstance(retry, ModelResponse):
+            return retry
+        response, calls = retry, parse(retry)
+    elif withheld and not calls and calls_withheld(response.text, withheld):
+        # it wrote the withheld call out as text instead of answering: once more, plainly
+        said = Message(role="assistant", content=response.text or "", agent=request.agent)
+        nudge = Message(role="user", content=repeated_note(withheld))
+        again = replace(request, messages=[*request.messages, said, nudge], reask=True)
+        retry = await call(kernel, run, plan, turn, again)
         if not isinstance(retry, ModelResponse):
             return retry
         response, calls = retry, parse(retry)
@@ -352,6 +362,21 @@ def reask_request(
         ),
     )
     return replace(request, messages=[*request.messages, bad, *answers, nudge], reask=True)
+
+
+def repeated_note(names: frozenset[str]) -> str:
+    """Why the tools `names` are not offered to this model call (`baton.runtime.reuse`)."""
+    listed = ", ".join(sorted(names))
+    return (
+        f"You called {listed} again with the same arguments; its result is above. Do not "
+        "call it again now: answer from that result (or use another tool)."
+    )
+
+
+def calls_withheld(text: str | None, names: frozenset[str]) -> bool:
+    """Whether a reply's text is a withheld tool's call written out (JSON naming it)."""
+    body = (text or "").strip()
+    return body[:1] in ("{", "[", "<", "`") and any(n in body[:400] for n in names)
 
 
 def empty(response: ModelResponse, calls: list[Parsed]) -> bool:
