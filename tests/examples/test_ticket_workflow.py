@@ -90,7 +90,7 @@ async def test_check_citations_reports_a_fabricated_citation(kb_dir: Path) -> No
     fabricated = {**real, "chunk_id": "POL-RF-999", "heading": "Refund policy > POL-RF-999"}
     check = flow.agents["review"].tools[0]
 
-    out: dict[str, Any] = await check.fn(citations=[real, fabricated])
+    out: dict[str, Any] = await check.fn(refs=[real["chunk_id"], fabricated["chunk_id"]])
 
     assert [r["verdict"] for r in out["results"]] == ["ok", "not_found"]
 

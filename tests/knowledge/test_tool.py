@@ -19,7 +19,8 @@ from baton import Agent, ScriptedModel, Team
 from baton.core.errors import ConfigError
 from baton.core.payload import REFERENCES_HEADING
 from baton.knowledge import KnowledgeBase
-from baton.knowledge.tool import MAX_QUERY_CHARS, verify_tool
+from baton.knowledge.tool import MAX_QUERY_CHARS, CitationArg, verify_tool
+from baton.knowledge.tool import check as check_one
 from baton.models.base import estimate_tokens
 from baton.routing.encoders import Encoder
 from baton.runtime.control import PENDING
@@ -117,12 +118,19 @@ async def test_check_citations_tells_real_from_fabricated(kb: KnowledgeBase) -> 
     elsewhere = {**real, "kb": "warranty"}
     check = verify_tool(kb)
     assert check.name == "check_citations" and check.quoted
+    assert set(check.spec.parameters["properties"]) == {"refs"}  # names, never copies
 
-    out = await check.fn(citations=[real, fabricated, edited, elsewhere])
-
-    assert [r["verdict"] for r in out["results"]] == ["ok", "not_found", "changed", "unknown_kb"]
-    assert out["checked"] == 4 and out["not_ok"] == 3
+    out = await check.fn(refs=[real["chunk_id"], fabricated["chunk_id"]])
+    assert [r["verdict"] for r in out["results"]] == ["ok", "not_found"]
+    assert out["checked"] == 2 and out["not_ok"] == 1
     assert "not real" in out["results"][1]["detail"]
+    # code that holds citations checks them whole (`check`): text hash and base included
+    bases = {"refunds": kb}
+    verdicts = [
+        (await check_one(bases, CitationArg.model_validate(c)))["verdict"]
+        for c in (real, fabricated, edited, elsewhere)
+    ]
+    assert verdicts == ["ok", "not_found", "changed", "unknown_kb"]
 
 
 async def test_check_citations_takes_the_numbers_it_was_shown(kb: KnowledgeBase) -> None:

@@ -15,9 +15,9 @@ fact, and declares its citations (`cites`), which the kernel carries to the hand
 and to later pipeline stages. The model reads the result as one JSON document, so no passage
 can start a line of its own in its view.
 
-`verify_tool(*kbs)` is `check_citations`: a reviewer passes the citations it received and reads,
-for each, whether the cited passage exists in that knowledge base and its text still matches
-(seed 003 §4.4: "does the suggestion cite policies that exist").
+`verify_tool(*kbs)` is `check_citations`: a reviewer names the references it was shown (by
+number) and reads, for each, whether the cited passage exists in its knowledge base and its
+text still matches (seed 003 §4.4: "does the suggestion cite policies that exist").
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ async def cited_facts(
 
 
 class CitationArg(BaseModel):
-    """A citation as a reviewer passes it to `check_citations` (as it was shown)."""
+    """A citation as code passes it to `check` (the fields of a `Citation`)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -182,8 +182,14 @@ async def check(kbs: Mapping[str, KnowledgeBase], citation: CitationArg) -> dict
 
 
 def verify_tool(*kbs: KnowledgeBase, name: str = "check_citations") -> Tool:
-    """`check_citations(citations)`: per citation, whether the cited passage exists in the
-    knowledge base it names and its text still matches (`check`)."""
+    """`check_citations(refs)`: per reference, whether the cited passage exists in its
+    knowledge base and its text still matches (`check_ref`, `check`).
+
+    A reference is a number as the caller's view shows it (the kernel's citation under it is
+    checked whole, text hash included) or a chunk id (looked up in every base). A model
+    names references, it does not copy citations: small models garble 64-hex hashes, and a
+    citation a model wrote is not evidence of anything. Code that holds a citation checks
+    it with `check(kbs, citation)` or `KnowledgeBase.verify`."""
     if not kbs:
         raise ConfigError(f"{name}: give the knowledge bases whose citations it checks")
     by_name: dict[str, KnowledgeBase] = {}
@@ -192,27 +198,16 @@ def verify_tool(*kbs: KnowledgeBase, name: str = "check_citations") -> Tool:
             raise ConfigError(f"{name}: two knowledge bases are named {kb.name!r}")
         by_name[kb.name] = kb
 
-    async def check_citations(
-        refs: list[str] | None = None, citations: list[CitationArg] | None = None
-    ) -> dict[str, Any]:
+    async def check_citations(refs: list[str] | None = None) -> dict[str, Any]:
         """Check that cited passages exist and still say what they did.
 
         Args:
             refs: The references to check, by their number as shown to you ("1", "[2]") or by
-                a passage's chunk id. Leave out refs and citations to check every reference
-                you were shown.
-            citations: Citations to check, copied as you received them.
+                a passage's chunk id. Leave it out to check every reference you were shown.
         """
         shown = references()
-        asked: list[CitationArg | str] = [*(refs or []), *(citations or [])]
-        if not asked:
-            asked = [str(i) for i in range(1, len(shown) + 1)]
-        results = []
-        for item in asked[:MAX_CHECKS]:
-            if isinstance(item, str):
-                results.append(await check_ref(by_name, shown, item))
-            else:  # (validated by the kernel; a direct call may pass plain dicts)
-                results.append(await check(by_name, CitationArg.model_validate(item)))
+        asked = list(refs or []) or [str(i) for i in range(1, len(shown) + 1)]
+        results = [await check_ref(by_name, shown, str(item)) for item in asked[:MAX_CHECKS]]
         bad = sum(r["verdict"] != "ok" for r in results)
         out: dict[str, Any] = {"checked": len(results), "not_ok": bad, "results": results}
         if len(asked) > MAX_CHECKS:
@@ -223,8 +218,8 @@ def verify_tool(*kbs: KnowledgeBase, name: str = "check_citations") -> Tool:
         check_citations,
         name=name,
         description=(
-            "Check citations: for each reference (by its number as shown, or a chunk id) or "
-            "citation, whether the passage it cites exists in its knowledge base "
+            "Check citations: for each reference (its number as shown to you, or a chunk id), "
+            "whether the passage it cites exists in its knowledge base "
             f"({', '.join(by_name)}) and its text still matches. With no arguments it checks "
             "every reference you were shown. A fabricated one is reported not_found."
         ),
