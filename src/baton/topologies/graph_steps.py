@@ -7,7 +7,8 @@ next nodes, all in one response, so the kernel runs them in parallel and checkpo
 result. Function nodes are a call kind of their own (`RunNode`); agent nodes are bounded
 sub-runs (`ask_<agent>`, as a supervisor's workers). Nothing lives outside the run's state,
 so a resumed run, in any process, rebuilds exactly the same state and never runs a node that
-answered.
+answered. The rebuild is a fold kept per running turn, so each super-step is folded once
+(`GraphSpec.replay`).
 """
 
 from __future__ import annotations
