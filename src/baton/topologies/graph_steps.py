@@ -284,6 +284,10 @@ class GraphSpec:
             self._folds.popitem(last=False)
         return _copy(pos)
 
+    def forget(self, run: RunState, turn: TurnState) -> None:
+        """Drop the turn's fold: its run ended (a resumed one folds from its start again)."""
+        self._folds.pop((run.run_id, turn.index), None)
+
     def update_of(self, node: str, content: str) -> dict[str, Any] | str:
         """A node's result as a state update, or why it failed."""
         try:
@@ -419,15 +423,19 @@ class GraphConductor:
         if pos.error is None:
             pos.error = oversized(pos.state, kernel.cfg.guards.max_state_bytes, _after(pos))
         if pos.error is not None:
+            spec.forget(run, turn)
             return Failed(pos.error)
         nxt = await spec.next_nodes(pos)
         if isinstance(nxt, str):
+            spec.forget(run, turn)
             return Failed(nxt)
         await self._save(kernel, run, pos, nxt)
         if not nxt:
+            spec.forget(run, turn)  # the run is done: its fold is not needed again
             run.final = pos.state
             return json.dumps(pos.state, ensure_ascii=False), []
         if len(pos.ran) >= spec.max_steps:
+            spec.forget(run, turn)
             detail = (
                 f"max_steps: graph {spec.name} ran {len(pos.ran)} super-steps without reaching "
                 f"END (path: {_path(pos)}; next: {', '.join(nxt)})"
