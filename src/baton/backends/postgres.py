@@ -174,6 +174,17 @@ checkpoint saved unless stale or another run's waits for a person (`PUT_CHECKPOI
 stored seq and run read from the statement's snapshot, i.e. before it (for the conflict)."""
 
 
+async def _released(conn: Any) -> None:
+    """What a connection needs before it goes back to the pool. asyncpg's default reset
+    sends `SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL` after every
+    use, a round trip per store call, for session state this store never leaves: its locks
+    are transaction-scoped (`pg_advisory_xact_lock`), it opens no cursor, listens to nothing
+    and sets nothing (the search path is a connection setting). Only an unfinished
+    transaction (a rollback that failed) is undone."""
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
+
+
 async def _lease(conn: Any, key: str, owner: str, ttl_s: float, prune: bool) -> bool:
     """`acquire_lease` on `conn` (within the caller's transaction)."""
     got = await conn.fetchval(
@@ -692,6 +703,7 @@ class PostgresStore(SQLStore, PostgresOutbox):
             command_timeout=self.command_timeout_s,
             timeout=self.connect_timeout_s,
             server_settings={"search_path": self._quoted},
+            reset=_released,
         )
         try:
             await pool
