@@ -332,11 +332,7 @@ redis.call('RPUSH', P .. 'audit:anchors', ARGV[6])
 return 'ok'
 """
 
-# ARGV: 3 session id, 4-9 checkpoint (run, seq, status, data, meta, updated_at).
-_PUT_CHECKPOINT = (
-    _WRITE_PRELUDE
-    + _CHECKPOINT_FUNCTIONS
-    + """
+_SAVE_UNLESS_STALE = """
 local sid = ARGV[3]
 local old = redis.call('HMGET', P .. 'cp:' .. sid, 'run_id', 'seq', 'status')
 if old[1] then
@@ -349,7 +345,11 @@ end
 save_checkpoint(sid, 4)
 return finish('ok')
 """
-)
+"""A running checkpoint saved unless stale or over another run's that waits for a person
+(ARGV: 3 session id, 4-9 checkpoint)."""
+
+# ARGV: 3 session id, 4-9 checkpoint (run, seq, status, data, meta, updated_at).
+_PUT_CHECKPOINT = _WRITE_PRELUDE + _CHECKPOINT_FUNCTIONS + _SAVE_UNLESS_STALE
 
 # ARGV: 3 session id, 4-9 checkpoint (as _PUT_CHECKPOINT), 10 lease key, 11 owner,
 # 12 milliseconds: the lease renewed (or taken) and the checkpoint saved in one script.
@@ -361,18 +361,8 @@ local lease = P .. 'lease:' .. ARGV[10]
 local holder = redis.call('GET', lease)
 if holder and holder ~= ARGV[11] then return 'fenced:' .. holder end
 redis.call('SET', lease, ARGV[11], 'PX', ARGV[12])
-local sid = ARGV[3]
-local old = redis.call('HMGET', P .. 'cp:' .. sid, 'run_id', 'seq', 'status')
-if old[1] then
-  if old[1] == ARGV[4] then
-    if tonumber(ARGV[5]) <= tonumber(old[2]) then return 'stale:' .. old[2] end
-  elseif old[3] == 'awaiting_approval' or old[3] == 'interrupted' then
-    return 'paused:' .. old[1]
-  end
-end
-save_checkpoint(sid, 4)
-return finish('ok')
 """
+    + _SAVE_UNLESS_STALE
 )
 
 # ARGV: 1 prefix, 2 session id, 3 run id.
