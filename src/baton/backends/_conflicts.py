@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from baton.backends.base import Checkpoint, HumanTicket
@@ -45,6 +46,14 @@ def paused_elsewhere(cp: Checkpoint, stored_run: str) -> ConflictError:
         "discard it first",
         key=cp.session_id,
     )
+
+
+def refused_checkpoint(cp: Checkpoint, stored: Sequence[Any] | None) -> ConflictError:
+    """Why a running checkpoint save changed nothing, from the stored row's (seq, run_id)
+    (None: no checkpoint stored, so a newer save of the run raced it away)."""
+    if stored and stored[1] != cp.run_id:
+        return paused_elsewhere(cp, str(stored[1]))
+    return stale_checkpoint(cp, int(stored[0]) if stored else None)
 
 
 def check_ticket(ticket: HumanTicket) -> None:

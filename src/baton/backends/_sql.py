@@ -21,8 +21,7 @@ from baton.backends import _records as records
 from baton.backends._conflicts import (
     check_task_owner,
     check_ticket,
-    paused_elsewhere,
-    stale_checkpoint,
+    refused_checkpoint,
     task_conflict,
     task_elsewhere,
     ticket_conflict,
@@ -70,6 +69,9 @@ run that waits for a person."""
 
 PUT_CHECKPOINT = f"{SAVE_CHECKPOINT} {CHECKPOINT_NEWER}"
 """Save a checkpoint unless it is stale or another run's waits for a person."""
+
+STORED_CHECKPOINT = "SELECT seq, run_id FROM checkpoints WHERE session_id = ?"
+"""What a refused save is told about the session's checkpoint (`refused_checkpoint`)."""
 
 DROP_CHECKPOINT = "DELETE FROM checkpoints WHERE session_id = ? AND run_id = ?"
 
@@ -281,11 +283,8 @@ class SQLStore:
         row = records.checkpoint_row(self.checkpoint_keys, cp)
         if await self._change("put_checkpoint", PUT_CHECKPOINT, row):
             return
-        sql = "SELECT seq, run_id FROM checkpoints WHERE session_id = ?"
-        stored = await self._query("put_checkpoint", sql, (cp.session_id,))
-        if stored and stored[0][1] != cp.run_id:
-            raise paused_elsewhere(cp, str(stored[0][1]))
-        raise stale_checkpoint(cp, int(stored[0][0]) if stored else None)
+        stored = await self._query("put_checkpoint", STORED_CHECKPOINT, (cp.session_id,))
+        raise refused_checkpoint(cp, stored[0] if stored else None)
 
     async def get_checkpoint(self, session_id: str) -> Checkpoint | None:
         """The session's checkpoint (state as JSON in `data`), or None."""

@@ -65,8 +65,7 @@ from baton.backends._aio import settle
 from baton.backends._conflicts import (
     board_conflict,
     board_json,
-    paused_elsewhere,
-    stale_checkpoint,
+    refused_checkpoint,
     version_conflict,
 )
 from baton.backends._postgres_outbox import OUTBOX_MIGRATION, PostgresOutbox
@@ -89,6 +88,7 @@ from baton.backends._sql import (
     SAVE_CHECKPOINT,
     SELECT_ANCHORS,
     SNAPSHOT_SEQ,
+    STORED_CHECKPOINT,
     TRIM_AUDIT,
     UPSERT_ENTRY,
     UPSERT_SNAPSHOT,
@@ -1151,29 +1151,23 @@ class PostgresStore(SQLStore, PostgresOutbox):
         cp = checkpoint
         row = records.checkpoint_row(self.checkpoint_keys, cp)
 
-        async def write(conn: Any) -> tuple[bool, Any]:
+        async def write(conn: Any) -> tuple[bool, bool, Any]:
             got = await conn.fetchrow(_FENCED_CHECKPOINT, fence.key, fence.owner, fence.ttl_s, *row)
-            if not got["held"]:
-                return False, None
-            if got["saved"]:
-                return True, None
-            return True, (got["seq"], got["run_id"]) if got["run_id"] is not None else ()
+            stored = (got["seq"], got["run_id"]) if got["run_id"] is not None else None
+            return bool(got["held"]), bool(got["saved"]), stored
 
-        async def saved(conn: Any) -> tuple[bool, Any] | None:
-            sql = "SELECT run_id, seq FROM checkpoints WHERE session_id = $1"
-            found = await conn.fetchrow(sql, cp.session_id)
-            if found is not None and (found["run_id"], found["seq"]) == (cp.run_id, cp.seq):
-                return True, None  # the statement ran: the lease was renewed with it
+        async def ran(conn: Any) -> tuple[bool, bool, Any] | None:
+            found = await conn.fetchrow(numbered(STORED_CHECKPOINT), cp.session_id)
+            if found is not None and (found["seq"], found["run_id"]) == (cp.seq, cp.run_id):
+                return True, True, None  # the statement ran: the lease was renewed with it
             return None
 
-        held, refused = await self._run(
-            "put_checkpoint", write, write=True, single=True, stored=saved
+        held, saved, stored = await self._run(
+            "put_checkpoint", write, write=True, single=True, stored=ran
         )
-        if refused is None:
-            return bool(held)
-        if refused and refused[1] != cp.run_id:
-            raise paused_elsewhere(cp, str(refused[1]))
-        raise stale_checkpoint(cp, int(refused[0]) if refused else None)
+        if held and not saved:
+            raise refused_checkpoint(cp, stored)
+        return held
 
     # ------------------------------------------------------------------ human queue
     async def push_human(self, card: EscalationCard) -> int:

@@ -36,8 +36,7 @@ from baton.backends import _records as records
 from baton.backends._conflicts import (
     board_conflict,
     board_json,
-    paused_elsewhere,
-    stale_checkpoint,
+    refused_checkpoint,
     version_conflict,
 )
 from baton.backends._records import AUDIT_COLUMNS, SESSION_COLUMNS, commit_rows
@@ -58,6 +57,7 @@ from baton.backends._sql import (
     SAVE_CHECKPOINT,
     SELECT_ANCHORS,
     SNAPSHOT_SEQ,
+    STORED_CHECKPOINT,
     TRIM_AUDIT,
     UPSERT_ENTRY,
     UPSERT_SNAPSHOT,
@@ -942,21 +942,18 @@ class SQLiteStore(SQLStore, SQLiteOutbox):
         cp = checkpoint
         row = records.checkpoint_row(self.checkpoint_keys, cp)
 
-        def write(conn: sqlite3.Connection) -> tuple[bool, Any]:
+        def write(conn: sqlite3.Connection) -> tuple[bool, bool, Any]:
             with self._transaction(conn):
                 if not self._lease(conn, fence.key, fence.owner, fence.ttl_s):
-                    return False, None
+                    return False, False, None
                 if conn.execute(PUT_CHECKPOINT, row).rowcount:
-                    return True, None
-                sql = "SELECT seq, run_id FROM checkpoints WHERE session_id = ?"
-                return True, conn.execute(sql, (cp.session_id,)).fetchone() or ()
+                    return True, True, None
+                return True, False, conn.execute(STORED_CHECKPOINT, (cp.session_id,)).fetchone()
 
-        held, refused = await self._run("put_checkpoint", write)
-        if refused is None:
-            return held
-        if refused and refused[1] != cp.run_id:
-            raise paused_elsewhere(cp, str(refused[1]))
-        raise stale_checkpoint(cp, int(refused[0]) if refused else None)
+        held, saved, stored = await self._run("put_checkpoint", write)
+        if held and not saved:
+            raise refused_checkpoint(cp, stored)
+        return held
 
     # ------------------------------------------------------------------ human queue
     async def push_human(self, card: EscalationCard) -> int:
