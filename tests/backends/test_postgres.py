@@ -15,7 +15,7 @@ import pytest
 from tests.services import POSTGRES, require_service
 
 from baton.backends import open_store, write_with_retry
-from baton.backends.base import Checkpoint, Fence, SessionRecord
+from baton.backends.base import Checkpoint, Fence, KeptSnapshot, SessionRecord, Snapshot
 from baton.backends.postgres import SCHEMA_VERSION, PostgresStore
 from baton.core.errors import ConfigError, ConflictError, StoreError
 from baton.core.events import EscalationCard, Event, RunStarted, ToolCalled
@@ -379,6 +379,45 @@ async def test_a_fenced_checkpoint_whose_connection_dies_is_stored_exactly_once(
         assert await store.put_checkpoint_fenced(make_checkpoint("s_1", "run_1", 2), fence)
     finally:
         monkeypatch.undo()
+        await store.close()
+
+
+async def test_a_fenced_snapshot_racing_another_writer_is_saved_again_under_the_lock(
+    schema: str, raw: Any
+) -> None:
+    """The step's snapshot rides in the fenced checkpoint's statement without the thread's
+    lock: a writer that takes the same seq meanwhile makes the statement fail on the unique
+    (thread_id, seq) index, writing nothing, and the save is made again, locked."""
+    store = PostgresStore(POSTGRES_URL, schema=schema)
+    fence = Fence("session|s_1", "worker-a", 30)
+    first = KeptSnapshot(Snapshot("s_1", "a", "run_1", 1, None, {"n": 1}))
+    try:
+        assert await store.put_checkpoint_fenced(make_checkpoint("s_1", "run_1", 1), fence, [first])
+        other = await asyncpg.connect(POSTGRES_URL)
+        tr = other.transaction()
+        await tr.start()
+        # another writer takes seq 2 of the thread and commits while the save waits on it
+        await other.execute(
+            f'INSERT INTO "{schema}".snapshots VALUES ($1, $2, 2, $3, 9, NULL, $4, 0)',
+            "s_1",
+            "elsewhere",
+            "run_x",
+            "{}",
+        )
+        second = KeptSnapshot(Snapshot("s_1", "b", "run_1", 2, "a", {"n": 2}))
+        saving = asyncio.ensure_future(
+            store.put_checkpoint_fenced(make_checkpoint("s_1", "run_1", 2), fence, [second])
+        )
+        await asyncio.sleep(0.3)
+        assert not saving.done()  # waiting on the uncommitted seq 2
+        await tr.commit()
+        await other.close()
+        assert await saving is True
+        shots = {s.id: s.seq for s in await store.list_snapshots("s_1")}
+        assert shots == {"a": 1, "elsewhere": 2, "b": 3}
+        cp = await store.get_checkpoint("s_1")
+        assert cp is not None and cp.seq == 2
+    finally:
         await store.close()
 
 

@@ -9,13 +9,14 @@ import itertools
 import json
 import sqlite3
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from baton import Agent, ModelRequest, NewerCheckpoint, ScriptedModel, Team, tool
-from baton.backends.base import Checkpoint, Fence, SessionRecord
+from baton.backends.base import Checkpoint, Fence, KeptSnapshot, SessionRecord
 from baton.backends.memory import MemoryStore
 from baton.backends.sqlite import SQLiteStore
 from baton.core.errors import StoreError
@@ -221,9 +222,11 @@ class Saved(SQLiteStore):
         self.running.append(checkpoint.state_json())
         await super().put_checkpoint(checkpoint)
 
-    async def put_checkpoint_fenced(self, checkpoint: Checkpoint, fence: Fence) -> bool:
+    async def put_checkpoint_fenced(
+        self, checkpoint: Checkpoint, fence: Fence, snapshots: Sequence[KeptSnapshot] = ()
+    ) -> bool:
         self.running.append(checkpoint.state_json())  # a run's steps, under its lease
-        return await super().put_checkpoint_fenced(checkpoint, fence)
+        return await super().put_checkpoint_fenced(checkpoint, fence, snapshots)
 
     async def commit_run(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from baton.backends.base import Snapshot
+from baton.backends.base import KeptSnapshot, Snapshot
 from baton.core.errors import ConfigError, StoreError
 
 
@@ -47,3 +47,10 @@ def check_keep_last(keep_last: int | None) -> None:
             f"put_snapshot(keep_last={keep_last!r}): keep at least 1 snapshot per thread, or "
             "pass None to keep them all"
         )
+
+
+def kept_json(kept: KeptSnapshot) -> str:
+    """A snapshot to save with a checkpoint as JSON text, its retention checked: both before
+    anything of the step is written."""
+    check_keep_last(kept.keep_last)
+    return snapshot_json(kept.snapshot)

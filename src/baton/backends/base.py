@@ -11,6 +11,7 @@ hash-chained record of what a store committed."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -220,10 +221,13 @@ class FencedCheckpoints(Protocol):
     """A store that renews the run's lease and saves its checkpoint in one write (optional:
     without it the kernel renews the lease, then saves, in two)."""
 
-    async def put_checkpoint_fenced(self, checkpoint: Checkpoint, fence: Fence) -> bool:
-        """`acquire_lease(fence)` and, only if it succeeds, `put_checkpoint(checkpoint)`, as
-        one atomic write. False (nothing saved) while another owner's lease is live; the
-        conflicts of `put_checkpoint` raise as there."""
+    async def put_checkpoint_fenced(
+        self, checkpoint: Checkpoint, fence: Fence, snapshots: Sequence[KeptSnapshot] = ()
+    ) -> bool:
+        """`acquire_lease(fence)` and, only if it succeeds, `put_checkpoint(checkpoint)` and
+        `put_snapshot(snapshot, keep_last)` for each of `snapshots` (the graph boundaries the
+        step reached), as one atomic write. False (nothing saved) while another owner's lease
+        is live; the conflicts of `put_checkpoint` raise as there (nothing saved either)."""
         ...
 
 
@@ -388,6 +392,15 @@ class Snapshot:
     emptied by `delete_snapshots` starts over)."""
     created_at: float = field(default_factory=now)
     """When it was saved (seconds since the epoch)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeptSnapshot:
+    """A snapshot to save with a step's checkpoint, and the thread's retention
+    (`Snapshots.put_snapshot`'s `keep_last`)."""
+
+    snapshot: Snapshot
+    keep_last: int | None = None
 
 
 @runtime_checkable

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from itertools import islice
 from typing import Any
 
@@ -31,6 +32,7 @@ from baton.backends.base import (
     CheckpointStatus,
     Fence,
     HumanTicket,
+    KeptSnapshot,
     SessionRecord,
     Snapshot,
     TicketStatus,
@@ -323,12 +325,20 @@ class MemoryStore(MemoryOutbox):
                 raise paused_elsewhere(checkpoint, old.run_id)
         self._checkpoints[checkpoint.session_id] = self._kept(checkpoint)
 
-    async def put_checkpoint_fenced(self, checkpoint: Checkpoint, fence: Fence) -> bool:
-        """`acquire_lease(fence)`, then `put_checkpoint`; atomic, as nothing awaits between
-        (`FencedCheckpoints`). False, nothing saved, while another owner's lease is live."""
+    async def put_checkpoint_fenced(
+        self, checkpoint: Checkpoint, fence: Fence, snapshots: Sequence[KeptSnapshot] = ()
+    ) -> bool:
+        """`acquire_lease(fence)`, then `put_checkpoint` and `put_snapshot` for each of
+        `snapshots`; atomic, as nothing awaits between (`FencedCheckpoints`). False, nothing
+        saved, while another owner's lease is live."""
+        for kept in snapshots:  # before anything is written: bad data writes nothing
+            check_keep_last(kept.keep_last)
+            snapshot_json(kept.snapshot)
         if not await self.acquire_lease(fence.key, fence.owner, fence.ttl_s):
             return False
         await self.put_checkpoint(checkpoint)
+        for kept in snapshots:
+            await self.put_snapshot(kept.snapshot, kept.keep_last)
         return True
 
     def _kept(self, checkpoint: Checkpoint) -> Checkpoint:

@@ -70,7 +70,7 @@ from baton.backends._conflicts import (
 )
 from baton.backends._postgres_outbox import OUTBOX_MIGRATION, PostgresOutbox
 from baton.backends._records import AUDIT_COLUMNS, SESSION_COLUMNS, commit_rows
-from baton.backends._snapshots import check_keep_last, snapshot_json
+from baton.backends._snapshots import kept_json
 from baton.backends._sql import (
     AUDIT_TIP,
     CHECKPOINT_NEWER,
@@ -115,7 +115,14 @@ from baton.backends.audit import (
     resolve_key,
     retired_ids,
 )
-from baton.backends.base import BoardEntry, Checkpoint, Fence, SessionRecord, Snapshot
+from baton.backends.base import (
+    BoardEntry,
+    Checkpoint,
+    Fence,
+    KeptSnapshot,
+    SessionRecord,
+    Snapshot,
+)
 from baton.backends.outbox import INSERT_OUTBOX
 from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
 from baton.backends.sealing import CheckpointKeyProvider, resolve_keys
@@ -172,6 +179,35 @@ SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM saved) AS sav
 """`put_checkpoint_fenced` as one statement: the lease renewed (or taken) and, only then, the
 checkpoint saved unless stale or another run's waits for a person (`PUT_CHECKPOINT`); the
 stored seq and run read from the statement's snapshot, i.e. before it (for the conflict)."""
+
+_FENCED_WITH_SNAPSHOT = _FENCED_CHECKPOINT.replace(
+    "\nSELECT EXISTS",
+    f"""
+, snap AS (
+  INSERT INTO snapshots ({records.SNAPSHOT_COLUMNS})
+  SELECT $11::text, $12::text, COALESCE(
+      (SELECT seq FROM snapshots WHERE thread_id = $11 AND id = $12),
+      (SELECT COALESCE(MAX(seq), 0) + 1 FROM snapshots WHERE thread_id = $11)),
+    $13::text, $14::bigint, $15::text, $16::text, $17::float8
+  WHERE EXISTS (SELECT 1 FROM saved)
+  ON CONFLICT (thread_id, id) DO UPDATE SET seq = excluded.seq, run_id = excluded.run_id,
+    step = excluded.step, parent_id = excluded.parent_id, data = excluded.data,
+    created_at = excluded.created_at
+  RETURNING 1
+), pruned AS (
+  DELETE FROM snapshots WHERE $18::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM snap)
+    AND thread_id = $11 AND id <> $12 AND seq <= (SELECT seq FROM snapshots
+      WHERE thread_id = $11 AND id <> $12 ORDER BY seq DESC LIMIT 1 OFFSET $18::bigint - 1)
+)
+SELECT EXISTS""",
+    1,
+)
+"""`_FENCED_CHECKPOINT` with one graph snapshot saved in the same statement, only if the
+checkpoint was: its seq kept when its id is stored, else the thread's next; then, with
+`keep_last` ($18), the thread's other snapshots beyond the newest `keep_last - 1` deleted
+(the statement sees the table as before it, hence the snapshot saved is left out of the
+count and kept). No lock: two writers taking one seq fail on the unique (thread_id, seq)
+index, and the save is made again under `put_snapshot`'s lock."""
 
 
 async def _released(conn: Any) -> None:
@@ -833,6 +869,7 @@ class PostgresStore(SQLStore, PostgresOutbox):
         done: Callable[[T], None] | None = None,
         single: bool = False,
         stored: Callable[[Any], Awaitable[T | None]] | None = None,
+        idempotent: bool = False,
     ) -> T:
         """`work(connection)` with asyncpg errors turned into `StoreError`s. A write runs in a
         transaction, to its end even when its caller is cancelled (`settle`), and `done` is
@@ -845,23 +882,27 @@ class PostgresStore(SQLStore, PostgresOutbox):
         A `single` write is one statement, atomic by itself, run without BEGIN and COMMIT
         (two round trips fewer). Its connection dying while it runs leaves it unknown
         whether it was stored: `stored(connection)` reads that on a fresh connection (the
-        write's result when it is there, None when not: then it is made once more)."""
+        write's result when it is there, None when not: then it is made once more). An
+        `idempotent` single write (a lease renewed or released by its owner) is simply made
+        once more: making it twice is making it once."""
 
         async def once() -> T:
             try:
                 return await self._attempt(work, write, migrate, single)
             except _Unsure as exc:
-                if stored is None:
+                if stored is None and not idempotent:
                     raise
-                found = await self._attempt(stored, False, migrate, False)
-                if found is not None:
-                    return found
+                if stored is not None:
+                    found = await self._attempt(stored, False, migrate, False)
+                    if found is not None:
+                        return found
                 log.warning(
-                    "PostgreSQL at %s dropped the connection (%s) during %s, which was not "
-                    "stored: connecting again and trying once more",
+                    "PostgreSQL at %s dropped the connection (%s) during %s, which %s: "
+                    "connecting again and trying once more",
                     self.where,
                     exc.__cause__ or exc,
                     action,
+                    "is safe to repeat" if stored is None else "was not stored",
                 )
             except _Retry as exc:
                 log.warning(
@@ -1143,18 +1184,51 @@ class PostgresStore(SQLStore, PostgresOutbox):
         async def acquire(conn: Any) -> bool:
             return await _lease(conn, key, owner, ttl_s, prune)
 
-        return await self._run("acquire_lease", acquire, write=True)
+        # one statement, without BEGIN and COMMIT, except when it prunes expired leases too
+        return await self._run(
+            "acquire_lease", acquire, write=True, single=not prune, idempotent=True
+        )
 
-    async def put_checkpoint_fenced(self, checkpoint: Checkpoint, fence: Fence) -> bool:
-        """Renew the run's lease and save its checkpoint in one statement, one round trip
-        (`FencedCheckpoints`); False, nothing saved, while another owner's lease is live."""
+    async def release_lease(self, key: str, owner: str) -> None:
+        """Give `key` up if `owner` holds it (one statement, without BEGIN and COMMIT)."""
+
+        async def release(conn: Any) -> None:
+            await conn.execute("DELETE FROM leases WHERE key = $1 AND owner = $2", key, owner)
+
+        await self._run("release_lease", release, write=True, single=True, idempotent=True)
+
+    async def put_checkpoint_fenced(
+        self, checkpoint: Checkpoint, fence: Fence, snapshots: Sequence[KeptSnapshot] = ()
+    ) -> bool:
+        """Renew the run's lease and save its checkpoint, with the step's graph snapshot, in
+        one statement, one round trip (`FencedCheckpoints`; several snapshots: one
+        transaction). False, nothing saved, while another owner's lease is live."""
         cp = checkpoint
         row = records.checkpoint_row(self.checkpoint_keys, cp)
+        texts = [kept_json(kept) for kept in snapshots]
 
-        async def write(conn: Any) -> tuple[bool, bool, Any]:
-            got = await conn.fetchrow(_FENCED_CHECKPOINT, fence.key, fence.owner, fence.ttl_s, *row)
+        lease = (fence.key, fence.owner, fence.ttl_s)
+
+        def result(got: Any) -> tuple[bool, bool, Any]:
             stored = (got["seq"], got["run_id"]) if got["run_id"] is not None else None
             return bool(got["held"]), bool(got["saved"]), stored
+
+        async def write(conn: Any) -> tuple[bool, bool, Any]:
+            if len(snapshots) == 1:
+                s, keep = snapshots[0].snapshot, snapshots[0].keep_last
+                shot = (s.thread_id, s.id, s.run_id, s.step, s.parent_id, texts[0], s.created_at)
+                try:
+                    return result(
+                        await conn.fetchrow(_FENCED_WITH_SNAPSHOT, *lease, *row, *shot, keep)
+                    )
+                except pgerr.UniqueViolationError:
+                    pass  # another writer took the seq meanwhile: again, under the lock
+            async with conn.transaction():
+                got = result(await conn.fetchrow(_FENCED_CHECKPOINT, *lease, *row))
+                if got[1]:
+                    for kept, text in zip(snapshots, texts, strict=True):
+                        await self._save_snapshot(conn, kept.snapshot, text, kept.keep_last)
+                return got
 
         async def ran(conn: Any) -> tuple[bool, bool, Any] | None:
             found = await conn.fetchrow(numbered(STORED_CHECKPOINT), cp.session_id)
@@ -1222,24 +1296,28 @@ class PostgresStore(SQLStore, PostgresOutbox):
         One transaction under an advisory lock per thread: the thread's next seq is taken
         there, so two processes saving snapshots of one thread never get the same seq.
         """
-        check_keep_last(keep_last)
-        text = snapshot_json(snapshot)
-        s = snapshot
-        tid = s.thread_id
-        lock = _lock_key("snapshots", self.schema, tid)
+        text = kept_json(KeptSnapshot(snapshot, keep_last))
 
         async def save(conn: Any) -> int:
-            await conn.execute("SELECT pg_advisory_xact_lock($1::bigint)", lock)
-            seq = await conn.fetchval(numbered(SNAPSHOT_SEQ), tid, s.id)
-            if seq is None:
-                seq = await conn.fetchval(numbered(NEXT_SNAPSHOT_SEQ), tid)
-            row = (tid, s.id, seq, s.run_id, s.step, s.parent_id, text, float(s.created_at))
-            await conn.execute(numbered(UPSERT_SNAPSHOT), *row)
-            if keep_last is not None:
-                await conn.execute(numbered(KEEP_LAST_SNAPSHOTS), tid, tid, keep_last)
-            return int(seq)
+            return await self._save_snapshot(conn, snapshot, text, keep_last)
 
-        return records.stored_snapshot(s, text, await self._run("put_snapshot", save, write=True))
+        seq = await self._run("put_snapshot", save, write=True)
+        return records.stored_snapshot(snapshot, text, seq)
+
+    async def _save_snapshot(self, conn: Any, s: Snapshot, text: str, keep_last: int | None) -> int:
+        """`put_snapshot`'s writes, within the caller's transaction; the snapshot's seq."""
+        tid = s.thread_id
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock($1::bigint)", _lock_key("snapshots", self.schema, tid)
+        )
+        seq = await conn.fetchval(numbered(SNAPSHOT_SEQ), tid, s.id)
+        if seq is None:
+            seq = await conn.fetchval(numbered(NEXT_SNAPSHOT_SEQ), tid)
+        row = (tid, s.id, seq, s.run_id, s.step, s.parent_id, text, float(s.created_at))
+        await conn.execute(numbered(UPSERT_SNAPSHOT), *row)
+        if keep_last is not None:
+            await conn.execute(numbered(KEEP_LAST_SNAPSHOTS), tid, tid, keep_last)
+        return int(seq)
 
     # ------------------------------------------------------------------ retention
     async def gc(self, policy: Retention, *, dry_run: bool = False) -> GcReport:

@@ -61,7 +61,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, TypeVar
@@ -84,7 +84,7 @@ from baton.backends._conflicts import (
 )
 from baton.backends._records import commit_rows
 from baton.backends._redis_outbox import COMMIT_OUTBOX_LUA, RedisOutbox
-from baton.backends._snapshots import check_keep_last, snapshot_json
+from baton.backends._snapshots import check_keep_last, kept_json, snapshot_json
 from baton.backends.archive import (
     ANCHOR_FIELDS,
     Anchor,
@@ -112,6 +112,7 @@ from baton.backends.base import (
     CheckpointStatus,
     Fence,
     HumanTicket,
+    KeptSnapshot,
     SessionRecord,
     Snapshot,
     TicketStatus,
@@ -469,25 +470,47 @@ end
 
 # KEYS[1] hash of snapshots, KEYS[2] zset of their seqs; ARGV: id, row, keep_last ('' for all).
 # Idempotent: a retried save of one id keeps its seq.
-_PUT_SNAPSHOT = """
-local seq = redis.call('ZSCORE', KEYS[2], ARGV[1])
-if not seq then
-  local top = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-  seq = 1
-  if top[2] then seq = tonumber(top[2]) + 1 end
-end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[2], seq, ARGV[1])
-if ARGV[3] ~= '' then
-  local old = redis.call('ZRANGE', KEYS[2], 0, -(tonumber(ARGV[3]) + 1))
-  for i = 1, #old, 1000 do
-    local chunk = {unpack(old, i, math.min(i + 999, #old))}
-    redis.call('HDEL', KEYS[1], unpack(chunk))
-    redis.call('ZREM', KEYS[2], unpack(chunk))
+_SNAPSHOT_FUNCTION = """
+local function save_snapshot(hash, zset, id, row, keep)
+  local seq = redis.call('ZSCORE', zset, id)
+  if not seq then
+    local top = redis.call('ZREVRANGE', zset, 0, 0, 'WITHSCORES')
+    seq = 1
+    if top[2] then seq = tonumber(top[2]) + 1 end
   end
+  redis.call('HSET', hash, id, row)
+  redis.call('ZADD', zset, seq, id)
+  if keep ~= '' then
+    local old = redis.call('ZRANGE', zset, 0, -(tonumber(keep) + 1))
+    for i = 1, #old, 1000 do
+      local chunk = {unpack(old, i, math.min(i + 999, #old))}
+      redis.call('HDEL', hash, unpack(chunk))
+      redis.call('ZREM', zset, unpack(chunk))
+    end
+  end
+  return tonumber(seq)
 end
-return tonumber(seq)
 """
+"""`put_snapshot`'s writes: the thread's snapshots (`hash`) and their order (`zset`)."""
+
+_PUT_SNAPSHOT = (
+    _SNAPSHOT_FUNCTION + "return save_snapshot(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3])\n"
+)
+
+# ARGV: as _PUT_CHECKPOINT_FENCED, then 13 how many snapshots, and per snapshot its thread
+# id, id, row and keep_last (or ''): saved in the same script, after the checkpoint.
+_PUT_CHECKPOINT_FENCED_SNAPSHOTS = _PUT_CHECKPOINT_FENCED.replace(
+    _CHECKPOINT_FUNCTIONS, _CHECKPOINT_FUNCTIONS + _SNAPSHOT_FUNCTION, 1
+).replace(
+    "save_checkpoint(sid, 4)\n",
+    """save_checkpoint(sid, 4)
+for i = 14, 13 + 4 * tonumber(ARGV[13]), 4 do
+  save_snapshot(P .. 'snap:' .. ARGV[i], P .. 'snapz:' .. ARGV[i], ARGV[i + 1], ARGV[i + 2],
+    ARGV[i + 3])
+end
+""",
+    1,
+)
 
 # KEYS[1] a list of hash fields, KEYS[2] the hash; ARGV: first and last index (LRANGE).
 _GATHER = (
@@ -526,6 +549,7 @@ class _Client:
         self.commit = register(_COMMIT)
         self.put_checkpoint = register(_PUT_CHECKPOINT)
         self.put_checkpoint_fenced = register(_PUT_CHECKPOINT_FENCED)
+        self.put_checkpoint_fenced_snapshots = register(_PUT_CHECKPOINT_FENCED_SNAPSHOTS)
         self.delete_checkpoint = register(_DELETE_CHECKPOINT)
         self.swap_checkpoint_data = register(_SWAP_CHECKPOINT_DATA)
         self.acquire_lease = register(_ACQUIRE_LEASE)
@@ -1090,13 +1114,25 @@ class RedisStore(RedisOutbox):
         if kind == "paused":
             raise paused_elsewhere(cp, rest)
 
-    async def put_checkpoint_fenced(self, checkpoint: Checkpoint, fence: Fence) -> bool:
+    async def put_checkpoint_fenced(
+        self, checkpoint: Checkpoint, fence: Fence, snapshots: Sequence[KeptSnapshot] = ()
+    ) -> bool:
         """Renew the run's lease and save its checkpoint in one script, one round trip
-        (`FencedCheckpoints`); False, nothing saved, while another owner's lease is live."""
+        (`FencedCheckpoints`); False, nothing saved, while another owner's lease is live.
+
+        The step's graph snapshots are saved by the same script, after the checkpoint."""
         cp = checkpoint
         fields = _checkpoint_fields(records.checkpoint_row(self.checkpoint_keys, cp))
         lease = (fence.key, fence.owner, _ms(fence.ttl_s))
-        kind, rest = await self._write("put_checkpoint_fenced", cp.session_id, *fields, *lease)
+        shots: list[Any] = []
+        for kept in snapshots:
+            s = kept.snapshot
+            row = records.snapshot_line(s, kept_json(kept))
+            keep = "" if kept.keep_last is None else kept.keep_last
+            shots += [s.thread_id, s.id, row, keep]
+        script = "put_checkpoint_fenced_snapshots" if snapshots else "put_checkpoint_fenced"
+        extra = [len(snapshots), *shots] if snapshots else []
+        kind, rest = await self._write(script, cp.session_id, *fields, *lease, *extra)
         if kind == "fenced":
             return False
         if kind == "stale":

@@ -40,7 +40,7 @@ from baton.backends._conflicts import (
     version_conflict,
 )
 from baton.backends._records import AUDIT_COLUMNS, SESSION_COLUMNS, commit_rows
-from baton.backends._snapshots import check_keep_last, snapshot_json
+from baton.backends._snapshots import check_keep_last, kept_json, snapshot_json
 from baton.backends._sql import (
     AUDIT_TIP,
     DROP_CHECKPOINT,
@@ -88,7 +88,14 @@ from baton.backends.audit import (
     resolve_key,
     retired_ids,
 )
-from baton.backends.base import BoardEntry, Checkpoint, Fence, SessionRecord, Snapshot
+from baton.backends.base import (
+    BoardEntry,
+    Checkpoint,
+    Fence,
+    KeptSnapshot,
+    SessionRecord,
+    Snapshot,
+)
 from baton.backends.outbox import INSERT_OUTBOX
 from baton.backends.retention import GcReport, Prune, Retention, Sizes, collect
 from baton.backends.sealing import CheckpointKeyProvider, resolve_keys
@@ -935,20 +942,28 @@ class SQLiteStore(SQLStore, SQLiteOutbox):
             conn.execute("DELETE FROM leases WHERE expires_at <= ?", (t,))
         return acquired
 
-    async def put_checkpoint_fenced(self, checkpoint: Checkpoint, fence: Fence) -> bool:
-        """Renew the run's lease and save its checkpoint in one transaction, in one trip to
-        the store's thread (`FencedCheckpoints`); False, nothing saved, while another
-        owner's lease is live."""
+    async def put_checkpoint_fenced(
+        self, checkpoint: Checkpoint, fence: Fence, snapshots: Sequence[KeptSnapshot] = ()
+    ) -> bool:
+        """Renew the run's lease, save its checkpoint and the step's graph snapshots in one
+        transaction, in one trip to the store's thread (`FencedCheckpoints`); False, nothing
+        saved, while another owner's lease is live."""
         cp = checkpoint
         row = records.checkpoint_row(self.checkpoint_keys, cp)
+        if snapshots:
+            self._needs("snapshots", "put_checkpoint_fenced")
+        texts = [kept_json(kept) for kept in snapshots]
 
         def write(conn: sqlite3.Connection) -> tuple[bool, bool, Any]:
             with self._transaction(conn):
                 if not self._lease(conn, fence.key, fence.owner, fence.ttl_s):
                     return False, False, None
-                if conn.execute(PUT_CHECKPOINT, row).rowcount:
-                    return True, True, None
-                return True, False, conn.execute(STORED_CHECKPOINT, (cp.session_id,)).fetchone()
+                if not conn.execute(PUT_CHECKPOINT, row).rowcount:
+                    stored = conn.execute(STORED_CHECKPOINT, (cp.session_id,)).fetchone()
+                    return True, False, stored  # (the lease renewal commits alone)
+                for kept, text in zip(snapshots, texts, strict=True):
+                    _save_snapshot(conn, kept.snapshot, text, kept.keep_last)
+                return True, True, None
 
         held, saved, stored = await self._run("put_checkpoint", write)
         if held and not saved:
@@ -1018,21 +1033,10 @@ class SQLiteStore(SQLStore, SQLiteOutbox):
         text = snapshot_json(snapshot)
         self._needs("snapshots", "put_snapshot")
         s = snapshot
-        tid = s.thread_id
 
         def save(conn: sqlite3.Connection) -> int:
             with self._transaction(conn):
-                row = conn.execute(SNAPSHOT_SEQ, (tid, s.id)).fetchone()
-                [seq] = (
-                    row if row is not None else conn.execute(NEXT_SNAPSHOT_SEQ, (tid,)).fetchone()
-                )
-                conn.execute(
-                    UPSERT_SNAPSHOT,
-                    (tid, s.id, seq, s.run_id, s.step, s.parent_id, text, s.created_at),
-                )
-                if keep_last is not None:
-                    conn.execute(KEEP_LAST_SNAPSHOTS, (tid, tid, keep_last))
-            return int(seq)
+                return _save_snapshot(conn, s, text, keep_last)
 
         return records.stored_snapshot(s, text, await self._run("put_snapshot", save))
 
@@ -1128,3 +1132,15 @@ class SQLiteStore(SQLStore, SQLiteOutbox):
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.url!r})"
+
+
+def _save_snapshot(conn: sqlite3.Connection, s: Snapshot, text: str, keep_last: int | None) -> int:
+    """`put_snapshot`'s writes, within the caller's transaction; the snapshot's seq."""
+    tid = s.thread_id
+    found = conn.execute(SNAPSHOT_SEQ, (tid, s.id)).fetchone()
+    [seq] = found if found is not None else conn.execute(NEXT_SNAPSHOT_SEQ, (tid,)).fetchone()
+    row = (tid, s.id, seq, s.run_id, s.step, s.parent_id, text, s.created_at)
+    conn.execute(UPSERT_SNAPSHOT, row)
+    if keep_last is not None:
+        conn.execute(KEEP_LAST_SNAPSHOTS, (tid, tid, keep_last))
+    return int(seq)

@@ -176,7 +176,7 @@ async def run_calls(
                 content, effect = handled
                 _take(turn, effect)
         answer(run, turn, pending, content)
-        if turn.accepted is None and turn.halt is None:
+        if turn.accepted is None and turn.halt is None and not _decided_next(plan, turn):
             # (a call that ends the turn is followed by the hand-off's checkpoint, the
             # escalation's or the commit: nothing with side effects runs in between)
             await kernel.checkpoint(run)
@@ -235,6 +235,19 @@ def answer(run: RunState, turn: TurnState, pending: PendingCall, content: str) -
             run_id=run.run_id,
         )
     turn.scratch.append(message)
+
+
+def _decided_next(plan: AgentPlan, turn: TurnState) -> bool:
+    """The last open call of a conductor that decides from the run's state alone was just
+    answered (`Conducted.settles`): its next decision follows at once and is checkpointed
+    with what it decided, so this answer is saved there, not in a write of its own (a crash
+    in between runs the call again, as a crash during it would)."""
+    conducted = plan.conductor
+    return (
+        conducted is not None
+        and conducted.settles
+        and all(p.content is not None for p in turn.calls)
+    )
 
 
 async def _run_parallel(

@@ -52,6 +52,11 @@ class Conducted:
     rounds: int
     """Decisions it may make in one turn (calls to make, or the answer); asked once more, it
     trips the `max_rounds` guard and the run escalates."""
+    settles: bool = False
+    """Its decision follows from the run's state alone, at once (no model, no side effect,
+    no wait: a graph's next super-step). The kernel then saves the answer of its last open
+    call with the checkpoint of its next decision instead of in a write of its own: one
+    durable write per round. A crash between the two runs that call again."""
 
     def __post_init__(self) -> None:
         if self.rounds < 1:

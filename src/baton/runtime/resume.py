@@ -15,9 +15,9 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from baton.backends.base import Checkpoint, Fence, SessionRecord, Store
+from baton.backends.base import Checkpoint, Fence, KeptSnapshot, SessionRecord, Snapshots, Store
 from baton.core.errors import (
     ApprovalError,
     BatonError,
@@ -140,17 +140,23 @@ class Resumer:
         if not await store.acquire_lease(f"session|{session_id}", self.owner, self.lease_s):
             raise self._taken_over(session_id)
 
-    async def save(self, checkpoint: Checkpoint) -> None:
-        """Save a running checkpoint under this process's lease on its session: one write
-        that renews the lease and saves (a `FencedCheckpoints` store), or the renewal, then
-        the save. `ConflictError` when another process took the session over."""
+    async def save(self, checkpoint: Checkpoint, snapshots: list[KeptSnapshot]) -> None:
+        """Save a running checkpoint, with the graph snapshots of its step, under this
+        process's lease on its session: one write that renews the lease and saves (a
+        `FencedCheckpoints` store), or the renewal, then the saves. `ConflictError` when
+        another process took the session over."""
         store = self.runner.cfg.store
         fenced = getattr(store, "put_checkpoint_fenced", None)
         session_id = checkpoint.session_id
         if fenced is None:
             await self.fence(session_id)
+            for kept in snapshots:  # (a graph's store keeps snapshots: checked at compile)
+                await cast(Snapshots, store).put_snapshot(kept.snapshot, kept.keep_last)
             await store.put_checkpoint(checkpoint)
-        elif not await fenced(checkpoint, Fence(f"session|{session_id}", self.owner, self.lease_s)):
+            return
+        fence = Fence(f"session|{session_id}", self.owner, self.lease_s)
+        saving = fenced(checkpoint, fence, snapshots) if snapshots else fenced(checkpoint, fence)
+        if not await saving:
             raise self._taken_over(session_id)
 
     def _taken_over(self, session_id: str) -> ConflictError:

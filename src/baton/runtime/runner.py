@@ -16,9 +16,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from baton.backends.base import MAX_REQUESTS, Checkpoint, CheckpointStatus, SessionRecord
+from baton.backends.base import (
+    MAX_REQUESTS,
+    Checkpoint,
+    CheckpointStatus,
+    KeptSnapshot,
+    SessionRecord,
+    Snapshots,
+)
 from baton.core.errors import BatonError, ConfigError, ConflictError, RunReleased, StoreError
 from baton.core.events import (
     AgentStarted,
@@ -106,7 +113,7 @@ class Runner:
         """Called with the session id before a commit to a shared store: raises
         `ConflictError` when this process no longer holds the session (its lease was taken
         over)."""
-        self.fenced_save: Callable[[Checkpoint], Awaitable[None]] | None = None
+        self.fenced_save: Callable[[Checkpoint, list[KeptSnapshot]], Awaitable[None]] | None = None
         """Saves a running checkpoint to a shared store under this process's lease on its
         session (`Resumer.save`): renewed in the same write where the store can
         (`FencedCheckpoints`), else renewed first; `ConflictError` as `fence`."""
@@ -677,14 +684,19 @@ class Runner:
         run = run.root  # a sub-run's progress is saved with the run that delegated it
         store = self.cfg.store
         run.seq += 1
+        snapshots, run.snapshots_due = run.snapshots_due, []
         try:
             checkpoint = self._checkpoint(run, "running", run)
             if self.fenced_save is not None and store.shared:
-                await self.fenced_save(checkpoint)  # renews this process's lease, then saves
+                # one write: renews this process's lease, saves the checkpoint and snapshots
+                await self.fenced_save(checkpoint, snapshots)
             else:
+                for kept in snapshots:  # (a graph's store keeps snapshots: checked at compile)
+                    await cast(Snapshots, store).put_snapshot(kept.snapshot, kept.keep_last)
                 await store.put_checkpoint(checkpoint)
         except StoreError:
             run.seq -= 1  # not saved: `seq` counts what the store holds
+            run.snapshots_due = snapshots + run.snapshots_due
             raise
 
     async def commit_so_far(self, run: RunState, paused: bool) -> None:

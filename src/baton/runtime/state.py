@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import PlainSerializer, PlainValidator, SerializationInfo, TypeAdapter
 
-from baton.backends.base import SessionRecord, Store
+from baton.backends.base import KeptSnapshot, SessionRecord, Store
 from baton.core.approval import ApprovalCard
 from baton.core.events import EscalationCard, Event, HandoffUsage
 from baton.core.ids import id_factory, new_trace_id
@@ -109,7 +109,16 @@ def _resolved(saved: list[Any], by_id: dict[str, Message]) -> list[Message]:
     return out
 
 
-_SHARED = {"session", "events", "earlier", "listener", "ended", "parent", "committed_as_stored"}
+_SHARED = {
+    "session",
+    "events",
+    "earlier",
+    "listener",
+    "ended",
+    "parent",
+    "committed_as_stored",
+    "snapshots_due",
+}
 
 
 @dataclass(slots=True)
@@ -312,6 +321,9 @@ class RunState:
     """An event sink raised (logged once per run)."""
     listener: Callable[[Event], None] | None = None
     """Receives every event as it happens (`team.stream`); never saved."""
+    snapshots_due: list[KeptSnapshot] = field(default_factory=list)
+    """Graph snapshots that the run's next checkpoint saves in the same write (a boundary
+    reached since the last one); never saved with the state."""
     ended: Any = None
     """The `RunResult`, once the run's final commit succeeded; never saved."""
     parent_run_id: str | None = None
@@ -437,6 +449,7 @@ class RunState:
             interrupt=None if self.interrupt is None else self.interrupt.model_copy(deep=True),
             listener=None,
             ended=None,
+            snapshots_due=[],
         )
         if turn is not None and turn.delegating:
             out.relink()  # the copied sub-runs share the copy's session and events
@@ -449,7 +462,14 @@ class RunState:
         saved = self._uncommitted()
         body = _adapter().dump_json(
             saved,
-            exclude={"listener", "earlier", "ended", "parent", "committed_as_stored"},
+            exclude={
+                "listener",
+                "earlier",
+                "ended",
+                "parent",
+                "committed_as_stored",
+                "snapshots_due",
+            },
             context=_recorded(self),  # scratch and view name committed messages by id too
         )
         return checkpoint_format.stamp(body.decode())

@@ -377,7 +377,9 @@ class CompiledGraph(Team):
         )
         blueprint = Blueprint(
             entries={spec.name: functions},
-            conductors={spec.name: Conducted(GraphConductor(spec), spec.max_steps + 2)},
+            conductors={
+                spec.name: Conducted(GraphConductor(spec), spec.max_steps + 2, settles=True)
+            },
             kinds={NODE: Kind(RunNode(spec), parallel=16)},
             needs=(SNAPSHOTS,),
             topology="graph",

@@ -21,11 +21,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ValidationError
 
-from baton.backends.base import Snapshot, Snapshots
+from baton.backends.base import KeptSnapshot, Snapshot, Snapshots
 from baton.cancellation import CancelledItself, awaited, cancelled_from_outside, sync_call
 from baton.core.errors import ReplayMismatch, ToolError
 from baton.core.events import ToolCalled
@@ -429,7 +429,13 @@ class GraphConductor:
         if isinstance(nxt, str):
             spec.forget(run, turn)
             return Failed(nxt)
-        await self._save(kernel, run, pos, nxt)
+        snapshot = self._snapshot(run, pos, nxt)
+        if nxt and len(pos.ran) < spec.max_steps:
+            # saved with the checkpoint the kernel makes of these calls, in the same write
+            run.root.snapshots_due.append(snapshot)
+        else:  # the run ends here: the snapshot goes before the run's commit
+            store = cast(Snapshots, kernel.cfg.store)  # checked when the graph was compiled
+            await store.put_snapshot(snapshot.snapshot, snapshot.keep_last)
         if not nxt:
             spec.forget(run, turn)  # the run is done: its fold is not needed again
             run.final = pos.state
@@ -453,10 +459,8 @@ class GraphConductor:
                 calls.append(call(node.call, step=pos.step))
         return None, calls
 
-    async def _save(self, kernel: Kernel, run: RunState, pos: Position, nxt: list[str]) -> None:
+    def _snapshot(self, run: RunState, pos: Position, nxt: list[str]) -> KeptSnapshot:
         """The boundary's snapshot (saved again, unchanged, when a resumed run comes back)."""
-        store = kernel.cfg.store
-        assert isinstance(store, Snapshots)  # checked when the graph was compiled
         data = {"state": pos.state, "next": nxt, "path": pos.ran}
         snap = Snapshot(
             thread_id=run.session.session_id,
@@ -466,7 +470,7 @@ class GraphConductor:
             parent_id=pos.parent,
             data=data,
         )
-        await store.put_snapshot(snap, keep_last=self.spec.keep_last)
+        return KeptSnapshot(snap, self.spec.keep_last)
 
 
 def _render(state: dict[str, Any]) -> str:
