@@ -68,8 +68,10 @@ from baton.backends._conflicts import (
     refused_checkpoint,
     version_conflict,
 )
+from baton.backends._postgres_commit import columns as as_columns
+from baton.backends._postgres_commit import statement as one_statement
 from baton.backends._postgres_outbox import OUTBOX_MIGRATION, PostgresOutbox
-from baton.backends._records import AUDIT_COLUMNS, SESSION_COLUMNS, commit_rows
+from baton.backends._records import AUDIT_COLUMNS, AUDIT_FIELDS, SESSION_COLUMNS, commit_rows
 from baton.backends._snapshots import kept_json
 from baton.backends._sql import (
     AUDIT_TIP,
@@ -696,6 +698,9 @@ class PostgresStore(SQLStore, PostgresOutbox):
         self._closed = False
         self._migrated = False
         self._leases = 0
+        self._chain_tip: tuple[int, str] | None = None
+        """The audit chain's tip after this store's last commit: where the next commit's
+        records are chained from when it is made in one statement (`_commit_at_once`)."""
 
     # ------------------------------------------------------------------ plumbing
     def _holder(self) -> _Pool:
@@ -1134,11 +1139,82 @@ class PostgresStore(SQLStore, PostgresOutbox):
                 await conn.executemany(
                     numbered(INSERT_AUDIT), [records.audit_row(r) for r in chained]
                 )
+                if chained:  # (a hint for the next commit, checked by it: see above)
+                    self._chain_tip = (chained[-1].seq, chained[-1].hash)
 
         def committed(_: None) -> None:
             session.version = read + 1  # with the commit: a cancelled caller still sees it
 
+        tip = self._chain_tip
+        if tip is not None and await self._commit_at_once(session, rows, run_id, tip):
+            return
         await self._run("commit_run", write, write=True, done=committed)
+
+    async def _commit_at_once(
+        self, session: SessionRecord, rows: Any, run_id: str | None, tip: tuple[int, str]
+    ) -> bool:
+        """`commit_run` as one statement from the chain's tip this process saw last
+        (`_postgres_commit`); False, nothing written, when the chain moved meanwhile (the
+        caller then commits under the chain's lock). `ConflictError` on a stale version."""
+        sid, read = session.session_id, session.version
+        chained = link(rows.audit, *tip, self.audit_key)
+        mode = "save" if rows.checkpoint is not None else "drop" if run_id is not None else ""
+        sql = one_statement(
+            read == 0,
+            mode,
+            bool(rows.messages),
+            bool(rows.events),
+            bool(rows.outbox),
+            bool(chained),
+        )
+        params: list[Any] = [*records.session_row(session), read, tip[0]]
+        params.append(_lock_key("audit", self.schema))
+        if mode == "save":
+            params += rows.checkpoint
+        elif mode == "drop":
+            params += [sid, run_id]
+        for wanted, width in ((rows.messages, 7), (rows.events, 7), (rows.outbox, 8)):
+            if wanted:
+                params += as_columns(wanted, width)
+        if chained:
+            params += as_columns([records.audit_row(r) for r in chained], len(AUDIT_FIELDS))
+
+        async def write(conn: Any) -> Any:
+            try:
+                return await conn.fetchrow(sql, *params)
+            except pgerr.UniqueViolationError:
+                return None  # another writer took the chain's next seq: the locked way
+
+        async def ran(conn: Any) -> Any:
+            """After a lost connection: whether the statement committed."""
+            marker = rows.messages[0][0] if rows.messages else None
+            found = await conn.fetchval("SELECT version FROM sessions WHERE id = $1", sid)
+            if found != read + 1:
+                return None
+            if marker is not None and not await conn.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM messages WHERE id = $1)", marker
+            ):
+                return None
+            return {"saved": True, "stored": found, "tip": chained[-1].seq if chained else tip[0]}
+
+        def committed(got: Any) -> None:  # with the write: a cancelled caller still sees it
+            if got is not None and got["saved"]:
+                session.version = read + 1
+                if chained:
+                    self._chain_tip = (chained[-1].seq, chained[-1].hash)
+
+        got = await self._run(
+            "commit_run", write, write=True, single=True, stored=ran, done=committed
+        )
+        if got is None:
+            return False
+        if not got["saved"]:
+            if int(got["tip"]) != tip[0]:
+                self._chain_tip = None
+                return False  # the chain moved: read its tip under the lock
+            stored = got["stored"]
+            raise version_conflict(sid, read, 0 if stored is None else int(stored))
+        return True
 
     # ------------------------------------------------------------------ audit
     async def verify_audit(self, anchor: tuple[int, str] | None = None) -> VerifyResult:
