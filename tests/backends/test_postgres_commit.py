@@ -13,7 +13,7 @@ import pytest
 from tests.backends.test_postgres import POSTGRES_URL, fresh_schema, run_events
 from tests.services import POSTGRES, require_service
 
-from baton.backends.base import SessionRecord
+from baton.backends.base import Fence, KeptSnapshot, SessionRecord, Snapshot
 from baton.backends.postgres import PostgresStore
 from baton.core.errors import ConflictError
 from baton.core.messages import Message
@@ -166,6 +166,27 @@ async def test_a_one_statement_commit_whose_connection_dies_is_stored_exactly_on
         assert [m.content for m in await store.get_messages("s_1")] == ["一", "二"]
         assert len(await store.get_events(session_id="s_1")) == 4
         assert (await store.verify_audit()).ok
+    finally:
+        monkeypatch.undo()
+        await store.close()
+
+
+async def test_a_fenced_checkpoint_with_or_without_a_snapshot_is_one_statement(
+    schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = PostgresStore(POSTGRES_URL, schema=schema)
+    try:
+        await store.get_session("s_1")  # connected and migrated
+        fence = Fence("session|s_1", "worker-a", 30)
+        sent = count_statements(monkeypatch)
+        assert await store.put_checkpoint_fenced(make_checkpoint("s_1", "r1", 1), fence)
+        assert sent == ["WITH"]
+        shot = KeptSnapshot(Snapshot("s_1", "a", "r1", 1, None, {"n": 1}), keep_last=3)
+        assert await store.put_checkpoint_fenced(make_checkpoint("s_1", "r1", 2), fence, [shot])
+        assert sent == ["WITH", "WITH"]
+        assert await store.acquire_lease("k", "worker-a", 30)
+        await store.release_lease("k", "worker-a")
+        assert sent == ["WITH", "WITH", "INSERT", "DELETE"]  # no BEGIN, no COMMIT
     finally:
         monkeypatch.undo()
         await store.close()

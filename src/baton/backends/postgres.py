@@ -1290,6 +1290,8 @@ class PostgresStore(SQLStore, PostgresOutbox):
             return bool(got["held"]), bool(got["saved"]), stored
 
         async def write(conn: Any) -> tuple[bool, bool, Any]:
+            if not snapshots:
+                return result(await conn.fetchrow(_FENCED_CHECKPOINT, *lease, *row))
             if len(snapshots) == 1:
                 s, keep = snapshots[0].snapshot, snapshots[0].keep_last
                 shot = (s.thread_id, s.id, s.run_id, s.step, s.parent_id, texts[0], s.created_at)
