@@ -190,3 +190,25 @@ async def test_a_fenced_checkpoint_with_or_without_a_snapshot_is_one_statement(
     finally:
         monkeypatch.undo()
         await store.close()
+
+
+async def test_a_commit_after_another_process_committed_starts_again_from_the_new_tip(
+    schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = PostgresStore(POSTGRES_URL, schema=schema)
+    b = PostgresStore(POSTGRES_URL, schema=schema)
+    try:
+        rec = SessionRecord("s_a")
+        await a.commit_run(rec, [], run_events("s_a", "r1"))
+        await b.commit_run(SessionRecord("s_b"), [], run_events("s_b", "r1"))  # the tip moves
+        sent = count_statements(monkeypatch)
+        await a.commit_run(rec, [Message(role="user", content="再")], run_events("s_a", "r2"))
+        # the statement from the old tip wrote nothing and said where the tip is: once more
+        assert sent == ["WITH", "WITH"] and rec.version == 2
+        monkeypatch.undo()
+        assert (await a.verify_audit()).ok
+        assert [m.content for m in await a.get_messages("s_a")] == ["再"]
+    finally:
+        monkeypatch.undo()
+        await a.close()
+        await b.close()

@@ -13,10 +13,12 @@ last, and checks it:
 - a writer that extended the chain after this statement's snapshot was taken makes its audit
   insert fail on the primary key (seq), and the statement writes nothing.
 
-When the tip moved (another process committed) or the insert failed, nothing was written and
-the store commits the locked way (a transaction that reads the tip under the lock). A process
-that commits alone pays one round trip per commit; several pay a second one when another
-committed in between.
+When the tip moved (another process committed), nothing was written and the statement says
+where the tip is now: the commit is made once more from there. When that fails too, or the
+insert failed, the store commits the locked way (a transaction that reads the tip under the
+lock). The commits of one process go one at a time (they would anyway, on the chain's lock),
+each from the tip the one before left: a process that commits alone pays one round trip per
+commit; processes committing together pay a second one when another committed in between.
 """
 
 from __future__ import annotations
@@ -127,7 +129,8 @@ def statement(
             at += len(columns)
     return (
         f"WITH {', '.join(parts)} SELECT EXISTS (SELECT 1 FROM saved) AS saved, "
-        f"(SELECT version FROM sessions WHERE id = $1) AS stored, {_TIP} AS tip"
+        f"(SELECT version FROM sessions WHERE id = $1) AS stored, {_TIP} AS tip, "
+        "(SELECT hash FROM audit ORDER BY seq DESC LIMIT 1) AS tip_hash"
     )
 
 

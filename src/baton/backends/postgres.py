@@ -57,7 +57,7 @@ import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from baton.backends import _records as records
@@ -524,10 +524,12 @@ class _Unsure(Exception):
 class _Pool:
     """One event loop's connection pool (made on first use)."""
 
-    __slots__ = ("closer", "lock", "pool")
+    __slots__ = ("closer", "commits", "lock", "pool")
 
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
+        self.commits = asyncio.Lock()
+        """The loop's commits, one at a time (`_postgres_commit`)."""
         self.pool: Any = None
         self.closer: AsyncGenerator[None, None] | None = None
         """Closes the pool when its loop shuts down (`_closer`)."""
@@ -1145,17 +1147,24 @@ class PostgresStore(SQLStore, PostgresOutbox):
         def committed(_: None) -> None:
             session.version = read + 1  # with the commit: a cancelled caller still sees it
 
-        tip = self._chain_tip
-        if tip is not None and await self._commit_at_once(session, rows, run_id, tip):
-            return
-        await self._run("commit_run", write, write=True, done=committed)
+        async with self._holder().commits:
+            tip: tuple[int, str] | None = self._chain_tip
+            for _ in range(2):  # from the tip last seen; if it moved, from where it is now
+                if tip is None:
+                    break
+                got = await self._commit_at_once(session, rows, run_id, tip)
+                if got is True:
+                    return
+                tip = got
+            await self._run("commit_run", write, write=True, done=committed)
 
     async def _commit_at_once(
         self, session: SessionRecord, rows: Any, run_id: str | None, tip: tuple[int, str]
-    ) -> bool:
-        """`commit_run` as one statement from the chain's tip this process saw last
-        (`_postgres_commit`); False, nothing written, when the chain moved meanwhile (the
-        caller then commits under the chain's lock). `ConflictError` on a stale version."""
+    ) -> Literal[True] | tuple[int, str] | None:
+        """`commit_run` as one statement from the chain's tip `tip` (`_postgres_commit`):
+        True once committed; nothing written and the tip it found when the chain had moved,
+        or None when another writer took the next seq meanwhile. `ConflictError` on a stale
+        version."""
         sid, read = session.session_id, session.version
         chained = link(rows.audit, *tip, self.audit_key)
         mode = "save" if rows.checkpoint is not None else "drop" if run_id is not None else ""
@@ -1207,11 +1216,12 @@ class PostgresStore(SQLStore, PostgresOutbox):
             "commit_run", write, write=True, single=True, stored=ran, done=committed
         )
         if got is None:
-            return False
+            self._chain_tip = None
+            return None
         if not got["saved"]:
-            if int(got["tip"]) != tip[0]:
-                self._chain_tip = None
-                return False  # the chain moved: read its tip under the lock
+            if int(got["tip"]) != tip[0]:  # the chain moved
+                self._chain_tip = (int(got["tip"]), got["tip_hash"] or GENESIS)
+                return self._chain_tip
             stored = got["stored"]
             raise version_conflict(sid, read, 0 if stored is None else int(stored))
         return True
