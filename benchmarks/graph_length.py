@@ -3,8 +3,8 @@
     python benchmarks/graph_length.py [--steps 10 1000] [--stores memory sqlite] [--rounds 3]
 
 A one-node counting loop (`count` -> `count` until n reaches the step count) is run to its
-end with each store, checkpointed at every node result and snapshotted at every boundary as
-any Baton graph run is. Printed per store and length: µs per super-step (the median of
+end with each store, checkpointed and snapshotted at every boundary (one write) as any Baton
+graph run is. Printed per store and length: µs per super-step (the median of
 `--rounds` runs), the checkpoint bytes written at the last boundary, and the ratio of the
 longest run's cost per step to the shortest's (1.0: the cost per step does not grow with the
 run's length).
@@ -60,9 +60,9 @@ async def one_run(store_name: str, steps: int, folder: Path, i: int) -> tuple[fl
         last[:] = [checkpoint]
         await put(checkpoint)
 
-    async def kept_fenced(checkpoint: Any, fence: Any) -> bool:
+    async def kept_fenced(checkpoint: Any, fence: Any, snapshots: Any = ()) -> bool:
         last[:] = [checkpoint]
-        return bool(await fenced(checkpoint, fence))
+        return bool(await fenced(checkpoint, fence, snapshots))
 
     store.put_checkpoint, store.put_checkpoint_fenced = kept, kept_fenced
     t0 = time.perf_counter()

@@ -121,7 +121,7 @@ def masked_state(
         run,
         session=session,
         message=red.redact_text(run.message),
-        messages=masked_messages(red, run.messages),
+        messages=_masked_run_messages(red, run),
         last_reply=_text(red, run.last_reply),
         handoffs=[red.redact_value(p) for p in run.handoffs],
         card=_value(red, run.card),
@@ -129,6 +129,19 @@ def masked_state(
         interrupt=_value(red, run.interrupt),
         turn=None if turn is None else _masked_turn(red, turn, plans),
     )
+
+
+def _masked_run_messages(red: Redactor, run: RunState) -> list[Message]:
+    """`run.messages` masked, each message once per run (`RunState.masked`): a run's
+    messages never change once recorded, and masking all of them at every checkpoint made a
+    long run's checkpoints cost more with every step."""
+    done, messages = run.masked, run.messages
+    n = len(done)
+    if n > len(messages) or (n and done[-1][0] is not messages[n - 1]):
+        done.clear()  # (another list of messages: a loaded run's, restored)
+        n = 0
+    done.extend((m, masked_message(red, m)) for m in messages[n:])
+    return [masked for _, masked in done]
 
 
 def _masked_turn(

@@ -683,6 +683,9 @@ class Runner:
         """
         run = run.root  # a sub-run's progress is saved with the run that delegated it
         store = self.cfg.store
+        if store.shared and _uncommitted(run) >= COMMIT_EVERY:
+            await self._commit_long_run(run)
+            return
         run.seq += 1
         snapshots, run.snapshots_due = run.snapshots_due, []
         try:
@@ -698,6 +701,18 @@ class Runner:
             run.seq -= 1  # not saved: `seq` counts what the store holds
             run.snapshots_due = snapshots + run.snapshots_due
             raise
+
+    async def _commit_long_run(self, run: RunState) -> None:
+        """A long run's checkpoint as a commit of what it did so far (`COMMIT_EVERY`): its
+        later checkpoints name those messages and events instead of repeating them, so a
+        checkpoint grows with the steps since, not with the run. The step's graph snapshots
+        are saved first (a resumed run saves them again, under the same ids)."""
+        store = self.cfg.store
+        while run.snapshots_due:
+            kept = run.snapshots_due[0]
+            await cast(Snapshots, store).put_snapshot(kept.snapshot, kept.keep_last)
+            run.snapshots_due.pop(0)
+        await self.commit_so_far(run, paused=False)
 
     async def commit_so_far(self, run: RunState, paused: bool) -> None:
         """Commit what the run did so far (its messages and events: a paused run shows in
@@ -842,3 +857,14 @@ class Runner:
             run,
             StateUpdated(**run.base(agent), slots=changed, source=source, tool=tool, cause=cause),
         )
+
+
+COMMIT_EVERY = 128
+"""Messages and events a running run holds uncommitted before its next checkpoint commits
+them instead (on a store other processes reach, which serialises every checkpoint): a
+checkpoint then repeats at most about this many records, however long the run."""
+
+
+def _uncommitted(run: RunState) -> int:
+    """Messages and events of the run not committed to its session yet."""
+    return len(run.messages) - run.saved_messages + len(run.events) - run.saved_events

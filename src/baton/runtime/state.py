@@ -118,6 +118,7 @@ _SHARED = {
     "parent",
     "committed_as_stored",
     "snapshots_due",
+    "masked",
 }
 
 
@@ -321,6 +322,9 @@ class RunState:
     """An event sink raised (logged once per run)."""
     listener: Callable[[Event], None] | None = None
     """Receives every event as it happens (`team.stream`); never saved."""
+    masked: list[tuple[Message, Message]] = field(default_factory=list)
+    """Each of the first messages and its copy as a masked checkpoint keeps it
+    (`baton.runtime.at_rest`), made once; never saved."""
     snapshots_due: list[KeptSnapshot] = field(default_factory=list)
     """Graph snapshots that the run's next checkpoint saves in the same write (a boundary
     reached since the last one); never saved with the state."""
@@ -450,6 +454,7 @@ class RunState:
             listener=None,
             ended=None,
             snapshots_due=[],
+            masked=[],
         )
         if turn is not None and turn.delegating:
             out.relink()  # the copied sub-runs share the copy's session and events
@@ -469,6 +474,7 @@ class RunState:
                 "parent",
                 "committed_as_stored",
                 "snapshots_due",
+                "masked",
             },
             context=_recorded(self),  # scratch and view name committed messages by id too
         )
