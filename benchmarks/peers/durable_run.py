@@ -7,7 +7,7 @@
 
 Two workloads, each on Baton and on LangGraph, on three checkpointers:
 
-- graph: the 3-node cyclic graph of `graph_run.py` (7 super-steps a run);
+- graph: the 3-node cyclic graph of `graph_common.py` (7 super-steps a run);
 - conversation: triage hands off to billing, which calls one tool and answers (5 steps:
   3 model calls, 1 hand-off, 1 tool call), Baton's `Team` against langgraph-swarm;
 
