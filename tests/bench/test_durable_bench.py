@@ -66,14 +66,9 @@ def test_the_baton_side_runs_both_workloads_on_sqlite() -> None:
         cwd=PEERS,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    import json
-
     rows = json.loads(out.stdout.strip().splitlines()[-1])["rows"]
     assert set(rows) == {
-        "graph/memory",
-        "graph/sqlite",
-        "conversation/memory",
-        "conversation/sqlite",
+        f"{w}/{s}" for w in ("graph", "conversation") for s in ("memory", "sqlite")
     }
     assert rows["graph/sqlite"]["final"]["n"] == 3
     assert rows["conversation/sqlite"]["per_step"]["commits"] > 0
