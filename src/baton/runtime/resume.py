@@ -325,11 +325,11 @@ class Resumer:
         await self.runner.cfg.store.delete_checkpoint(session_id, cp.run_id)
         return cp
 
-    async def finish_crashed(self, session_id: str) -> bool:
-        """Before a new message: finish the session's interrupted run; refuse while a run
-        waits for approval. True when a run was finished (the session changed: read it
-        again), False when there was none to finish."""
-        cp = await self.runner.cfg.store.get_checkpoint(session_id)
+    async def finish_crashed(self, session_id: str, cp: Checkpoint | None) -> bool:
+        """Before a new message: finish the session's interrupted run (`cp`: the session's
+        checkpoint, read by the caller while it holds the session); refuse while a run waits
+        for approval. True when a run was finished (the session changed: read it again),
+        False when there was none to finish."""
         if cp is None:
             return False
         if cp.status == "cancelled":  # the user moves on: the cancellation stands
@@ -389,17 +389,21 @@ class Resumer:
         _, r = await self._load(session_id)
         return await self.runner.cancel(r, reason)
 
-    async def answered(self, session_id: str, request_id: str) -> RunResult | None:
+    async def answered(
+        self,
+        session_id: str,
+        request_id: str,
+        session: SessionRecord | None,
+        cp: Checkpoint | None,
+    ) -> RunResult | None:
         """The result of request `request_id` when the session has one (the caller holds
-        the session): its committed run's, rebuilt from the stored events; its unfinished
-        run's, resumed (after a crash) or as it waits (for a person); None when the request
-        is new."""
+        the session, and read it and its checkpoint: `session`, `cp`): its committed run's,
+        rebuilt from the stored events; its unfinished run's, resumed (after a crash) or as
+        it waits (for a person); None when the request is new."""
         store = self.runner.cfg.store
-        session = await store.get_session(session_id)
         run_id = session.requests.get(request_id) if session is not None else None
         if session is not None and run_id is not None:
             return await recorded_result(store, session, run_id)
-        cp = await store.get_checkpoint(session_id)
         if cp is None or cp.meta.get("request_id") != request_id:
             return None
         if cp.status == "cancelled":  # cancelled and committed: it stays so

@@ -470,11 +470,12 @@ class Team:
                     f"session {sid!r} belongs to another user; user {user_id!r} may not run "
                     "in it. Start a new session for this user"
                 )
+            cp = await self.store.get_checkpoint(sid)  # read once, for both checks below
             if request_id is not None:
-                done = await self._resumer.answered(sid, request_id)
+                done = await self._resumer.answered(sid, request_id, session, cp)
                 if done is not None:
                     return done
-            if await self._resumer.finish_crashed(sid):  # it changed the session
+            if await self._resumer.finish_crashed(sid, cp):  # it changed the session
                 session = await self.store.get_session(sid)
             session = session or SessionRecord(sid, user_id=user_id)
             if start is None:
@@ -679,7 +680,7 @@ class Team:
         sid = (await self.tickets.get(ticket_id)).card.session_id
         async with self._held(sid):
             try:  # the user's interrupted run first; never drop a run that waits for approval
-                await self._resumer.finish_crashed(sid)
+                await self._resumer.finish_crashed(sid, await self.store.get_checkpoint(sid))
             except ApprovalError as exc:
                 raise TicketError(f"ticket {ticket_id}: {exc}") from None
             ticket = await self.tickets.get(ticket_id)  # as it is now, not before the wait
