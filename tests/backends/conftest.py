@@ -68,3 +68,20 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         yield s
     finally:
         await dispose(s)
+
+
+@pytest.fixture
+async def schema() -> AsyncIterator[str]:
+    """A PostgreSQL schema of one test's own, dropped after it (on a connection of its own)."""
+    require_service("PostgreSQL", POSTGRES)
+    import asyncpg
+
+    name = namespace()
+    try:
+        yield name
+    finally:
+        conn = await asyncpg.connect(POSTGRES_URL)
+        try:
+            await conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        finally:
+            await conn.close()

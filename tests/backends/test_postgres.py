@@ -42,21 +42,6 @@ async def raw() -> AsyncIterator[Any]:
         await conn.close()
 
 
-@pytest.fixture
-async def schema() -> AsyncIterator[str]:
-    """A schema of one test's own, dropped after it (on a connection of its own)."""
-    require_service("PostgreSQL", POSTGRES)
-    name = fresh_schema()
-    try:
-        yield name
-    finally:
-        conn = await asyncpg.connect(POSTGRES_URL)
-        try:
-            await conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-        finally:
-            await conn.close()
-
-
 async def schema_exists(raw: Any, name: str) -> bool:
     return bool(await raw.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", name))
 

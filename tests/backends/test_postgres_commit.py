@@ -5,13 +5,11 @@ writer moved it; never a forked chain, a lost or doubled row, or rows out of cha
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
 import pytest
-from tests.backends.test_postgres import POSTGRES_URL, fresh_schema, run_events
-from tests.services import POSTGRES, require_service
+from tests.backends.test_postgres import POSTGRES_URL, run_events
 
 from baton.backends.base import Fence, KeptSnapshot, SessionRecord, Snapshot
 from baton.backends.postgres import PostgresStore
@@ -20,20 +18,6 @@ from baton.core.messages import Message
 from baton.testing.kit import make_checkpoint
 
 pytestmark = pytest.mark.services
-
-
-@pytest.fixture
-async def schema() -> AsyncIterator[str]:
-    require_service("PostgreSQL", POSTGRES)
-    name = fresh_schema()
-    try:
-        yield name
-    finally:
-        conn = await asyncpg.connect(POSTGRES_URL)
-        try:
-            await conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-        finally:
-            await conn.close()
 
 
 def count_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
