@@ -47,14 +47,26 @@ def goldens(kind: str) -> list[str]:
     return found
 
 
+def approve_on_the_day_asked(monkeypatch: pytest.MonkeyPatch, asked_at: float) -> None:
+    """A golden card was asked on the day its file was written, and its approval waits 24 h
+    (`Guards.approval_timeout_s`): the approval clock reads a minute after it was asked, so the
+    golden resumes on any later day (expiry itself: test_approvals.py)."""
+    import baton.core.approval
+    import baton.runtime.approval
+
+    for module in (baton.core.approval, baton.runtime.approval):
+        monkeypatch.setattr(module, "now", lambda: asked_at + 60)
+
+
 @pytest.mark.parametrize("golden", goldens("desk"))
 async def test_a_golden_checkpoint_loads_and_its_approval_resumes_the_run(
-    golden: str, tmp_path: Path
+    golden: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = SQLiteStore(restore(golden, tmp_path))
     ledger: list[tuple[int, str]] = []
     team = desk.team(store, ledger)
     (card,) = await team.approvals()
+    approve_on_the_day_asked(monkeypatch, card.requested_at)
     assert (card.tool, card.agent) == ("pay", "cashier")
     assert card.arguments == {"amount": 20000, "to": "bob"}
 
