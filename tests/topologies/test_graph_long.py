@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+import baton.runtime.at_rest
 from baton import END, START, Graph
 from baton.runtime.runner import COMMIT_EVERY
+from baton.topologies.graph_steps import PATH_KEPT
 
 STEPS = 300
 
@@ -34,7 +36,18 @@ def build(db: Path, gate: asyncio.Event | None = None, stop_at: int = 0) -> Any:
     return g.compile(store=f"sqlite:///{db}", max_steps=STEPS + 5, keep_last=None)
 
 
-async def test_a_long_runs_checkpoints_stay_small_and_its_record_is_whole(tmp_path: Path) -> None:
+async def test_a_long_runs_checkpoints_stay_small_and_its_record_is_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    masked = 0
+    mask = baton.runtime.at_rest.masked_message
+
+    def counted(*args: Any) -> Any:
+        nonlocal masked
+        masked += 1
+        return mask(*args)
+
+    monkeypatch.setattr(baton.runtime.at_rest, "masked_message", counted)
     graph = build(tmp_path / "g.db")
     store = graph.store
     sizes: list[int] = []
@@ -55,6 +68,14 @@ async def test_a_long_runs_checkpoints_stay_small_and_its_record_is_whole(tmp_pa
     assert [h.step for h in history] == list(range(STEPS, -1, -1))  # each boundary once
     messages = await store.get_messages("T")
     assert len({m.id for m in messages}) == len(messages) >= 2 * STEPS
+    # each message is masked once for the checkpoints and once for the transcript, and the
+    # turn's view (2 messages) once a checkpoint: a commit as it goes does not mask the run's
+    # earlier messages again
+    assert masked <= 3 * len(messages) + 20
+    # a snapshot names the latest PATH_KEPT super-steps, not all of them: its size does not
+    # grow with the run
+    assert history[-1].path == [] and history[-11].path == [["count"]] * 10
+    assert history[0].path == [["count"]] * PATH_KEPT and history[0].step > PATH_KEPT
     assert (await store.verify_audit()).ok
     await graph.aclose()
 

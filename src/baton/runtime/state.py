@@ -454,7 +454,7 @@ class RunState:
             listener=None,
             ended=None,
             snapshots_due=[],
-            masked=[],
+            masked=list(self.masked),  # the same messages: their masked copies hold
         )
         if turn is not None and turn.delegating:
             out.relink()  # the copied sub-runs share the copy's session and events

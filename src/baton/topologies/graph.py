@@ -356,7 +356,9 @@ class StateSnapshot:
     next: list[str]
     """The nodes the run called next (none: the run ended here)."""
     path: list[list[str]]
-    """The nodes of each super-step of its run before this boundary."""
+    """The nodes of each super-step of its run before this boundary: the latest 64 of them
+    (`graph_steps.PATH_KEPT`) in a longer run, so that a snapshot's size does not grow with
+    the run."""
     created_at: float
 
 

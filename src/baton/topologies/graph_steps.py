@@ -103,6 +103,10 @@ class Position:
     error: str | None = None
 
 
+PATH_KEPT = 64
+"""Super-steps a snapshot's `path` names (the latest ones): a snapshot of a long run stays the
+size of its state, not of the run (its `step` says how many came before)."""
+
 FOLDS_KEPT = 256
 """Turns whose fold `replay` keeps (the graph's runs in flight in this process, at most);
 an evicted one folds from its start again at its next boundary."""
@@ -461,7 +465,7 @@ class GraphConductor:
 
     def _snapshot(self, run: RunState, pos: Position, nxt: list[str]) -> KeptSnapshot:
         """The boundary's snapshot (saved again, unchanged, when a resumed run comes back)."""
-        data = {"state": pos.state, "next": nxt, "path": pos.ran}
+        data = {"state": pos.state, "next": nxt, "path": pos.ran[-PATH_KEPT:]}
         snap = Snapshot(
             thread_id=run.session.session_id,
             id=snapshot_id(run, pos.step),
