@@ -30,6 +30,7 @@ import json
 import re
 from collections.abc import Mapping
 from functools import lru_cache
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from baton.backends.base import SessionRecord, Store
@@ -141,7 +142,7 @@ def _masked_run_messages(red: Redactor, run: RunState) -> list[Message]:
         done.clear()  # (another list of messages: a loaded run's, restored)
         n = 0
     done.extend((m, masked_message(red, m)) for m in messages[n:])
-    return [masked for _, masked in done]
+    return list(map(itemgetter(1), done))
 
 
 def _masked_turn(

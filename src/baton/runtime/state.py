@@ -49,7 +49,7 @@ def _load_sub(value: Any) -> RunState | None:
 
 def _recorded(run: RunState) -> dict[str, Any]:
     """The serialisation context of one run: its recorded messages, by object identity."""
-    return {"recorded": {id(m) for m in run.messages}}
+    return {"recorded": set(map(id, run.messages))}
 
 
 def _save_messages(value: list[Message], info: SerializationInfo) -> list[Any]:
@@ -62,6 +62,8 @@ def _save_messages(value: list[Message], info: SerializationInfo) -> list[Any]:
     if not recorded and not any(isinstance(m, str) for m in value):
         whole: list[Any] = _messages().dump_python(value, mode="json")
         return whole
+    if recorded and recorded.issuperset(map(id, value)):  # the usual case, in C: a long
+        return [m.id for m in value]  # graph turn names thousands of messages at every step
     return [
         m
         if isinstance(m, str)  # a loaded state's, not yet resolved (`restore_committed`)
