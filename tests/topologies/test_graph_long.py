@@ -5,6 +5,7 @@ snapshotted once, and a run stopped half way resumes to the same end with nothin
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -51,19 +52,25 @@ async def test_a_long_runs_checkpoints_stay_small_and_its_record_is_whole(
     graph = build(tmp_path / "g.db")
     store = graph.store
     sizes: list[int] = []
+    scratch: list[list[Any]] = []
     fenced = store.put_checkpoint_fenced
 
     async def measured(checkpoint: Any, fence: Any, snapshots: Any = ()) -> bool:
-        sizes.append(len(checkpoint.state_json()))
+        text = checkpoint.state_json()
+        sizes.append(len(text))
+        turn = json.loads(text)["turn"]
+        scratch.append(turn["scratch"] if turn else [])
         return bool(await fenced(checkpoint, fence, snapshots))
 
     store.put_checkpoint_fenced = measured
     result = await graph.invoke({}, thread_id="T")
     assert result.status == "completed", result.error
     assert result.final.n == STEPS
-    # at most COMMIT_EVERY records and the turn's message ids (~50 bytes a step); without
+    # at most COMMIT_EVERY records and the turn (one span of the run's messages); without
     # the commits as it goes the last would hold all 600 messages and events (~300 KB here)
     assert max(sizes) < 4 * max(sizes[: COMMIT_EVERY // 8]) < 100_000
+    # the graph's turn names its hundreds of messages as one span of the run's, not by id
+    assert len(scratch[-1]) == 1 and scratch[-1][0]["span"][1] > STEPS
     history = await graph.history("T")
     assert [h.step for h in history] == list(range(STEPS, -1, -1))  # each boundary once
     messages = await store.get_messages("T")

@@ -21,7 +21,7 @@ from typing import Any
 
 from baton.core.errors import NewerCheckpoint
 
-FORMAT = 4
+FORMAT = 5
 """The format `RunState.to_json` writes.
 
 1. Every container in full.
@@ -36,6 +36,9 @@ FORMAT = 4
    the store keeps them masked and the checkpoint does not (a sealed checkpoint).
 4. A run (and each sub-run) keeps the citations its citing tools returned (`citations`) and
    those a pipeline stage was given (`cited_in`); a Baton that knows neither would drop them.
+5. A turn's scratch or view that is one unbroken stretch of the run's messages (a graph's
+   turn) is saved as `[{"span": [first_id, count]}]` instead of one id a message
+   (`baton.runtime.turn_refs`), so a long turn's checkpoint does not grow with it.
 """
 
 Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
@@ -68,7 +71,17 @@ def _no_citations(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-UPGRADES: dict[int, Upgrade] = {1: _named_steps, 2: _nothing_named, 3: _no_citations}
+def _no_spans(data: dict[str, Any]) -> dict[str, Any]:
+    """4 -> 5: a format-4 turn names its messages one by one, which format 5 still reads."""
+    return data
+
+
+UPGRADES: dict[int, Upgrade] = {
+    1: _named_steps,
+    2: _nothing_named,
+    3: _no_citations,
+    4: _no_spans,
+}
 """`UPGRADES[n]` turns format `n` data into format `n + 1` data."""
 
 _STAMP = f'{{"format":{FORMAT},'

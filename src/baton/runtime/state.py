@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import PlainSerializer, PlainValidator, SerializationInfo, TypeAdapter
+from pydantic import PlainSerializer, PlainValidator, TypeAdapter
 
 from baton.backends.base import KeptSnapshot, SessionRecord, Store
 from baton.core.approval import ApprovalCard
@@ -25,7 +25,7 @@ from baton.core.jsontext import copy_json
 from baton.core.messages import Message, ToolCall, Usage
 from baton.core.payload import HandoffPayload
 from baton.core.policies import ContextPolicy
-from baton.runtime import checkpoint_format
+from baton.runtime import checkpoint_format, turn_refs
 
 _run_id = id_factory("run_")
 
@@ -48,67 +48,26 @@ def _load_sub(value: Any) -> RunState | None:
 
 
 def _recorded(run: RunState) -> dict[str, Any]:
-    """The serialisation context of one run: its recorded messages, by object identity."""
-    return {"recorded": set(map(id, run.messages))}
+    """The serialisation context of one run: its recorded messages (`turn_refs`)."""
+    return turn_refs.context_of(run.messages)
 
 
-def _save_messages(value: list[Message], info: SerializationInfo) -> list[Any]:
-    """A turn's scratch or view as saved (format 2): a message the run recorded (every scratch
-    message, and the user's message in a view, is also in `RunState.messages`) is saved once,
-    there, and named here by its id; any other message (a system prompt, an earlier run's, a
-    conductor's exact results in a masked checkpoint) is saved whole."""
-    context = info.context
-    recorded = context.get("recorded") if isinstance(context, dict) else None
-    if not recorded and not any(isinstance(m, str) for m in value):
-        whole: list[Any] = _messages().dump_python(value, mode="json")
-        return whole
-    if recorded and recorded.issuperset(map(id, value)):  # the usual case, in C: a long
-        return [m.id for m in value]  # graph turn names thousands of messages at every step
-    return [
-        m
-        if isinstance(m, str)  # a loaded state's, not yet resolved (`restore_committed`)
-        else m.id
-        if recorded and id(m) in recorded
-        else _message().dump_python(m, mode="json")
-        for m in value
-    ]
-
-
-def _load_messages(value: Any) -> list[Any]:
-    """A saved scratch or view: whole messages are validated, ids stay until
-    `_resolve_scratch`."""
-    if not isinstance(value, list):
-        raise ValueError("a turn's scratch and view must be lists")
-    return [m if isinstance(m, (str, Message)) else _message().validate_python(m) for m in value]
-
-
-Recorded = Annotated[list[Message], PlainSerializer(_save_messages), PlainValidator(_load_messages)]
-"""Messages of a turn saved as references to the run's recorded messages (format 2)."""
+Recorded = Annotated[
+    list[Message],
+    PlainSerializer(turn_refs.save_messages),
+    PlainValidator(turn_refs.load_messages),
+]
+"""Messages of a turn saved as references to the run's recorded messages (formats 2 and 5)."""
 
 
 def _resolve_scratch(run: RunState) -> None:
-    """Replace the message ids of a loaded turn's scratch and view by the run's messages."""
+    """Replace the message ids and spans of a loaded turn's scratch and view by the run's
+    messages."""
     t = run.turn
     if t is None:
         return
-    by_id = {m.id: m for m in run.messages}
-    t.scratch, t.view = _resolved(t.scratch, by_id), _resolved(t.view, by_id)
-
-
-def _resolved(saved: list[Any], by_id: dict[str, Message]) -> list[Message]:
-    """The messages `saved` names, as the run's own objects: an id, or a whole message equal
-    to a recorded one (format 1 saved them whole), so the next checkpoint names them again."""
-    missing = [m for m in saved if isinstance(m, str) and m not in by_id]
-    if missing:
-        raise ValueError(f"the turn names messages the run does not hold: {missing[:3]}")
-    out = []
-    for m in saved:
-        if isinstance(m, str):
-            out.append(by_id[m])
-        else:
-            held = by_id.get(m.id)
-            out.append(held if held is not None and held == m else m)
-    return out
+    t.scratch = turn_refs.resolved(t.scratch, run.messages)
+    t.view = turn_refs.resolved(t.view, run.messages)
 
 
 _SHARED = {
@@ -592,20 +551,6 @@ def _call_copy(pending: PendingCall) -> PendingCall:
 
 
 _ADAPTER: list[TypeAdapter[RunState]] = []
-_MESSAGES: list[TypeAdapter[list[Message]]] = []
-_MESSAGE: list[TypeAdapter[Message]] = []
-
-
-def _messages() -> TypeAdapter[list[Message]]:
-    if not _MESSAGES:
-        _MESSAGES.append(TypeAdapter(list[Message]))
-    return _MESSAGES[0]
-
-
-def _message() -> TypeAdapter[Message]:
-    if not _MESSAGE:
-        _MESSAGE.append(TypeAdapter(Message))
-    return _MESSAGE[0]
 
 
 def _adapter() -> TypeAdapter[RunState]:
