@@ -5,9 +5,11 @@
 A one-node counting loop (`count` -> `count` until n reaches the step count) is run to its
 end with each store, checkpointed and snapshotted at every boundary (one write) as any Baton
 graph run is. Printed per store and length: µs per super-step (the median of
-`--rounds` runs), the checkpoint bytes written at the last boundary, and the ratio of the
-longest run's cost per step to the shortest's (1.0: the cost per step does not grow with the
-run's length).
+`--rounds` rounds; in a round each length runs as many super-steps, e.g. 100 runs of 10
+against one of 1,000), the largest checkpoint's bytes (measured in a run of its own, as the
+store was handed it; in memory the live state is kept, not copied), and the median of
+the rounds' ratios of the longest run's cost per step to the shortest's (1.0: the cost per
+step does not grow with the run's length).
 """
 
 from __future__ import annotations
@@ -45,54 +47,83 @@ def store_named(name: str, folder: Path) -> Any:
     return SQLiteStore(f"sqlite:///{folder / 'graph.db'}")
 
 
-async def one_run(store_name: str, steps: int, folder: Path, i: int) -> tuple[float, int]:
-    """Seconds for one run of `steps` super-steps, and the last checkpoint's bytes."""
+async def one_run(
+    store_name: str, steps: int, folder: Path, i: int, measure: bool = False
+) -> tuple[float, int]:
+    """Seconds for one run of `steps` super-steps; with `measure` (an untimed run), the
+    largest checkpoint's bytes, as the store was handed it (0 when not measured)."""
     g = Graph(Count).add_node("count", count)
     g.add_edge(START, "count").add_conditional_edges(
         "count", lambda s, steps=steps: END if s.n >= steps else "count"
     )
     store = store_named(store_name, folder)
     app = g.compile(store=store, max_steps=steps + 1)
-    last: list[Any] = []
-    put, fenced = store.put_checkpoint, store.put_checkpoint_fenced
+    largest = 0
+    if measure:
+        put, fenced = store.put_checkpoint, store.put_checkpoint_fenced
 
-    async def kept(checkpoint: Any) -> None:
-        last[:] = [checkpoint]
-        await put(checkpoint)
+        def seen(checkpoint: Any) -> None:
+            nonlocal largest
+            largest = max(largest, len(checkpoint.state_json().encode("utf-8")))
 
-    async def kept_fenced(checkpoint: Any, fence: Any, snapshots: Any = ()) -> bool:
-        last[:] = [checkpoint]
-        return bool(await fenced(checkpoint, fence, snapshots))
+        async def kept(checkpoint: Any) -> None:
+            seen(checkpoint)
+            await put(checkpoint)
 
-    store.put_checkpoint, store.put_checkpoint_fenced = kept, kept_fenced
+        async def kept_fenced(checkpoint: Any, fence: Any, snapshots: Any = ()) -> bool:
+            seen(checkpoint)
+            return bool(await fenced(checkpoint, fence, snapshots))
+
+        store.put_checkpoint, store.put_checkpoint_fenced = kept, kept_fenced
     t0 = time.perf_counter()
     result = await app.invoke({"n": 0}, thread_id=f"t{steps}-{i}")
     seconds = time.perf_counter() - t0
     assert result.status == "completed" and result.final.n == steps, result.error
     await store.close()
-    size = len(last[0].state.to_json().encode("utf-8")) if last else 0
-    return seconds, size
+    return seconds, largest
 
 
 async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:  # warm-up: imports, first compile
         await one_run("memory", 5, Path(tmp), -1)
+    short, long = min(args.steps), max(args.steps)
     for store_name in args.stores:
-        per_step: dict[int, float] = {}
+        per_step: dict[int, list[float]] = {n: [] for n in args.steps}
+        sizes: dict[int, int] = {}
+        ratios = []
+        for i in range(args.rounds):
+            # each length runs as many super-steps in a round (100 runs of 10 against one of
+            # 1,000), the lengths alternating which goes first: a drift of the machine's
+            # speed during a round shows in both
+            order = args.steps if i % 2 == 0 else list(reversed(args.steps))
+            for steps in order:
+                runs = max(1, long // steps)
+                seconds = 0.0
+                for j in range(runs):
+                    with tempfile.TemporaryDirectory() as tmp:
+                        took, _ = await one_run(store_name, steps, Path(tmp), i * runs + j)
+                    seconds += took
+                per_step[steps].append(seconds / (runs * steps) * 1e6)
+            ratios.append(per_step[long][-1] / per_step[short][-1])
         for steps in args.steps:
-            times, size = [], 0
-            for i in range(args.rounds):
-                with tempfile.TemporaryDirectory() as tmp:
-                    seconds, size = await one_run(store_name, steps, Path(tmp), i)
-                times.append(seconds)
-            per_step[steps] = statistics.median(times) / steps * 1e6
+            with tempfile.TemporaryDirectory() as tmp:
+                _, sizes[steps] = await one_run(store_name, steps, Path(tmp), -2, measure=True)
             rows.append(
-                {"store": store_name, "steps": steps, "us_per_step": per_step[steps], "bytes": size}
+                {
+                    "store": store_name,
+                    "steps": steps,
+                    "us_per_step": statistics.median(per_step[steps]),
+                    "bytes": sizes[steps],
+                }
             )
-        short, long = min(args.steps), max(args.steps)
         rows.append(
-            {"store": store_name, "ratio": per_step[long] / per_step[short], "of": (long, short)}
+            {
+                "store": store_name,
+                "ratio": statistics.median(ratios),
+                "range": (min(ratios), max(ratios)),
+                "of": (long, short),
+            }
         )
     return rows
 
@@ -104,7 +135,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     rows = asyncio.run(run(args))
-    print("| store | super-steps | µs per super-step | last checkpoint bytes |")
+    print("| store | super-steps | µs per super-step | largest checkpoint bytes |")
     print("|---|---|---|---|")
     for r in rows:
         if "ratio" not in r:
@@ -112,8 +143,11 @@ def main() -> None:
     for r in rows:
         if "ratio" in r:
             long, short = r["of"]
-            ratio = r["ratio"]
-            print(f"{r['store']}: cost per step at {long} steps / at {short} steps = {ratio:.2f}")
+            ratio, (low, high) = r["ratio"], r["range"]
+            print(
+                f"{r['store']}: cost per step at {long} steps / at {short} steps = {ratio:.2f} "
+                f"(median of the rounds' ratios; {low:.2f}-{high:.2f})"
+            )
 
 
 if __name__ == "__main__":

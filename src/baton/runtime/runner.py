@@ -859,7 +859,7 @@ class Runner:
         )
 
 
-COMMIT_EVERY = 128
+COMMIT_EVERY = 64
 """Messages and events a running run holds uncommitted before its next checkpoint commits
 them instead (on a store other processes reach, which serialises every checkpoint): a
 checkpoint then repeats at most about this many records, however long the run."""
