@@ -376,6 +376,15 @@ async def test_usage_is_mapped(server: FakeOpenAI) -> None:
     assert (response.usage.input_tokens, response.usage.output_tokens) == (123, 45)
 
 
+async def test_cached_prompt_tokens_are_mapped(server: FakeOpenAI) -> None:
+    body = completion("done", usage=(1200, 45))
+    body["usage"]["prompt_tokens_details"] = {"cached_tokens": 1024}
+    server.script(body)
+    usage = (await model(server).generate(invoice_request())).usage
+    assert (usage.input_tokens, usage.cached_input_tokens) == (1200, 1024)
+    assert usage.evaluated_input_tokens == 176
+
+
 async def test_usage_is_estimated_when_the_server_omits_it(server: FakeOpenAI) -> None:
     server.script(completion("a reply of some length", usage=None))
     response = await model(server).generate(invoice_request())

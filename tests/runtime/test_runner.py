@@ -277,7 +277,7 @@ async def test_non_string_results_are_json_serialised_and_strings_kept_verbatim(
         "城市": "北京",
         "tags": ["a", "b"],
         "n": 1.5,
-        "usage": {"input_tokens": 2, "output_tokens": 0},
+        "usage": {"input_tokens": 2, "output_tokens": 0, "cached_input_tokens": 0},
     }
     assert txt.content == "just text"
 

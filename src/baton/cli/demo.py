@@ -198,6 +198,7 @@ def summary_table(turns: list[DemoTurn]) -> Table:
     table.add_column("tools", overflow="fold", ratio=2)
     table.add_column("status", no_wrap=True)
     table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("evaluated", justify="right", no_wrap=True)
     table.add_column("tok/s", justify="right", no_wrap=True)
     table.add_column("s", justify="right", no_wrap=True)
     table.add_column("ok", justify="center", no_wrap=True)
@@ -213,6 +214,7 @@ def summary_table(turns: list[DemoTurn]) -> Table:
             Text(", ".join(turn.tools) or "-"),
             Text(r.status, style=style),
             str(usage.total_tokens),
+            str(usage.evaluated_input_tokens),
             f"{usage.output_tokens / turn.seconds:.1f}" if turn.seconds else "-",
             f"{turn.seconds:.1f}",
             verdict[turn.as_expected],

@@ -44,16 +44,26 @@ class Usage(Data):
     """Prompt tokens sent to the model."""
     output_tokens: int = 0
     """Tokens the model generated."""
+    cached_input_tokens: int = 0
+    """Of `input_tokens`, those the model took from a cache of an earlier call instead of
+    reading them again (the embedded model's saved prompt states; an OpenAI-compatible
+    server's `prompt_tokens_details.cached_tokens`)."""
 
     @property
     def total_tokens(self) -> int:
         """Prompt plus generated tokens."""
         return self.input_tokens + self.output_tokens
 
+    @property
+    def evaluated_input_tokens(self) -> int:
+        """Prompt tokens the model read (evaluated): `input_tokens` less the cached ones."""
+        return self.input_tokens - self.cached_input_tokens
+
     def add(self, other: Usage) -> None:
         """Add another usage into this one, in place."""
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
+        self.cached_input_tokens += other.cached_input_tokens
 
 
 @dataclass(slots=True, kw_only=True)

@@ -438,9 +438,12 @@ class OpenAICompatible:
                 calls.append(ToolCall(name=fn.name, arguments=args))
         usage = completion.usage
         if usage is not None and (usage.prompt_tokens or usage.completion_tokens):
+            details = getattr(usage, "prompt_tokens_details", None)
+            cached = getattr(details, "cached_tokens", None) or 0
             mapped = Usage(
                 input_tokens=usage.prompt_tokens or 0,
                 output_tokens=usage.completion_tokens or 0,
+                cached_input_tokens=min(int(cached), usage.prompt_tokens or 0),
             )
         else:
             mapped = Usage(

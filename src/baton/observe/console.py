@@ -147,7 +147,10 @@ class ConsoleSink:
             t.append(safe(event.model, "dim"))
             if event.reask:
                 t.append(" (re-ask)", style="yellow")
-            t.append(f"  tokens {event.usage.input_tokens} in / {event.usage.output_tokens} out")
+            u = event.usage
+            t.append(f"  tokens {u.input_tokens} in / {u.output_tokens} out")
+            if u.cached_input_tokens:  # the prompt tokens the model actually read
+                t.append(f" ({u.evaluated_input_tokens} read)", style="dim")
             t.append(f"  {fmt_ms(event.latency_ms)}", style="dim")
             if event.error:
                 t.append("  error: ", style="bold red")

@@ -87,6 +87,7 @@ PROVIDER = "gen_ai.provider.name"
 REQUEST_MODEL = "gen_ai.request.model"
 INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+CACHED_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
 TOOL_NAME = "gen_ai.tool.name"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
 TOOL_TYPE = "gen_ai.tool.type"
@@ -606,6 +607,8 @@ class OTelSink:
             "baton.model.reask": event.reask,
             **_lineage(event),
         }
+        if usage.cached_input_tokens:
+            attrs[CACHED_INPUT_TOKENS] = usage.cached_input_tokens
         if event.tool_calls:
             attrs["baton.model.tool_calls"] = list(event.tool_calls)
         start = event.ts - event.latency_ms / 1000

@@ -403,10 +403,7 @@ class RunState:
             refused=list(self.refused),
             guardrails=list(self.guardrails),
             screened=list(self.screened),
-            usage={
-                k: Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens)
-                for k, u in self.usage.items()
-            },
+            usage={k: replace(u) for k, u in self.usage.items()},
             handoff_usage=list(self.handoff_usage),
             turn=None if turn is None else _turn_copy(turn),
             card=None if self.card is None else self.card.model_copy(deep=True),
@@ -536,7 +533,7 @@ def _turn_copy(turn: TurnState) -> TurnState:
         turn,
         view=list(turn.view),
         scratch=list(turn.scratch),
-        usage=Usage(input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens),
+        usage=replace(turn.usage),
         calls=[_call_copy(c) for c in turn.calls],
     )
 

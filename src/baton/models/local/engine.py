@@ -71,6 +71,8 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     seconds: float
+    cached_tokens: int = 0
+    """Of `prompt_tokens`, those taken from a saved state instead of evaluated."""
 
 
 class GenerationCancelled(Exception):
@@ -110,29 +112,41 @@ def _watchable(llama_cpp: Any) -> Any:
     """A `Llama` subclass whose token loop can be watched, one call at a time (`watch`).
 
     `create_chat_completion` runs `Llama.generate`; while `watch` is set, every token it
-    yields goes through the watch first. With no watch it is the plain generator.
+    yields goes through the watch first. Either way it counts the prompt tokens it evaluated
+    (`prompt_evaluated`): the others were reused.
     """
 
     class WatchableLlama(llama_cpp.Llama):  # type: ignore[misc]
         watch: TokenWatch | None = None
+        evaluated = 0
+        """Tokens evaluated since the latest `generate` began."""
+        prompt_evaluated: int | None = None
+        """Of them, the prompt's: those evaluated before its first token was sampled (the
+        rest of the prompt came from a saved state or the context's matching prefix)."""
+
+        def eval(self, tokens: Sequence[int]) -> None:
+            self.evaluated += len(tokens)
+            super().eval(tokens)
 
         def generate(
             self, tokens: Sequence[int], *args: Any, **kwargs: Any
         ) -> Generator[int, Any, None]:
             inner = super().generate(tokens, *args, **kwargs)
             watch = self.watch
-            if watch is None:
-                yield from inner
-                return
+            self.evaluated, self.prompt_evaluated = 0, None
             try:
-                watch.begin()
+                if watch is not None:
+                    watch.begin()
                 sent = None
                 while True:
                     try:
                         token = inner.send(sent)
                     except StopIteration:
                         return
-                    watch.token(token)
+                    if self.prompt_evaluated is None:
+                        self.prompt_evaluated = self.evaluated
+                    if watch is not None:
+                        watch.token(token)
                     sent = yield token
             finally:
                 inner.close()
@@ -208,11 +222,15 @@ class LlamaEngine:
             self.llama.watch = None
         usage = out.get("usage") or {}
         text = out["choices"][0]["message"].get("content") or ""
+        prompt = int(usage.get("prompt_tokens", 0))
+        read = self.llama.prompt_evaluated
+        read = self.llama.evaluated if read is None else read
         return Completion(
             text=text,
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            prompt_tokens=prompt,
             completion_tokens=int(usage.get("completion_tokens", 0)),
             seconds=time.perf_counter() - t,
+            cached_tokens=max(0, prompt - read),
         )
 
     async def complete(

@@ -170,7 +170,11 @@ class LocalModel:
         """The `ModelResponse` for one completion (tool calls stay JSON text for the kernel)."""
         return ModelResponse(
             text=out.text,
-            usage=Usage(input_tokens=out.prompt_tokens, output_tokens=out.completion_tokens),
+            usage=Usage(
+                input_tokens=out.prompt_tokens,
+                output_tokens=out.completion_tokens,
+                cached_input_tokens=out.cached_tokens,
+            ),
             text_tool_calls=bool(request.tools),
             raw={"seconds": out.seconds},
         )
