@@ -1,12 +1,20 @@
-"""Desk eval: the example desk on labelled requests, half English, half Chinese.
+"""Desk eval: the example desk on labelled requests in English and Chinese.
 
     python benchmarks/desk_eval.py [--model local|local:<name>|openai:<name>|scripted]
-                                   [--limit N] [--lang en|zh] [--json PATH]
-                                   [--set insample|heldout]
+                                   [--limit N] [--lang en|zh|mixed] [--json PATH]
+                                   [--set insample|heldout|v2-dev|v2-sealed]
 
-`--set heldout` runs 44 requests of the same kinds written after the desk's instructions and
-never used to tune them; the default set shaped those instructions, so its figures are
-in-sample.
+Sets (`--set`):
+- `insample` (default): the 44 requests below (`CASES`), half English, half Chinese. They
+  shaped the desk's instructions, so their figures are in-sample.
+- `heldout`: 44 requests of the same kinds written after the desk's instructions and never
+  used to tune them (`benchmarks/desk_routing/desk_eval_heldout.json`).
+- `v2-sealed` and `v2-dev`: the two halves of the second held-out set
+  (`benchmarks/desk_routing/desk_eval_v2.json`, see its README section). `v2-sealed` (64
+  requests) is only run and reported, never tuned on; `v2-dev` (40) may be tuned on. Besides
+  `en` and `zh` they have `mixed` requests (Chinese with English words; a reply is in the
+  user's language when it contains Chinese, as for `zh`) and `multi` requests (two needs in
+  one message; `Case.also` is the route of the second).
 
 Every request runs in a fresh session on a freshly built desk (its own database), so no side
 effect of one case (a return, a refund, a restart) leaks into the next. Each label says which
@@ -22,7 +30,9 @@ Metrics:
 - task success: routed right, the expected tool succeeded with the expected key argument
   (case-insensitive) and the run completed (escalated for `human` cases); for an unknown id,
   the tool's error reached the user (the reply reports the failed lookup) and no record
-  data was invented;
+  data was invented; for a `multi` request, all that for its first need and the run also
+  reached the second: `also` is among the agents that held the baton (for `human`: the run
+  was escalated). The summary counts multi requests that reached their second need;
 - tokens/s (output tokens / model time), p50/p95 latency per model call and per request.
 
 `--model scripted` runs the desk's rule-based policy: a fast check of this harness, not of
@@ -56,10 +66,12 @@ from examples.desk.data import INVOICES, ORDERS, SERVERS  # noqa: E402
 from baton.core.events import Event  # noqa: E402
 from baton.runtime.result import RunResult  # noqa: E402
 
-Lang = Literal["en", "zh"]
-Kind = Literal["plain", "ambiguous", "out_of_scope", "unknown_id"]
-GROUPS_LANG: tuple[Lang, ...] = ("en", "zh")
-GROUPS_KIND: tuple[Kind, ...] = ("plain", "ambiguous", "out_of_scope", "unknown_id")
+Lang = Literal["en", "zh", "mixed"]
+Kind = Literal["plain", "ambiguous", "multi", "out_of_scope", "unknown_id"]
+GROUPS_LANG: tuple[Lang, ...] = ("en", "zh", "mixed")
+GROUPS_KIND: tuple[Kind, ...] = ("plain", "ambiguous", "multi", "out_of_scope", "unknown_id")
+CHINESE_SPEAKING: tuple[Lang, ...] = ("zh", "mixed")
+"""Languages whose users get a reply in Chinese (`mixed`: Chinese with English words)."""
 
 TARGETS = {"valid": 1.0, "routing": 0.90, "success": 0.80}
 """What the desk on the embedded model should reach."""
@@ -78,6 +90,8 @@ class Case:
     """Expected tool; `a|b` accepts either; empty for `human` cases."""
     arg: str = ""
     """Expected key argument of the tool, `key=value`."""
+    also: str = ""
+    """On a `multi` request, the route of its second need (`human`: escalated); else empty."""
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -92,9 +106,8 @@ class Case:
 
     @property
     def expected(self) -> str:
-        if not self.tool:
-            return self.route
-        return f"{self.route} · {self.tool}({self.arg})"
+        first = f"{self.route} · {self.tool}({self.arg})" if self.tool else self.route
+        return f"{first} + {self.also}" if self.also else first
 
 
 UNKNOWN_ORDER = "ORD-209999-01"
@@ -251,6 +264,8 @@ class Outcome:
     input_tokens: int
     output_tokens: int
     seconds: float
+    escalated: bool = False
+    """The run was escalated at some point (an `escalated` event)."""
     failures: list[str] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
     """One line per notable event (written by `--json`, for reading failures)."""
@@ -268,7 +283,23 @@ class Outcome:
         """Whether a reply the desk wrote is in the request's language (None: escalated)."""
         if self.status != "completed" or not self.output:
             return None
-        return bool(HAN.search(self.output)) == (self.case.lang == "zh")
+        return bool(HAN.search(self.output)) == (self.case.lang in CHINESE_SPEAKING)
+
+    @property
+    def second_need(self) -> bool | None:
+        """Whether a `multi` request's run reached its second need (None: not multi): the
+        `also` route held the baton after the first need's route did, or, for `human`, the
+        run was escalated after it."""
+        also = self.case.also
+        if not also:
+            return None
+        path = list(self.path)
+        if self.case.route not in path:
+            return False
+        after = path[path.index(self.case.route) + 1 :]
+        if also == "human":
+            return self.escalated or self.status == "escalated" or "human" in after
+        return also in after
 
 
 def first_route(events: Sequence[Event]) -> str:
@@ -351,6 +382,8 @@ def judge(case: Case, out: Outcome) -> list[str]:
         if out.status != "escalated":
             why.append(f"status {out.status}")
         return why
+    if out.second_need is False:
+        why.append(f"second need ({case.also}) not reached")
     key = case.key
     matching = [
         c
@@ -359,7 +392,9 @@ def judge(case: Case, out: Outcome) -> list[str]:
         and key is not None
         and str(c.arguments.get(key[0], "")).strip().casefold() == key[1].casefold()
     ]
-    if out.status != "completed":
+    # a second need for a person ends the run escalated
+    done = ("completed", "escalated") if case.also == "human" else ("completed",)
+    if out.status not in done:
         why.append(f"status {out.status}")
     if case.kind == "unknown_id":
         if not matching:
@@ -401,6 +436,7 @@ def analyse(n: int, case: Case, result: RunResult, seconds: float) -> Outcome:
         input_tokens=sum(e.usage.input_tokens for e in turns),
         output_tokens=sum(e.usage.output_tokens for e in turns),
         seconds=seconds,
+        escalated=any(e.type == "escalated" for e in events),
     )
     out.failures = judge(case, out)
     out.trace = trace_lines(events)
@@ -470,8 +506,10 @@ def summarise(outcomes: Sequence[Outcome], wall_s: float) -> dict[str, Any]:
     turns = [ms for o in outcomes for ms in o.turn_ms]
     out_tokens = sum(o.output_tokens for o in outcomes)
     model_s = sum(o.model_s for o in outcomes)
+    # only the groups this run has cases of, in the order of GROUPS_LANG and GROUPS_KIND
+    present = {group for o in outcomes for group in (o.case.lang, o.case.kind)}
     by: dict[str, dict[str, int]] = {
-        g: {"n": 0, "routed": 0, "success": 0} for g in (*GROUPS_LANG, *GROUPS_KIND)
+        g: {"n": 0, "routed": 0, "success": 0} for g in (*GROUPS_LANG, *GROUPS_KIND) if g in present
     }
     for o in outcomes:
         for group in (o.case.lang, o.case.kind):
@@ -479,10 +517,13 @@ def summarise(outcomes: Sequence[Outcome], wall_s: float) -> dict[str, Any]:
             g["n"] += 1
             g["routed"] += o.routed
             g["success"] += o.success
+    multi = [o for o in outcomes if o.second_need is not None]
     return {
         "requests": n,
         "routed": sum(o.routed for o in outcomes),
         "success": sum(o.success for o in outcomes),
+        "multi": len(multi),
+        "second_need_reached": sum(o.second_need is True for o in multi),
         "tool_calls_emitted": emitted,
         "tool_calls_invalid": invalid,
         "invented_ids_caught": sum(o.invented for o in outcomes),
@@ -522,6 +563,8 @@ def print_summary(s: dict[str, Any]) -> None:
     print(f"| tool-call validity | {verdict(valid, emitted, 'valid')} |")
     print(f"| routing accuracy | {verdict(s['routed'], n, 'routing')} |")
     print(f"| task success | {verdict(s['success'], n, 'success')} |")
+    if s.get("multi"):
+        print(f"| second need reached (multi) | {ratio(s['second_need_reached'], s['multi'])} | |")
     print(f"| invented ids caught (grounded-id guard) | {s['invented_ids_caught']} | |")
     same, replies = s["replies_in_user_language"], s["replies"]
     print(f"| replies in the user's language | {ratio(same, replies)} | |")
@@ -610,7 +653,11 @@ async def evaluate(model: Any, cases: Sequence[Case]) -> list[Outcome]:
     return outcomes
 
 
-HELDOUT = Path(__file__).resolve().parent / "desk_routing" / "desk_eval_heldout.json"
+SETS_DIR = Path(__file__).resolve().parent / "desk_routing"
+HELDOUT = SETS_DIR / "desk_eval_heldout.json"
+V2 = SETS_DIR / "desk_eval_v2.json"
+SETS = ("insample", "heldout", "v2-dev", "v2-sealed")
+"""What `--set` accepts."""
 
 
 def heldout_cases() -> tuple[Case, ...]:
@@ -618,34 +665,57 @@ def heldout_cases() -> tuple[Case, ...]:
     return tuple(Case(**row) for row in json.loads(HELDOUT.read_text(encoding="utf-8")))
 
 
+def v2_cases(half: Literal["sealed", "dev"]) -> tuple[Case, ...]:
+    """One half of the second held-out set, in file order (`sealed`: never tuned on)."""
+    rows = json.loads(V2.read_text(encoding="utf-8"))[half]
+    return tuple(Case(**row) for row in rows)
+
+
+def load_set(name: str) -> tuple[Case, ...]:
+    """The cases of a `--set` name."""
+    if name == "insample":
+        return CASES
+    if name == "heldout":
+        return heldout_cases()
+    if name == "v2-dev":
+        return v2_cases("dev")
+    if name == "v2-sealed":
+        return v2_cases("sealed")
+    raise ValueError(f"unknown set {name!r}; expected one of {', '.join(SETS)}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--model", default="local", help="local, local:<name>, openai:<name>, scripted")
     ap.add_argument("--limit", type=int, default=None, help="run only the first N requests")
-    ap.add_argument("--lang", choices=("en", "zh"), default=None, help="only one language")
+    ap.add_argument("--lang", choices=GROUPS_LANG, default=None, help="only one language")
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
     ap.add_argument(
         "--set",
-        choices=("insample", "heldout"),
+        choices=SETS,
         default="insample",
         help="insample: the 44 requests that shaped the desk's instructions; heldout: 44 new "
-        "ones of the same kinds (benchmarks/desk_routing/desk_eval_heldout.json)",
+        "ones of the same kinds (benchmarks/desk_routing/desk_eval_heldout.json); v2-sealed / "
+        "v2-dev: the sealed (64, never tuned on) and dev (40) halves of "
+        "benchmarks/desk_routing/desk_eval_v2.json",
     )
     args = ap.parse_args(argv)
 
-    chosen = CASES if args.set == "insample" else heldout_cases()
+    chosen = load_set(args.set)
     cases = [c for c in chosen if args.lang in (None, c.lang)][: args.limit]
     argv_shown = sys.argv[1:] if argv is None else list(argv)
     command = shlex.join(["python", "benchmarks/desk_eval.py", *argv_shown])
     model, described = resolve(args.model)
     meta = {
         "command": command,
+        "set": args.set,
         "model": described,
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, {platform.machine()}, "
         f"Python {platform.python_version()}",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
     print(f"# {meta['command']}")
+    print(f"# set: {meta['set']}")
     print(f"# model: {meta['model']}")
     print(f"# machine: {meta['machine']}")
     print(f"# date: {meta['date']}")
@@ -668,6 +738,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "routed": o.routed,
                     "success": o.success,
                     "same_language": o.same_language,
+                    "second_need": o.second_need,
                 }
                 for o in outcomes
             ],
