@@ -34,7 +34,7 @@ def chat(question: str) -> list[dict[str, str]]:
 
 async def test_a_prompt_sharing_its_start_is_read_from_where_it_differs() -> None:
     require_local_model(SMALL)
-    engine = LlamaEngine(weights_path(SMALL), n_ctx=2048, cache_bytes=1 << 26)
+    engine = LlamaEngine(weights_path(SMALL), n_ctx=2048)
     try:
         first = await engine.complete(chat("What is my invoice total?"), None, 4)
         assert first.cached_tokens == 0 and first.prompt_tokens > 150

@@ -88,8 +88,13 @@ def resolve_demo_model(name: str | None) -> tuple[Any, str]:
     if choice == "local" or choice.startswith("local:"):
         from baton.models.registry import resolve_model
 
+        from baton.models.local.states import default_states_dir
+
         model = resolve_model(choice)
         threads = getattr(model, "n_threads", None)
+        saved = default_states_dir()
+        if saved is not None and getattr(model, "prompt_states", "") is None:
+            model.prompt_states = saved  # the agents' prompt states, kept for the next run
         return model, (
             f"embedded model {model.name} · llama.cpp on this CPU"
             f"{f' · {threads} thread(s)' if threads else ''} · no API key, no server"

@@ -28,6 +28,11 @@ class ModelRequest:
     temperature: float = 0.0
     reask: bool = False
     """True when this request repeats the previous one after a parse error."""
+    fixed_prefix: str = ""
+    """The leading text of the system message that every call of this agent repeats (its
+    instructions), or "" when none is known. Data never goes here: only what the agent was
+    built with. A model that keeps prompt states (the embedded engine) saves its state after
+    it, so a later call reads only what follows (the payload, known facts, the conversation)."""
 
 
 @dataclass

@@ -45,6 +45,12 @@ def pending_note(agent: Agent, needs: Sequence[dict[str, str]]) -> str | None:
     return "\n".join(lines)
 
 
+def fixed_instructions(agent: Agent) -> str:
+    """What every system prompt of `agent` starts with: its instructions (the same on every
+    call; `ModelRequest.fixed_prefix`)."""
+    return agent.instructions or f"You are {agent.name}."
+
+
 def system_prompt(
     agent: Agent,
     incoming: HandoffPayload | None,
@@ -62,7 +68,7 @@ def system_prompt(
     (`baton.runtime.handles`), never as its value. `earlier`: what the view says about the
     turns before the loaded window, with the session's notes of them (`baton.runtime.rolling`).
     `cited_in`: the references a pipeline stage was given by the stages before it (quoted)."""
-    parts = [agent.instructions or f"You are {agent.name}."]
+    parts = [fixed_instructions(agent)]
     if earlier is not None:
         parts.append(earlier)
     if incoming is not None:

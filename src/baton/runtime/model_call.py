@@ -17,6 +17,7 @@ from baton.models.base import ModelRequest, ModelResponse, StreamingModel
 from baton.models.parsing import parse_json_object, parse_text_mode
 from baton.models.text_calls import find_text_calls
 from baton.models.textmode import json_shape
+from baton.runtime.context import fixed_instructions
 from baton.runtime.guards import check_budget
 from baton.runtime.outcomes import Failed, Tripped
 from baton.runtime.output import OutputSpec, Typed
@@ -67,6 +68,7 @@ async def ask(
         tools=tools,
         output_schema=output.schema if output is not None else None,
         output_name=output.name if output is not None else None,
+        fixed_prefix=fixed_instructions(plan.agent),
     )
     response = await call(kernel, run, plan, turn, request)
     if not isinstance(response, ModelResponse):

@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
+from pathlib import Path
 from typing import Any
 
 from baton.core.errors import ModelError
@@ -13,7 +14,7 @@ from baton.core.messages import Usage
 from baton.models.base import ModelRequest, ModelResponse
 from baton.models.local.engine import MIN_FREE_MEMORY_GB, Completion, LlamaEngine, shared_engine
 from baton.models.local.grammar import schema_key
-from baton.models.local.prompt import compact_prompt, reply_schema
+from baton.models.local.prompt import compact_prompt, fixed_text, reply_schema
 from baton.models.local.weights import DEFAULT_MODEL, card, weights_path
 from baton.models.streaming import VisibleText
 
@@ -28,6 +29,12 @@ class LocalModel:
 
     Names: `qwen2.5-coder-1.5b` (default), `qwen2.5-coder-0.5b`, `smollm2-135m`. The weights
     come from pinned packages and are checked by sha256 before loading (see `weights.py`).
+
+    Each agent's fixed prompt prefix (its tool catalogue and instructions) is read once per
+    process and its model state saved (`states.PromptStates`, 512 MB of RAM at most); later
+    calls of the agent restore it and read only what follows. `prompt_states`: a directory
+    where those states are also kept on disk, so that the next process starts warm
+    (`default_states_dir()`; `baton demo` uses it).
     """
 
     native_output = True
@@ -41,12 +48,14 @@ class LocalModel:
         n_ctx: int = DEFAULT_CONTEXT,
         n_threads: int | None = None,
         max_tokens: int = 256,
+        prompt_states: str | Path | None = None,
     ) -> None:
         self.card = card(name)
         self.name = f"local:{self.card.name}"
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.max_tokens = max_tokens
+        self.prompt_states = Path(prompt_states) if prompt_states is not None else None
         self._engine: LlamaEngine | None = None
         self._loading: asyncio.Lock | None = None
 
@@ -62,6 +71,7 @@ class LocalModel:
                 n_ctx=self.n_ctx,
                 n_threads=self.n_threads,
                 min_free_gb=min_free,
+                states_dir=self.prompt_states,
             )
         return self._engine
 
@@ -84,7 +94,7 @@ class LocalModel:
         messages = self.render(request)
         grammar = self._grammar(engine, request)
         try:
-            out = await engine.complete(messages, grammar, self.max_tokens)
+            out = await engine.complete(messages, grammar, self.max_tokens, fixed_text(request))
         except ValueError as exc:
             error = self._context_error(request, exc)
             if error is None:
@@ -123,7 +133,8 @@ class LocalModel:
         grammar = self._grammar(engine, request)
         visible = VisibleText(text_mode=bool(request.tools))
         out: Completion | None = None
-        async with aclosing(engine.stream(messages, grammar, self.max_tokens)) as pieces:
+        fixed = fixed_text(request)
+        async with aclosing(engine.stream(messages, grammar, self.max_tokens, fixed)) as pieces:
             while True:
                 try:
                     piece = await anext(pieces)

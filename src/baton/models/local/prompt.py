@@ -130,6 +130,26 @@ def compact_prompt(request: ModelRequest) -> list[dict[str, Any]]:
     ]
 
 
+def fixed_text(request: ModelRequest) -> str | None:
+    """The leading text of `compact_prompt`'s first message that every call of this agent
+    repeats: the catalogue (or a typed answer's shape) and the agent's instructions
+    (`ModelRequest.fixed_prefix`), when the system message starts with them; None when
+    nothing is known to be fixed."""
+    system = request.messages[0] if request.messages else None
+    head: str | None = None
+    if request.tools:
+        head = catalogue(request.tools, request.output_schema)
+    elif request.output_schema is not None:
+        head = _TYPED_ANSWER.format(shape=json_shape(request.output_schema))
+    fixed = request.fixed_prefix
+    if not (fixed and system is not None and system.role == "system"):
+        return head
+    if not (system.content or "").startswith(fixed):
+        return head
+    fixed = clean_text(fixed)
+    return f"{head}\n\n{fixed}" if head is not None else fixed
+
+
 def reply_schema(request: ModelRequest) -> dict[str, Any] | None:
     """The JSON schema the reply to `request` is decoded under (None: free text).
 
