@@ -86,15 +86,15 @@ def resolve_demo_model(name: str | None) -> tuple[Any, str]:
         policy = importlib.import_module(f"{DESK_MODULE}.policy")
         return policy.scripted_desk_model(), SCRIPTED_NOTICE
     if choice == "local" or choice.startswith("local:"):
-        from baton.models.registry import resolve_model
-
         from baton.models.local.states import default_states_dir
+        from baton.models.registry import resolve_model
 
         model = resolve_model(choice)
         threads = getattr(model, "n_threads", None)
         saved = default_states_dir()
         if saved is not None and getattr(model, "prompt_states", "") is None:
-            model.prompt_states = saved  # the agents' prompt states, kept for the next run
+            # the agents' prompt states, kept for the next run
+            model.prompt_states = saved  # type: ignore[attr-defined]
         return model, (
             f"embedded model {model.name} · llama.cpp on this CPU"
             f"{f' · {threads} thread(s)' if threads else ''} · no API key, no server"
@@ -147,19 +147,38 @@ class Player:
         self.console.rule(Text(f"request {n}" + (f" · {note}" if note else "")))
         self.console.print(Text.assemble(("user: ", "bold"), message), soft_wrap=True)
         t = time.perf_counter()
+        shown = ""  # the latest reply as streamed so far, shown from its first token
+        speaker: str | None = None
+        result: RunResult | None = None
         with self.console.status("...") as status:
             live = LiveStatus(status)
             self.team.add_sink(live)
             try:
-                result = await self.team.run(message, session_id=f"demo-{session}")
+                async for item in self.team.stream(message, session_id=f"demo-{session}"):
+                    if isinstance(item, RunResult):
+                        result = item
+                    elif item.type == "text_delta":
+                        if speaker != item.agent:  # a reply starts: shown as it is written
+                            status.stop()
+                            self.console.print("\n" if speaker else "", end="")
+                            speaker, shown = item.agent, ""
+                            self.console.print(
+                                Text(f"{item.agent or 'desk'}: ", style="bold green"), end=""
+                            )
+                        shown += item.text
+                        self.console.print(Text(item.text), end="", soft_wrap=True)
             finally:
                 self.team.remove_sink(live)
+        assert result is not None, "team.stream ends with the run's result"
         turn = DemoTurn(message, f"demo-{session}", result, time.perf_counter() - t, note, expected)
         self.turns.append(turn)
-        reply = Text()
-        reply.append(f"{result.holder or 'desk'}: ", style="bold green")
-        reply.append(result.output or f"({result.status}: {result.error or 'no reply'})")
-        self.console.print(reply, soft_wrap=True)
+        if shown:
+            self.console.print()
+        if not shown or shown.strip() != (result.output or "").strip():
+            reply = Text()  # nothing streamed, or the run ended on another reply
+            reply.append(f"{result.holder or 'desk'}: ", style="bold green")
+            reply.append(result.output or f"({result.status}: {result.error or 'no reply'})")
+            self.console.print(reply, soft_wrap=True)
         if turn.as_expected is False:
             exp = expected
             self.console.print(

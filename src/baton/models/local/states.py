@@ -119,9 +119,9 @@ class PromptStates:
         best: SavedState | None = None
         for state in self._states.values():
             n = len(state.tokens)
-            if n <= len(tokens) and (best is None or n > len(best.tokens)):
-                if tuple(tokens[:n]) == state.tokens:
-                    best = state
+            longer = best is None or n > len(best.tokens)
+            if n <= len(tokens) and longer and tuple(tokens[:n]) == state.tokens:
+                best = state
         return best
 
     def put(self, state: SavedState) -> None:
