@@ -1,7 +1,7 @@
 """The embedded model against its physical limit on this machine.
 
     python benchmarks/local_model_limit.py [--model qwen2.5-coder-1.5b] [--rounds 3]
-        [--threads 1 2] [--prompt-tokens 512] [--decode-tokens 64] [--demo]
+        [--threads 1 2] [--prompt-tokens 512] [--decode-tokens 64] [--demo] [--states DIR]
 
 1. llama.cpp alone (no Baton), the same GGUF and batch size as the embedded engine, at each
    `--threads`: prefill tokens/s (a prompt of `--prompt-tokens` read into an empty context)
@@ -12,7 +12,9 @@
    model read (evaluated; the rest came from a saved prompt state), the tokens it generated,
    and the seconds those would take at part 1's rates for the engine's thread count
    (read / prefill + generated / decode). Baton / limit is the overhead left to remove:
-   grammar-constrained sampling, prompt formatting, re-asks, the kernel.
+   grammar-constrained sampling, prompt formatting, re-asks, the kernel. `--states DIR` keeps
+   the agents' prompt states on disk there, as `baton demo` does: run it twice to see a cold
+   and a warm start.
 """
 
 from __future__ import annotations
@@ -73,21 +75,36 @@ def rates(
         llm.close()
 
 
-async def demo(model: str) -> list[dict[str, Any]]:
-    """The demo's six requests on the embedded model: seconds and tokens per request."""
+async def demo(model: str, states: Path | None) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """The demo's six requests on the embedded model: seconds and tokens per request, and the
+    prompt states' figures: the share of model calls that restored a saved state (or went on
+    from the live context), and the prompt share read per call after each agent's first."""
     from examples.desk import DEMO, build_desk
 
     from baton.cli.demo import DemoTurn
+    from baton.models.local import LocalModel
 
-    desk = build_desk(model=f"local:{model}", store="memory://")
+    desk = build_desk(model=LocalModel(model, prompt_states=states), store="memory://")
     rows = []
+    agents: set[str] = set()
+    later: list[float] = []
+    reused = calls_all = 0
     for req in DEMO:
         t = time.perf_counter()
         result = await desk.team.run(req.text, session_id=f"demo-{req.session}")
         seconds = time.perf_counter() - t
         turn = DemoTurn(req.text, req.session, result, seconds, req.note, req)
         usage = result.total_usage
-        calls = sum(1 for e in result.events if e.type == "model_called")
+        calls = 0
+        for e in result.events:
+            if e.type != "model_called":
+                continue
+            calls += 1
+            reused += e.usage.cached_input_tokens > 0
+            if e.agent in agents and e.usage.input_tokens:
+                later.append(e.usage.evaluated_input_tokens / e.usage.input_tokens)
+            agents.add(e.agent or "")
+        calls_all += calls
         rows.append(
             {
                 "request": req.note or req.text[:40],
@@ -99,7 +116,11 @@ async def demo(model: str) -> list[dict[str, Any]]:
                 "ok": turn.as_expected,
             }
         )
-    return rows
+    figures = {
+        "reused": reused / calls_all if calls_all else 0.0,
+        "read_after_first": statistics.mean(later) if later else 0.0,
+    }
+    return rows, figures
 
 
 def main() -> None:
@@ -110,6 +131,12 @@ def main() -> None:
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--demo", action="store_true", help="also play the demo's six requests")
+    ap.add_argument(
+        "--states",
+        type=Path,
+        default=None,
+        help="keep the prompt states on disk in this folder (a second run starts warm)",
+    )
     args = ap.parse_args()
     engine_threads = default_threads()
     threads = args.threads or sorted({engine_threads, os.cpu_count() or 1})
@@ -129,7 +156,7 @@ def main() -> None:
     limit = measured.get(engine_threads) or rates(
         args.model, engine_threads, args.prompt_tokens, args.decode_tokens, args.rounds
     )
-    rows = asyncio.run(demo(args.model))
+    rows, figures = asyncio.run(demo(args.model, args.states))
     print()
     print(f"the demo's requests against the limit at {engine_threads} thread(s)")
     print(
@@ -153,6 +180,11 @@ def main() -> None:
         f"{total / total_limit if total_limit else 0:>7.2f}x"
     )
     print(f"prompt tokens read: {read / prompt:.0%} of those sent" if prompt else "")
+    print(f"model calls that reused a saved prompt state: {figures['reused']:.0%}")
+    print(
+        "prompt read per model call after each agent's first: "
+        f"{figures['read_after_first']:.0%} on average"
+    )
 
 
 if __name__ == "__main__":

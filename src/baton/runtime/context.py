@@ -83,8 +83,9 @@ def system_prompt(
     elif cited_in:  # a payload shows its own; a pipeline stage has none
         parts.append("\n".join(references(cited_in)))
     shown = visible_state(agent, state)
-    if shown:
-        parts.append("Known facts: " + to_line(masked_facts(redactor, shown)))
+    facts = masked_facts(redactor, shown) if shown else None
+    if facts and not (incoming is not None and incoming.state == facts):
+        parts.append("Known facts: " + to_line(facts))  # unless the payload just listed them
     others = pending_note(agent, pending)
     if others is not None:
         parts.append(others)

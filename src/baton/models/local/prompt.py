@@ -14,6 +14,7 @@ from typing import Any
 
 from baton.core.messages import Message, ToolSpec
 from baton.core.text import clean_text
+from baton.handoff import FETCH_HISTORY
 from baton.models.base import ModelRequest
 from baton.models.local.grammar import answer_schema, starting_with, tool_call_schema
 from baton.models.textmode import json_shape, render_text_mode
@@ -63,6 +64,26 @@ def user_script(messages: Sequence[Message]) -> tuple[str, str] | None:
     return next(((lang, start) for lang, spot, start in _SCRIPTS if re.search(spot, text)), None)
 
 
+_FETCH_HISTORY_LINE = "Read earlier turns of this conversation."
+"""`fetch_history`'s line in a compact catalogue (its full description runs to ~90 tokens)."""
+
+_FIRST_SENTENCE = re.compile(r"^(.*?[.!?。！？])(?:\s|$)")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of `text` (all of it when it has one sentence): a small model's
+    catalogue line. The rest of a tool's description is for larger models; the grammar
+    enforces the arguments' schema either way."""
+    text = " ".join(text.split())
+    match = _FIRST_SENTENCE.match(text)
+    return match.group(1) if match else text
+
+
+def _handled(spec: ToolSpec) -> str:
+    """What a hand-off's target handles: its description without the generic sentences."""
+    return _HANDOFF_BOILERPLATE.sub("", " ".join(spec.description.split()))
+
+
 def _signature(spec: ToolSpec) -> str:
     props = spec.parameters.get("properties", {})
     if spec.name.startswith(_HANDOFF):
@@ -87,15 +108,20 @@ def catalogue(tools: Sequence[ToolSpec], output_schema: dict[str, Any] | None = 
     if not tools or any(not s.name.startswith(_HANDOFF) for s in tools):
         lines = ["You can call these tools:"]
         for spec in tools:
-            lines.append(f"- {_signature(spec)}: {' '.join(spec.description.split())}")
+            if spec.name.startswith(_HANDOFF):
+                lines.append(f"- {_signature(spec)}: {_handled(spec)}")
+                continue
+            if spec.name == FETCH_HISTORY:  # the kernel's own tool, rarely needed here
+                lines.append(f"- {_signature(spec)}: {_FETCH_HISTORY_LINE}")
+                continue
+            lines.append(f"- {_signature(spec)}: {first_sentence(spec.description)}")
             for k, v in spec.parameters.get("properties", {}).items():
-                if v.get("description") and not spec.name.startswith(_HANDOFF):
+                if v.get("description"):
                     lines.append(f"    {k}: {v['description']}")
     else:
         lines = [f"You can pass the request on with {_HANDOFF}<name>(reason, objective, state) to:"]
         for spec in tools:
-            desc = _HANDOFF_BOILERPLATE.sub("", " ".join(spec.description.split()))
-            lines.append(f"- {spec.name[len(_HANDOFF) :]}: {desc}")
+            lines.append(f"- {spec.name[len(_HANDOFF) :]}: {_handled(spec)}")
         if any(s.name == f"{_HANDOFF}human" for s in tools):
             lines.append(
                 "If neither your tools nor the agents above fit the request, pass it to human."
