@@ -4,9 +4,9 @@
     print(band.summary())
 
 A router's semantic tier routes the queries it is sure of and abstains on the rest (the band);
-without a judge behind it those fall back, i.e. come out "unknown". After a fit that turned
-review on, the band also holds the routes it proposes for review (accepted under its review
-level): without the judge those stand. `judge_band` runs the
+without a judge behind it those fall back, i.e. come out "unknown". With review on, the band
+also holds the routes it proposes for review (accepted under its review level, or ahead of the
+runner-up by less than its review margin): without the judge those stand. `judge_band` runs the
 semantic tier over every query (cheap), draws a seeded random sample of the band, routes only
 that sample through the whole router (the judge costs seconds per query on a CPU), and
 compares the two answers on the same queries.

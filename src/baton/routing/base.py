@@ -51,8 +51,9 @@ class TierVerdict:
     latency_ms: float = 0.0
     proposal: str | None = None
     """With `target` None: the route this tier would pick, left to the tiers after it to
-    review (a `Semantic` tier's accepted route below its fitted `review_below`). When no later
-    tier decides, the router takes it; a later tier's `UNKNOWN` overrides it."""
+    review (a `Semantic` tier's accepted route scored under its `review_below`, or leading the
+    runner-up by less than its `review_margin`). When no later tier decides, the router takes
+    it; a later tier's `UNKNOWN` overrides it."""
 
     def summary(self) -> str:
         """One line: `tier: target score (detail)`."""

@@ -12,6 +12,12 @@ Whether the judge acts at all is measured: `Router.fit` runs it on the labelled 
 tiers before it abstain on (`baton.routing.judge_fit`) and turns it off when it does not beat
 abstaining there, or on with a fitted confidence threshold below which it defers (abstains, so
 the fallback decides).
+
+A route the semantic tier proposed for review (accepted, but unsure by score or by its lead
+over the runner-up) stands unless the judge overturns it with a confidence of at least
+`review_threshold` (by default the "high" level, `CONFIDENCE["high"]`; `Router.fit` fits it
+where it measures the judge): overturning a route that is probably right needs more certainty
+than placing a query nobody placed.
 """
 
 from __future__ import annotations
@@ -92,10 +98,14 @@ class LLMJudge:
         *,
         turns: int = HISTORY_TURNS,
         threshold: float | None = None,
+        review_threshold: float | None = CONFIDENCE["high"],
     ) -> None:
         """`threshold`: the confidence below which a named route is not acted on (None: any);
-        `Router.fit` replaces it with one fitted on labelled data. `turns`: how many of the
-        conversation's last turns are shown (0: the request alone)."""
+        `Router.fit` replaces it with one fitted on labelled data. `review_threshold`: the
+        confidence needed, besides, to overturn a route the tier before proposed for review
+        (another route, or unknown; None: `threshold` alone); `Router.fit` fits it too.
+        `turns`: how many of the conversation's last turns are shown (0: the request
+        alone)."""
         if not 1 <= k <= 3:
             raise ValueError("k must be between 1 and 3: the judge compares a short list")
         if turns < 0:
@@ -106,6 +116,7 @@ class LLMJudge:
         self.examples = examples
         self.turns = turns
         self.threshold = threshold
+        self.review_threshold = review_threshold
         self.enabled = True
         """False when `Router.fit` measured the judge not to beat abstaining: it then abstains
         at once, without a model call."""
@@ -266,13 +277,22 @@ class LLMJudge:
             (time.perf_counter() - started) * 1000,
         )
 
-    def acts(self, answer: JudgeAnswer) -> bool:
+    def acts(self, answer: JudgeAnswer, proposal: str | None = None) -> bool:
         """Whether an answer (a route or `unknown`) is confident enough to act on under
-        `threshold`; below it the judge defers: the fallback decides, or the route the tier
-        before it proposed for review stands."""
-        if self.threshold is None:
-            return True
-        return (answer.confidence if answer.confidence is not None else 0.0) >= self.threshold
+        `threshold` and, when it overturns `proposal` (the route the tier before proposed for
+        review), under `review_threshold`; else the judge defers: the fallback decides, or the
+        proposed route stands."""
+        return self._short_of(answer, proposal) is None
+
+    def _short_of(self, answer: JudgeAnswer, proposal: str | None) -> tuple[str, float] | None:
+        """(which threshold, its value) the answer's confidence falls short of, or None."""
+        confidence = answer.confidence if answer.confidence is not None else 0.0
+        if self.threshold is not None and confidence < self.threshold:
+            return "threshold", self.threshold
+        overturns = proposal is not None and answer.route != proposal
+        if overturns and self.review_threshold is not None and confidence < self.review_threshold:
+            return "review threshold", self.review_threshold
+        return None
 
     async def decide(
         self,
@@ -281,17 +301,21 @@ class LLMJudge:
         context: dict[str, Any] | None = None,
         previous: Sequence[TierVerdict] = (),
     ) -> TierVerdict:
-        """Ask the model unless turned off; act on a route only above the fitted threshold."""
+        """Ask the model unless turned off; act on an answer only at the fitted threshold or
+        above it, and at the review threshold when it overturns a proposed route."""
         if not self.enabled:
             return TierVerdict(self.name, None, detail=f"off: {self.reason or 'turned off'}")
         answer = await self.ask(text, history, previous)
         scored = dict(answer.candidates)
         target = answer.route
         detail = answer.detail
-        if target is not None and not self.acts(answer):
-            assert self.threshold is not None
+        proposal = next((v.proposal for v in reversed(previous) if v.proposal is not None), None)
+        short = self._short_of(answer, proposal) if target is not None else None
+        if short is not None:
             shown = f"{answer.confidence:.2f}" if answer.confidence is not None else "none"
-            detail += f"; confidence {shown} < threshold {self.threshold:.2f}: defers"
+            detail += f"; confidence {shown} < {short[0]} {short[1]:.2f}: defers"
+            if short[0] == "review threshold":
+                detail += f" to the proposed {proposal}"
             target = None
         return TierVerdict(
             self.name,

@@ -6,11 +6,12 @@
 The judge is asked about two kinds of query. The band: the tiers before it abstain; without
 the judge those fall back, i.e. come out `unknown`, which is right for unknown queries and
 wrong for in-scope ones. The review pool: the semantic tier accepted a route, but with a low
-score; without the judge that route stands. `measure_judge` finds both honestly: the semantic
-tier is refitted without each of `folds` deterministic folds of the labelled queries (unknown
-ones held out by topic, as in its own fit) and judges the held-out part, so a query is in the
-band when a tier that never saw it abstains, and in the pool when such a tier accepts it with a
-score under the highest review level tried (`REVIEW_QUANTILES` of the accepted scores).
+score or a small lead over the runner-up; without the judge that route stands. `measure_judge`
+finds both honestly: the semantic tier is refitted without each of `folds` deterministic folds
+of the labelled queries (unknown ones held out by topic, as in its own fit) and judges the
+held-out part, so a query is in the band when a tier that never saw it abstains, and in the
+pool when such a tier accepts it with a score under the highest review level tried, or a lead
+under the highest review margin tried (`REVIEW_QUANTILES` of the accepted scores and leads).
 
 Then it asks the judge about at most `max_calls` of those queries (a seeded sample when there
 are more) and compares, on them: the router without the judge (off), the judge acting on every
@@ -19,7 +20,8 @@ confidence threshold, `baton.routing.judge_gate`; its accuracy cross-validated: 
 fitted on the other folds of the answers). The best estimate wins, ties going to the simpler
 choice; so the judge stays on only when it beats going without it, with the gate fitted on
 every answer when the gate is what wins (the semantic tier then proposes, instead of
-deciding, the routes it accepts under the review level: `Semantic.review_below`); otherwise it
+deciding, the routes it accepts under the review level or margin: `Semantic.review_below`,
+`Semantic.review_margin`); otherwise it
 is turned off (it abstains without a model call) and the reason is logged. With fewer than
 `min_band` queries in the band and pool together nothing is measured and the judge is left as
 it was, with a warning.
@@ -60,8 +62,9 @@ MIN_BAND = 8
 """Band queries needed before the judge is measured at all."""
 FOLDS = 5
 REVIEW_QUANTILES = (0.25, 0.5)
-"""Review levels tried: these quantiles of the scores the semantic tier accepts with (held
-out). Accepted queries under the highest are asked about too."""
+"""Review levels and margins tried: these quantiles of the scores the semantic tier accepts
+with, and of the leads its accepted routes have over the runner-up (held out). Accepted
+queries under the highest of either are asked about too."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,13 @@ class JudgeFit:
     score under the highest review level tried."""
     review_below: float | None = None
     """The review level chosen: the semantic tier proposes (for the judge to review) the
-    routes it accepts with a score under it. None: the judge sees the band only."""
+    routes it accepts with a score under it. None: no review by score."""
+    review_margin: float | None = None
+    """The review margin chosen: the semantic tier proposes the routes it accepts with a lead
+    over the runner-up under it. None: no review by margin."""
+    review_threshold: float | None = None
+    """The confidence the judge needs, besides `threshold`, to overturn a reviewed route (None:
+    `threshold` alone, or no review)."""
 
     @property
     def gain(self) -> float | None:
@@ -118,6 +127,10 @@ class JudgeFit:
             threshold = f", acts at confidence >= {self.threshold:.2f}"
         if self.enabled and self.review_below is not None:
             threshold += f", reviews semantic routes scored < {self.review_below:.3f}"
+        if self.enabled and self.review_margin is not None:
+            threshold += f", reviews semantic routes leading by < {self.review_margin:.3f}"
+        if self.enabled and self.review_threshold is not None:
+            threshold += f", overturns one at confidence >= {self.review_threshold:.2f}"
         lines = [f"llm: judge {state}{threshold}: {self.reason}"]
         if self.measured:
             lines.append(
@@ -167,13 +180,15 @@ async def measure_judge(
 ) -> JudgeFit:
     """Measure `judge` (one of `router`'s tiers, after the others were fitted) on the band of
     `labelled` and, with `review`, on the review pool (held-out queries the semantic tier
-    accepted with a low score); with `apply`, turn it on (with the fitted gate: threshold and
-    review level) or off accordingly."""
+    accepted with a low score or a small lead); with `apply`, turn it on (with the fitted gate:
+    threshold, review level and margin) or off accordingly."""
     if max_calls < 1:
         raise ValueError("max_calls must be at least 1 (fit with judge=False to skip the judge)")
     band, verdicts = await _band(router, judge, labelled, folds, seed)
     semantic = _semantic_before(router, judge)
-    pool, levels = _review_pool(verdicts) if review and semantic is not None else ([], [])
+    pool, levels, margins = (
+        _review_pool(verdicts) if review and semantic is not None else ([], [], [])
+    )
     n = len(labelled)
     if len(band) + len(pool) < min_band:
         reason = (
@@ -196,8 +211,8 @@ async def measure_judge(
     items = [_judged(labelled[i], verdicts[i][-1], a) for i, a in zip(chosen, answers, strict=True)]
     off = baseline_accuracy(items)
     every = accuracy(items, EVERY)
-    cv = cross_validated(items, levels, folds, seed)
-    fitted, _ = best_gate(items, levels)
+    cv = cross_validated(items, levels, folds, seed, margins)
+    fitted, _ = best_gate(items, levels, margins)
     # off, on for every band answer, on with a fitted gate: the best estimate wins, ties going
     # to the simpler choice (a gate that changes nothing is no choice of its own)
     gated = fitted not in (EVERY, DEFER)
@@ -205,6 +220,8 @@ async def measure_judge(
     helps = on > off
     gate = fitted if helps and gated and cv > every else EVERY
     threshold = gate.threshold if gate.filters else None
+    reviewing = gate.level is not None or gate.margin is not None
+    review_threshold = gate.review_threshold if reviewing and gate.review_filters else None
     counts = {
         "route": sum(a.route not in (None, UNKNOWN) for a in answers),
         "unknown": sum(a.route == UNKNOWN for a in answers),
@@ -239,6 +256,8 @@ async def measure_judge(
         answers=counts,
         n_review=len(pool),
         review_below=gate.level if helps else None,
+        review_margin=gate.margin if helps else None,
+        review_threshold=review_threshold if helps else None,
     )
     if apply:
         judge.enabled = helps
@@ -246,6 +265,8 @@ async def measure_judge(
         judge.reason = reason
         if semantic is not None and review:
             semantic.review_below = result.review_below
+            semantic.review_margin = result.review_margin
+            judge.review_threshold = result.review_threshold
     return result
 
 
@@ -257,13 +278,16 @@ def _semantic_before(router: Router, judge: LLMJudge) -> Semantic | None:
     return next((t for t in reversed(before) if isinstance(t, Semantic)), None)
 
 
-def _review_pool(verdicts: Sequence[Sequence[TierVerdict]]) -> tuple[list[int], list[float]]:
+def _review_pool(
+    verdicts: Sequence[Sequence[TierVerdict]],
+) -> tuple[list[int], list[float], list[float]]:
     """(queries the semantic tier accepted, held out, with a score under the highest review
-    level tried; the levels tried: `REVIEW_QUANTILES` of the accepted scores)."""
-    from baton.routing.semantic import Semantic
+    level tried or a lead over the runner-up under the highest review margin tried; the
+    levels tried; the margins tried: `REVIEW_QUANTILES` of the accepted scores and leads)."""
+    from baton.routing.semantic import Semantic, lead_of
 
     accepted = [
-        (i, float(v[-1].score))
+        (i, float(v[-1].score), lead_of(v[-1].candidates))
         for i, v in enumerate(verdicts)
         if v
         and v[-1].tier == Semantic.name
@@ -271,16 +295,25 @@ def _review_pool(verdicts: Sequence[Sequence[TierVerdict]]) -> tuple[list[int], 
         and v[-1].score is not None
     ]
     if not accepted:
-        return [], []
-    scores = sorted(score for _, score in accepted)
-    levels = sorted({scores[int(q * (len(scores) - 1))] for q in REVIEW_QUANTILES})
-    top = levels[-1]
-    return [i for i, score in accepted if score < top], levels
+        return [], [], []
+
+    def tried(values: list[float]) -> list[float]:
+        ordered = sorted(v for v in values if v != float("inf"))
+        if not ordered:
+            return []
+        return sorted({ordered[int(q * (len(ordered) - 1))] for q in REVIEW_QUANTILES})
+
+    levels = tried([score for _, score, _ in accepted])
+    margins = tried([lead for _, _, lead in accepted])
+    top_level = levels[-1] if levels else -float("inf")
+    top_margin = margins[-1] if margins else -float("inf")
+    pool = [i for i, score, lead in accepted if score < top_level or lead < top_margin]
+    return pool, levels, margins
 
 
 def _judged(item: Labelled, verdict: TierVerdict, answer: JudgeAnswer) -> Judged:
     """The judge's answer on one labelled query, beside what the router says without it."""
-    from baton.routing.semantic import Semantic
+    from baton.routing.semantic import Semantic, lead_of
 
     pooled = verdict.tier == Semantic.name and verdict.target not in (None, UNKNOWN)
     return Judged(
@@ -289,6 +322,7 @@ def _judged(item: Labelled, verdict: TierVerdict, answer: JudgeAnswer) -> Judged
         score=verdict.score if pooled else None,
         route=answer.route,
         confidence=answer.confidence if answer.confidence is not None else 0.0,
+        lead=lead_of(verdict.candidates) if pooled else None,
     )
 
 
@@ -352,6 +386,8 @@ def _held_out_semantic(
     # their scores are on the scale a review level applies to
     plain = copy.copy(tier)
     plain.review_below = None
+    plain.review_margin = None
+    plain.fit_review_margin = False
     head = "linear" if getattr(tier, "_linear", None) is not None else "nearest"
     is_unknown = np.array([x.label is None for x in labelled])
     out: dict[int, TierVerdict] = {}

@@ -120,8 +120,9 @@ class Router:
         labelled queries the tiers before it abstain on or the semantic tier accepts with a
         low score (held out fold by fold), and turned off when it does not beat going without
         it there; else it stays on, acting on every band answer or behind a fitted gate (a
-        confidence threshold, and a review level under which the semantic tier's routes go to
-        the judge), whichever measured better (`report["llm"]`, a
+        confidence threshold, a review level and margin under which the semantic tier's routes
+        go to the judge, and the confidence it needs to overturn one), whichever measured
+        better (`report["llm"]`, a
         `baton.routing.judge_fit.JudgeFit`; see that module). `judge=False`
         skips this (no model call; the judge keeps its state). Inside a running event loop
         the measurement runs on a worker thread.

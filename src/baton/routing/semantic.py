@@ -44,6 +44,12 @@ With `learn_examples=True` the in-scope fitting examples that copy no route exam
 examples of their routes (each scored without itself while fitting). `fit` reports its
 cross-validated accuracy and what makes it less trustworthy (`FitReport.cv`, `.warnings`).
 
+Review: a route accepted with a score under `review_below`, or a lead over the runner-up under
+`review_margin`, is proposed instead of decided (the verdict's `proposal`), so an LLM judge
+behind the tier reviews it; the route stands when the judge defers. `review_margin="fit"` lets
+`fit` set the margin from held-out decisions (the band where they were wrong);
+`Router.fit` sets both where it measures the judge (`baton.routing.judge_fit`).
+
 Before any `fit`, a provisional threshold per route comes from the route's own utterances
 (leave-one-out: the median score an utterance gets from its siblings), which is conservative:
 it routes only queries as close to a route as its typical example is to the others.
@@ -57,7 +63,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from baton.routing.base import UNKNOWN, Labelled, Route, TierVerdict
 from baton.routing.duplicates import duplicates
@@ -72,6 +78,7 @@ from baton.routing.prototypes import (
 )
 from baton.routing.rule import NO_UNKNOWN_KEEP, Rule, fit_rule
 from baton.routing.selection import (
+    CV_FOLDS,
     FitPredict,
     accept_threshold,
     choose,
@@ -91,6 +98,10 @@ NEG = -1e9
 """The score of a missing example slot (never wins, never NaN)."""
 OWN_EXAMPLES_SHARE = 0.5
 """`fit` warns when at least this share of its in-scope examples copy the routes' examples."""
+REVIEW_SHARE = 0.25
+"""A fitted review margin (`Semantic(review_margin="fit")`) is at most this quantile of the
+leads the held-out accepted routes had over their runner-up: the judge reviews at most about
+this share of the routes the tier accepts (each review is a model call)."""
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +149,10 @@ class FitReport:
     description_bias: float | None = None
     """What description and `not_for` scores are raised by (see `baton.routing.prototypes`);
     None when no route has a description or `not_for`."""
+    review_margin: float | None = None
+    """The lead over the runner-up under which an accepted route is proposed for review, fitted
+    on held-out decisions (see `Semantic(review_margin="fit")`); None: the held-out accepted
+    routes were never wrong within the band `REVIEW_SHARE` allows, or too few to tell."""
 
     def summary(self) -> str:
         """A few human-readable lines: head, thresholds and their sources, accuracy, warnings."""
@@ -149,6 +164,11 @@ class FitReport:
             + (f"; floor {self.floor:.3f}" if self.floor is not None else "")
             + (f"; linear head acts at p >= {self.accept:.3f}" if self.accept is not None else ""),
         ]
+        if self.review_margin is not None:
+            lines.append(
+                f"  routes accepted with a lead under {self.review_margin:.3f} over the runner-up "
+                "are proposed for review (held-out ones were wrong there)"
+            )
         for name, value in self.thresholds.items():
             source = self.sources.get(name, "")
             lines.append(f"  {name}: {value:.3f}" + (f" ({source})" if source else ""))
@@ -263,6 +283,7 @@ class Semantic:
         linear_c: float = 10.0,
         cache: bool | str | os.PathLike[str] = True,
         review_below: float | None = None,
+        review_margin: float | Literal["fit"] | None = None,
     ) -> None:
         """Set up the tier; nothing is encoded before `bind`.
 
@@ -282,6 +303,13 @@ class Semantic:
         the tier abstains with it as `proposal`, so a judge behind it reviews it (the route
         stands when the judge defers). `Router.fit` sets it when the judge measured better
         there than the tier; None (default): every accepted route is decided here.
+        `review_margin`: likewise for a route accepted with a lead over the runner-up (the
+        second candidate's score, or probability with the linear head) under this: unsure
+        between two routes, it is proposed for review. "fit": `fit` sets it from held-out
+        decisions (`FitReport.review_margin`): up to the largest lead a wrong held-out route
+        had, at most the `REVIEW_SHARE` quantile of the accepted ones' leads. `Router.fit`
+        replaces it with what it measured when it measures the judge. With `top_k=1` there is
+        no runner-up and no route is reviewed by margin.
         """
         if encoder is None:
             encoder = default_encoder()
@@ -299,7 +327,15 @@ class Semantic:
             raise ValueError("linear_c must be positive")
         self.head = head
         self.linear_c = linear_c
+        if isinstance(review_margin, str) and review_margin != "fit":
+            raise ValueError(
+                f"review_margin must be a number, 'fit' or None, not {review_margin!r}"
+            )
         self.review_below = review_below
+        self.fit_review_margin = review_margin == "fit"
+        """Whether `fit` sets `review_margin` from held-out decisions."""
+        self.review_margin: float | None = None if review_margin == "fit" else review_margin
+        """The lead over the runner-up under which an accepted route is proposed for review."""
         self.top_k = top_k
         self.best_of = best_of
         self.prior = prior
@@ -559,13 +595,20 @@ class Semantic:
         return verdicts
 
     def _propose_for_review(self, verdict: TierVerdict) -> None:
-        """Turn an accepted route scored under `review_below` into a proposal."""
-        level = self.review_below
-        if level is None or verdict.target in (None, UNKNOWN) or verdict.score is None:
+        """Turn an accepted route scored under `review_below`, or ahead of the runner-up by
+        less than `review_margin`, into a proposal."""
+        if verdict.target in (None, UNKNOWN) or verdict.score is None:
             return
-        if verdict.score < level:
+        why = []
+        level, margin = self.review_below, self.review_margin
+        if level is not None and verdict.score < level:
+            why.append(f"under the review level {level:.3f}")
+        lead = lead_of(verdict.candidates)
+        if margin is not None and lead < margin:
+            why.append(f"lead {lead:.3f} under the review margin {margin:.3f}")
+        if why:
             verdict.proposal, verdict.target = verdict.target, None
-            verdict.detail += f"; under the review level {level:.3f}: proposed for review"
+            verdict.detail += f"; {' and '.join(why)}: proposed for review"
 
     def _judge_linear(self, head: LinearHead, queries: Any, index: _Index) -> list[TierVerdict]:
         """Verdicts of the linear head: the most probable class, when probable enough."""
@@ -814,6 +857,15 @@ class Semantic:
         for warning in warnings:
             log.warning("semantic tier fit: %s", warning)
 
+        review = None
+        if self.fit_review_margin:
+            pred, lead = self._held_out_leads(
+                bound, vectors, gold, weight, dup_bound, dup_self, candidates[best],
+                accept if linear is not None else None,
+            )  # fmt: skip
+            review = review_margin_of(pred, gold, lead)
+            self.review_margin = review
+
         use_reject = nearest.reject is not None
         self._reject = nearest.reject
         self._fit = FitReport(
@@ -837,6 +889,7 @@ class Semantic:
             copies=copies,
             sources=sources,
             description_bias=self._description_bias,
+            review_margin=review,
         )
         return self._fit
 
@@ -952,6 +1005,14 @@ class Semantic:
         `dup_bound` (queries, routes' rows) and `dup_fit` (queries, fitting examples): which
         examples each query copies, left out of its scores (None: none).
         """
+        return fitted.rule.apply(*self._nearest_scores(fitted, queries, dup_bound, dup_fit))
+
+    def _nearest_scores(
+        self, fitted: _Nearest, queries: Any, dup_bound: Any = None, dup_fit: Any = None
+    ) -> tuple[Any, Any]:
+        """(queries, routes) scores under a fitted nearest head, and each query's mean
+        similarity to its nearest known unknowns (None without a reject set); copies left out
+        as in `_predict_nearest`."""
         import numpy as np
 
         sims = self._similarities(queries, fitted.index)
@@ -964,7 +1025,60 @@ class Semantic:
             if dup_fit is not None:
                 against[dup_fit[:, fitted.reject_rows]] = -np.inf
             near = _masked_mean_of_top(against, fitted.reject_k)
-        return fitted.rule.apply(matrix, near)
+        return matrix, near
+
+    def _held_out_leads(
+        self,
+        bound: _Index,
+        vectors: Any,
+        gold: Any,
+        weight: Any,
+        dup_bound: Any,
+        dup_self: Any,
+        options: dict[str, bool],
+        accept: float | None,
+    ) -> tuple[Any, Any]:
+        """Per labelled example, the route column the head accepts for it when fitted without
+        its fold (-1: none) and the lead of its top route over the runner-up.
+
+        `accept`: the linear head's probability threshold (None: the nearest head, fitted with
+        `options`). Folds as in `selection.out_of_fold_accuracy` (unknown ones by topic); no
+        example is scored against a copy of itself.
+        """
+        import numpy as np
+
+        from baton.routing.folds import topic_folds
+        from baton.routing.rule import ranked
+
+        routes = len(bound.names)
+        pred = np.full(len(gold), -1)
+        lead = np.full(len(gold), np.inf)
+        every = np.arange(len(gold))
+        for held in topic_folds(vectors, gold < 0, min(CV_FOLDS, len(gold)), 0):
+            train = np.setdiff1d(every, held)
+            if len(held) == 0 or not (gold[train] >= 0).any():
+                continue
+            if accept is None:
+                part = (vectors[train], gold[train], weight[train])
+                copies = (dup_bound[train], dup_self[np.ix_(train, train)])
+                fitted = self._fit_nearest(bound, *part, *copies, **options)
+                copied = (dup_bound[held], dup_self[np.ix_(held, train)])
+                scores, near = self._nearest_scores(fitted, vectors[held], *copied)
+                pred[held] = fitted.rule.apply(scores, near)
+            else:
+                try:
+                    head = self._fit_linear(
+                        bound, vectors[train], gold[train], dup_bound[held].any(axis=0)
+                    )
+                except ValueError:  # this fold's training part has one class: nothing to learn
+                    continue
+                proba = head.proba(vectors[held])
+                best = proba.argmax(axis=1)
+                routed = (best < routes) & (proba.max(axis=1) >= accept)
+                pred[held] = np.where(routed, best, -1)
+                scores = proba[:, :routes]
+            lead[held] = ranked(scores)[2]
+        return pred, lead
 
     def _fit_linear(
         self, bound: _Index, vectors: Any, gold: Any, drop: Any | None = None
@@ -1009,3 +1123,34 @@ def _columns(dup_bound: Any, dup_learned: Any, landed: Any) -> Any:
     out = np.empty_like(mask)
     out[:, landed] = mask
     return out
+
+
+def lead_of(candidates: Sequence[tuple[str, float]]) -> float:
+    """How far the first candidate's score is ahead of the second's (inf with one)."""
+    if len(candidates) < 2:
+        return float("inf")
+    return candidates[0][1] - candidates[1][1]
+
+
+def review_margin_of(pred: Any, gold: Any, lead: Any, share: float = REVIEW_SHARE) -> float | None:
+    """The review margin fitted on held-out decisions: `pred` (route column, or -1 when not
+    accepted), `gold` (-1 for unknown) and `lead` over the runner-up, per labelled example.
+
+    It reaches just past the largest lead of a wrong accepted route (a wrong route or an
+    accepted unknown), and no further than the `share` quantile of the accepted routes' leads;
+    None when no wrong accepted route has a lead under that quantile (nothing to review).
+    """
+    import numpy as np
+
+    accepted = (pred >= 0) & np.isfinite(lead)
+    wrong = accepted & (pred != gold)
+    if not wrong.any():
+        return None
+    cap = float(np.quantile(lead[accepted], share))
+    within = lead[wrong][lead[wrong] < cap]
+    if not len(within):
+        return None
+    worst = float(within.max())
+    above = lead[accepted & (lead > worst)]
+    edge = (worst + float(above.min())) / 2 if len(above) else worst + 1e-6
+    return min(edge, cap)
