@@ -13,6 +13,14 @@ def _norm_order(order_id: str) -> str:
     return order_id.strip().upper()
 
 
+def _no_server(server_id: str) -> str:
+    """The error of a lookup of a server that does not exist: what the agent tells the user."""
+    return (
+        f"server {server_id} not found: no server has this id. Tell the user it was not found "
+        "and ask them to check the id"
+    )
+
+
 def make_tools(db: DeskDB) -> dict[str, Tool]:
     """All tools of the desk, by name."""
 
@@ -25,7 +33,10 @@ def make_tools(db: DeskDB) -> dict[str, Tool]:
         """
         inv = db.invoices.get(_norm_order(order_id))
         if inv is None:
-            raise KeyError(f"no invoice for order {order_id}; ask the user to check the number")
+            raise KeyError(
+                f"order {order_id} not found: it has no invoice. Tell the user no invoice was "
+                "found for this order number and ask them to check it"
+            )
         return {"order_id": _norm_order(order_id), **inv}
 
     @tool(scopes=["billing:write"])
@@ -55,7 +66,7 @@ def make_tools(db: DeskDB) -> dict[str, Tool]:
         """
         srv = db.servers.get(server_id.strip().lower())
         if srv is None:
-            raise KeyError(f"unknown server {server_id}; ask the user for the instance id")
+            raise KeyError(_no_server(server_id))
         return {"server_id": server_id.strip().lower(), **srv}
 
     @tool(scopes=["ops:write"], timeout_s=10)
@@ -68,7 +79,7 @@ def make_tools(db: DeskDB) -> dict[str, Tool]:
         sid = server_id.strip().lower()
         srv = db.servers.get(sid)
         if srv is None:
-            raise KeyError(f"unknown server {server_id}; ask the user for the instance id")
+            raise KeyError(_no_server(server_id))
         srv.update(status="RUNNING", cpu=0.05)
         db.restarts.append(sid)
         return {"server_id": sid, "status": "RESTARTED", "uptime": "0 min"}
@@ -82,7 +93,10 @@ def make_tools(db: DeskDB) -> dict[str, Tool]:
         """
         order = db.orders.get(_norm_order(order_id))
         if order is None:
-            raise KeyError(f"unknown order {order_id}; ask the user to check the number")
+            raise KeyError(
+                f"order {order_id} not found: no order has this number. Tell the user it was "
+                "not found and ask them to check it"
+            )
         return {"order_id": _norm_order(order_id), **order}
 
     @tool(scopes=["aftersales:write"])
