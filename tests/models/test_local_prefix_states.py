@@ -181,3 +181,30 @@ async def test_a_local_model_reads_each_agents_prefix_once() -> None:
     for usage in usages[2:]:  # the agent's instructions came from its saved state
         assert usage.cached_input_tokens > 80
         assert usage.evaluated_input_tokens < 0.35 * usage.input_tokens
+
+
+def test_where_the_demo_keeps_its_states(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from baton.models.local.states import default_states_dir
+
+    monkeypatch.setenv("BATON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("BATON_PROMPT_STATES", raising=False)
+    assert default_states_dir() == tmp_path / "cache" / "prompt-states"
+    monkeypatch.setenv("BATON_PROMPT_STATES", str(tmp_path / "mine"))
+    assert default_states_dir() == tmp_path / "mine"
+    monkeypatch.setenv("BATON_PROMPT_STATES", "off")
+    assert default_states_dir() is None
+
+
+def test_a_file_of_other_tokens_is_never_loaded_and_the_disk_is_bounded(tmp_path: Path) -> None:
+    store = PromptStates(1 << 20, tmp_path)
+    store.put(SavedState((1, 2, 3), bytearray(b"kv")))
+    (saved,) = tmp_path.glob("*.kv")
+    # a file renamed to another prefix's name is refused: its tokens are checked
+    saved.rename(tmp_path / f"{token_key((4, 5, 6))}.kv")
+    fresh = PromptStates(1 << 20, tmp_path)
+    assert fresh.get((4, 5, 6)) is None and fresh.get((1, 2, 3)) is None
+    # the disk stays within its bound, oldest first out
+    small = PromptStates(1 << 20, tmp_path, disk_bytes=300)
+    for i in range(5):
+        small.put(SavedState((i, i + 1), bytearray(100)))
+    assert sum(p.stat().st_size for p in tmp_path.glob("*.kv")) <= 300
