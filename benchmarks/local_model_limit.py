@@ -2,6 +2,7 @@
 
     python benchmarks/local_model_limit.py [--model qwen2.5-coder-1.5b] [--rounds 3]
         [--threads 1 2] [--prompt-tokens 512] [--decode-tokens 64] [--demo] [--states DIR]
+        [--full-grammar]
 
 1. llama.cpp alone (no Baton), the same GGUF and batch size as the embedded engine, at each
    `--threads`: prefill tokens/s (a prompt of `--prompt-tokens` read into an empty context)
@@ -75,7 +76,9 @@ def rates(
         llm.close()
 
 
-async def demo(model: str, states: Path | None) -> tuple[list[dict[str, Any]], dict[str, float]]:
+async def demo(
+    model: str, states: Path | None, full_grammar: bool = False
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """The demo's six requests on the embedded model: seconds and tokens per request, and the
     prompt states' figures: the share of model calls that restored a saved state (or went on
     from the live context), and the prompt share read per call after each agent's first."""
@@ -84,7 +87,9 @@ async def demo(model: str, states: Path | None) -> tuple[list[dict[str, Any]], d
     from baton.cli.demo import DemoTurn
     from baton.models.local import LocalModel
 
-    desk = build_desk(model=LocalModel(model, prompt_states=states), store="memory://")
+    local = LocalModel(model, prompt_states=states)
+    local.load().llama.greedy_first = not full_grammar
+    desk = build_desk(model=local, store="memory://")
     rows = []
     agents: set[str] = set()
     later: list[float] = []
@@ -137,6 +142,12 @@ def main() -> None:
         default=None,
         help="keep the prompt states on disk in this folder (a second run starts warm)",
     )
+    ap.add_argument(
+        "--full-grammar",
+        action="store_true",
+        help="constrain every candidate token by the grammar (no greedy-first check): the "
+        "engine as it decoded before, for comparison",
+    )
     args = ap.parse_args()
     engine_threads = default_threads()
     threads = args.threads or sorted({engine_threads, os.cpu_count() or 1})
@@ -156,7 +167,7 @@ def main() -> None:
     limit = measured.get(engine_threads) or rates(
         args.model, engine_threads, args.prompt_tokens, args.decode_tokens, args.rounds
     )
-    rows, figures = asyncio.run(demo(args.model, args.states))
+    rows, figures = asyncio.run(demo(args.model, args.states, args.full_grammar))
     print()
     print(f"the demo's requests against the limit at {engine_threads} thread(s)")
     print(
