@@ -471,6 +471,10 @@ class LlamaEngine:
             return 0
         prefix = self._tokens((text[: cut + len(fixed)], added), "")
         full = self._tokens((text, added), "")
+        if len(full) >= self.llama.n_ctx():  # llama-cpp-python's own check, said before reading
+            raise ValueError(
+                f"Requested tokens ({len(full)}) exceed context window of {self.llama.n_ctx()}"
+            )
         # the prefix's last tokens may merge with what follows them (a trailing space with
         # the next line break): the state ends two tokens early, so that every call of the
         # agent, whatever follows its instructions, names the same state
