@@ -2,12 +2,14 @@
 
     python benchmarks/local_model_limit.py [--model qwen2.5-coder-1.5b] [--rounds 3]
         [--threads 1 2] [--prompt-tokens 512] [--decode-tokens 64] [--demo] [--states DIR]
-        [--full-grammar]
+        [--full-grammar] [--batches 64 128 256 512]
 
 1. llama.cpp alone (no Baton), the same GGUF and batch size as the embedded engine, at each
    `--threads`: prefill tokens/s (a prompt of `--prompt-tokens` read into an empty context)
    and decode tokens/s (`--decode-tokens` generated greedily after it, no grammar), the median
-   of `--rounds`. The engine's own thread count (`default_threads()`) is marked.
+   of `--rounds`. The engine's own thread count (`default_threads()`) is marked. With
+   `--batches`: prefill at the engine's thread count for each llama.cpp batch size instead of
+   the engine's `N_BATCH` (decode reads one token at a time: the batch size does not touch it).
 2. With `--demo`: the demo desk's six requests on the embedded model, played in this process
    as `baton demo` plays them. Per request: the seconds Baton took, the prompt tokens the
    model read (evaluated; the rest came from a saved prompt state), the tokens it generated,
@@ -33,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from baton.models.local.engine import default_threads, import_llama  # noqa: E402
+from baton.models.local.engine import N_BATCH, default_threads, import_llama  # noqa: E402
 from baton.models.local.weights import DEFAULT_MODEL, weights_path  # noqa: E402
 
 TEXT = (
@@ -44,7 +46,12 @@ TEXT = (
 
 
 def rates(
-    model: str, threads: int, prompt_tokens: int, decode_tokens: int, rounds: int
+    model: str,
+    threads: int,
+    prompt_tokens: int,
+    decode_tokens: int,
+    rounds: int,
+    n_batch: int = N_BATCH,
 ) -> dict[str, float]:
     """Median prefill and decode tokens/s of llama.cpp alone."""
     llama_cpp = import_llama()
@@ -53,7 +60,7 @@ def rates(
         n_ctx=prompt_tokens + decode_tokens + 16,
         n_threads=threads,
         n_threads_batch=threads,
-        n_batch=256,
+        n_batch=n_batch,
         seed=0,
         verbose=False,
     )
@@ -148,6 +155,13 @@ def main() -> None:
         help="constrain every candidate token by the grammar (no greedy-first check): the "
         "engine as it decoded before, for comparison",
     )
+    ap.add_argument(
+        "--batches",
+        type=int,
+        nargs="+",
+        default=None,
+        help="also measure prefill at the engine's thread count for each of these batch sizes",
+    )
     args = ap.parse_args()
     engine_threads = default_threads()
     threads = args.threads or sorted({engine_threads, os.cpu_count() or 1})
@@ -162,6 +176,14 @@ def main() -> None:
         measured[n] = r
         mark = "  (the engine's)" if n == engine_threads else ""
         print(f"{n:>8} {r['prefill']:>10.1f} {r['decode']:>10.1f}{mark}")
+    if args.batches:
+        print()
+        print(f"prefill by batch size at {engine_threads} thread(s), tokens/s")
+        print(f"{'n_batch':>8} {'prefill':>10}")
+        for size in args.batches:
+            r = rates(args.model, engine_threads, args.prompt_tokens, 1, args.rounds, size)
+            mark = "  (the engine's)" if size == N_BATCH else ""
+            print(f"{size:>8} {r['prefill']:>10.1f}{mark}")
     if not args.demo:
         return
     limit = measured.get(engine_threads) or rates(

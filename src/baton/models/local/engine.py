@@ -42,6 +42,11 @@ STATES_BYTES = 512 << 20
 """RAM for saved prompt states (`states.PromptStates`): ~30 agent prefixes of 600 tokens on
 Qwen2.5-1.5B (~17 MB each), or ~18 MB per 1,000 tokens on SmolLM2-135M."""
 
+N_BATCH = 256
+"""Prompt tokens llama.cpp reads per batch. Measured with `benchmarks/local_model_limit.py
+--batches` (docs/benchmarks.md): on 2 cores prefill gains nothing above 256, and an agent's
+~400-550 token prefix fits in two batches."""
+
 MIN_PREFIX_TOKENS = 32
 """A fixed prefix shorter than this is read each time rather than saved."""
 
@@ -280,7 +285,7 @@ class LlamaEngine:
             n_ctx=n_ctx,
             n_threads=self.n_threads,
             n_threads_batch=self.n_threads,
-            n_batch=256,
+            n_batch=N_BATCH,
             seed=0,
             verbose=False,
         )
