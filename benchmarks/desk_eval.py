@@ -3,6 +3,7 @@
     python benchmarks/desk_eval.py [--model local|local:<name>|openai:<name>|scripted]
                                    [--limit N] [--lang en|zh|mixed] [--json PATH]
                                    [--set insample|heldout|v2-dev|v2-sealed]
+                                   [--desk triage|routed]
 
 Sets (`--set`):
 - `insample` (default): the 44 requests below (`CASES`), half English, half Chinese. They
@@ -35,6 +36,12 @@ Metrics:
   was escalated). The summary counts multi requests that reached their second need;
 - tokens/s (output tokens / model time), p50/p95 latency per model call and per request.
 
+Desks (`--desk`): `triage` (default), the desk `baton demo` plays, where the triage agent
+hands each request to a specialist; `routed`, the same specialists behind the fitted router of
+`examples/desk/routed.py` with `Team(multi_intent=True)`: routing is the router's decision
+(no triage model call), and a request with two needs is split by the router, which hands the
+baton on to the second need's agent once the first answers (`baton.runtime.pending`).
+
 `--model scripted` runs the desk's rule-based policy: a fast check of this harness, not of
 a language model.
 """
@@ -62,6 +69,7 @@ sys.path.insert(0, str(ROOT))
 
 from examples.desk import build_desk  # noqa: E402
 from examples.desk.data import INVOICES, ORDERS, SERVERS  # noqa: E402
+from examples.desk.routed import build_routed_desk  # noqa: E402
 
 from baton.core.events import Event  # noqa: E402
 from baton.runtime.result import RunResult  # noqa: E402
@@ -303,9 +311,14 @@ class Outcome:
 
 
 def first_route(events: Sequence[Event]) -> str:
-    """Triage's first hand-off target; `human` for an escalation triage asked for."""
+    """Triage's first hand-off target; `human` for an escalation triage asked for. Behind a
+    router (no triage agent): the router's choice, `human` when it placed the request with no
+    agent."""
     asked: list[str] = []
     for e in events:
+        if e.type == "route_decided" and e.tier not in ("entry", "session"):
+            routed = e.target
+            return routed if any(x.type == "agent_started" for x in events) else "human"
         if e.type == "model_called":
             asked = e.tool_calls
         elif e.type == "handoff":
@@ -639,12 +652,27 @@ def resolve(choice: str) -> tuple[Any, str]:
     )
 
 
-async def evaluate(model: Any, cases: Sequence[Case]) -> list[Outcome]:
+DESKS = ("triage", "routed")
+"""What `--desk` accepts."""
+
+
+def new_desk(model: Any, kind: str) -> Any:
+    """A fresh desk of `kind` (`DESKS`) on `model`: the routed one with the triage desk's
+    guards and multi-intent routing."""
+    if kind == "routed":
+        from baton import Guards
+
+        guards = Guards(max_hops=4, max_visits=2, model_timeout_s=180)
+        return build_routed_desk(model, guards=guards, multi_intent=True)
+    return build_desk(model=model)
+
+
+async def evaluate(model: Any, cases: Sequence[Case], desk_kind: str = "triage") -> list[Outcome]:
     """Run every case on a fresh desk and session; print each row as it finishes."""
     outcomes: list[Outcome] = []
     print(TABLE_HEAD, flush=True)
     for n, case in enumerate(cases, 1):
-        desk = build_desk(model=model)
+        desk = new_desk(model, desk_kind)
         t = time.perf_counter()
         result = await desk.team.run(case.text, session_id=f"eval-{n}")
         outcome = analyse(n, case, result, time.perf_counter() - t)
@@ -699,6 +727,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "v2-dev: the sealed (64, never tuned on) and dev (40) halves of "
         "benchmarks/desk_routing/desk_eval_v2.json",
     )
+    ap.add_argument(
+        "--desk",
+        choices=DESKS,
+        default="triage",
+        help="triage: the demo's desk (a triage agent hands off); routed: the specialists "
+        "behind examples/desk/routed.py's router, multi-intent",
+    )
     args = ap.parse_args(argv)
 
     chosen = load_set(args.set)
@@ -709,20 +744,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta = {
         "command": command,
         "set": args.set,
+        "desk": args.desk,
         "model": described,
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, {platform.machine()}, "
         f"Python {platform.python_version()}",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
     print(f"# {meta['command']}")
-    print(f"# set: {meta['set']}")
+    print(f"# set: {meta['set']}, desk: {meta['desk']}")
     print(f"# model: {meta['model']}")
     print(f"# machine: {meta['machine']}")
     print(f"# date: {meta['date']}")
     print(f"# {len(cases)} requests, each on a fresh desk and session\n", flush=True)
 
     t = time.perf_counter()
-    outcomes = asyncio.run(evaluate(model, cases))
+    outcomes = asyncio.run(evaluate(model, cases, args.desk))
     summary = summarise(outcomes, time.perf_counter() - t)
     print_summary(summary)
     print_failures(outcomes)

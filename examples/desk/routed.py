@@ -81,7 +81,15 @@ with and without ids, and out-of-scope ones of many topics."""
 def build_routed_desk(model: Any = "local", **team_kwargs: Any) -> Desk:
     """The desk's specialists fronted by a fitted router (triage is not needed)."""
     db = DeskDB()
-    agents = [a for a in build_agents(db) if a.name != "triage"]
+    specialists = [a for a in build_agents(db) if a.name != "triage"]
+    # with no triage agent to send a request back to, each specialist may pass it to any
+    # other: a need the router split off (`Team(multi_intent=True)`) is handed on only to an
+    # agent the holder lists in its hand-offs
+    names = [a.name for a in specialists]
+    agents = [
+        a.model_copy(update={"handoffs": [*(n for n in names if n != a.name), "human"]})
+        for a in specialists
+    ]
     router = Router(
         [Rules(RULES), Semantic(review_margin="fit"), LLMJudge(model)], fallback="human"
     )

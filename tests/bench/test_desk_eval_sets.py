@@ -206,3 +206,23 @@ def test_scripted_lang_mixed_runs_multi_cases(de: ModuleType, tmp_path: Path) ->
     assert doc["summary"]["second_need_reached"] == sum(r["second_need"] for r in multi)
     groups = list(doc["summary"]["by_group"])
     assert "mixed" in groups and "en" not in groups and "zh" not in groups
+
+
+# -- the routed desk ------------------------------------------------------------------------
+
+
+async def test_the_routed_desk_routes_by_its_router_and_hands_on_the_second_need(
+    de: ModuleType,
+) -> None:
+    """`--desk routed` on the scripted policy: the route is the router's (no triage turn), and
+    a request with two needs reaches the second through the kernel's hand-on."""
+    from examples.desk.policy import scripted_desk_model
+
+    multi = next(c for c in de.load_set("v2-dev") if c.kind == "multi" and c.lang == "en")
+    oos = next(c for c in de.load_set("v2-dev") if c.kind == "out_of_scope")
+    outcomes = await de.evaluate(scripted_desk_model(), [multi, oos], "routed")
+    first, second = outcomes
+    assert "triage" not in first.path
+    assert first.route == multi.route and first.second_need is True, first.trace
+    assert first.path[:2] == [multi.route, multi.also]
+    assert second.route == "human" and second.status == "escalated"
