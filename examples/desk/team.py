@@ -64,7 +64,10 @@ def build_agents(db: DeskDB) -> list[Agent]:
         "you one, call issue_refund for that order_id at once; never send it back. " + BRIEF,
         tools=[t["query_invoice"], t["issue_refund"]],
         scopes=["billing:read", "billing:write"],
-        handoffs=["after_sales", "human"],
+        # no hand-off to after_sales: a return comes to billing from after_sales only for its
+        # refund, and a 1.5B model offered the way back took it (after_sales <-> billing until
+        # the ping-pong guard escalated); a return triage misroutes here goes to a person
+        handoffs=["human"],
     )
     tech_support = Agent(
         name="tech_support",

@@ -44,8 +44,9 @@ Qwen2.5-1.5B (~17 MB each), or ~18 MB per 1,000 tokens on SmolLM2-135M."""
 
 N_BATCH = 256
 """Prompt tokens llama.cpp reads per batch. Measured with `benchmarks/local_model_limit.py
---batches` (docs/benchmarks.md): on 2 cores prefill gains nothing above 256, and an agent's
-~400-550 token prefix fits in two batches."""
+--batches` (docs/benchmarks.md): on 2 cores prefill is the same from 128 to 512 within the
+run-to-run noise (63-71 tokens/s), 64 is slower; 256 reads an agent's ~400-550 token prefix
+in two batches."""
 
 MIN_PREFIX_TOKENS = 32
 """A fixed prefix shorter than this is read each time rather than saved."""
