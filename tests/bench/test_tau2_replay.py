@@ -157,6 +157,45 @@ def test_retail_money_follows_upstream_arithmetic(retail: Domain) -> None:
     assert len(changed_by_rounding) == 35, sorted(changed_by_rounding, key=int)
 
 
+def gift_card_balances(db: dict[str, Any]) -> dict[tuple[str, str], float]:
+    return {
+        (user_id, method_id): method["balance"]
+        for user_id, user in db["users"].items()
+        for method_id, method in user.get("payment_methods", {}).items()
+        if method.get("source") == "gift_card"
+    }
+
+
+def test_retail_gift_card_balances_stay_in_cents_as_upstream_rounds_them(retail: Domain) -> None:
+    """Upstream rounds a gift card's balance to cents after each change (a modification's price
+    difference, a payment moved to or from the card, a cancellation's refund), while the
+    payment entry keeps the unrounded difference. Walk every gold action: every balance a
+    write changed is `round(before -/+ amount, 2)`, and the stored entry is unrounded."""
+    changed = 0
+    for task in retail.tasks:
+        tools = RetailTools(retail.fresh_db())
+        for action in task.actions:
+            before = gift_card_balances(tools.db)
+            raw = None
+            if action.name == "modify_pending_order_items":
+                raw = raw_difference(tools.db, action.arguments)
+            try:
+                result = tools.call(action.name, action.arguments)
+            except ActionRefused:
+                continue
+            after = gift_card_balances(tools.db)
+            for key, balance in after.items():
+                if balance != before[key]:
+                    changed += 1
+                    assert balance == round(balance, 2), (task.id, action.name, key, balance)
+            card = action.arguments.get("payment_method_id", "")
+            if raw is not None and str(card).startswith("gift_card"):
+                key = (result["user_id"], card)
+                assert after[key] == round(before[key] - raw, 2), (task.id, after[key])
+                assert result["payment_history"][-1]["amount"] == abs(raw)
+    assert changed > 0
+
+
 # ---------------------------------------------------------------------------- acceptance
 def test_retail_replays_end_in_the_oracle_state_114_of_114(retail_run: DomainSummary) -> None:
     assert retail_run.total == 114

@@ -210,9 +210,11 @@ def test_a_zero_difference_is_logged_as_a_refund_and_gift_cards_pay(retail: Reta
 
 
 def test_modify_items_stores_the_unrounded_price_difference(retail: RetailTools) -> None:
-    """Upstream keeps the float sum of `new - old` as it is: 10.1 - 10.0 is stored as
-    0.09999999999999964, never as 0.1 (issue 15, item 12: rounding it to cents made 35 retail
-    gold databases differ from the ones τ²'s own evaluator computes)."""
+    """Upstream keeps the float sum of `new - old` as it is in the payment entry: 10.1 - 10.0
+    is stored as 0.09999999999999964, never as 0.1 (issue 15, item 12: rounding it to cents
+    made 35 retail gold databases differ from the ones τ²'s own evaluator computes); the gift
+    card's balance is then rounded to cents (`round(balance, 2)` after the change, upstream's
+    `modify_pending_order_items`)."""
     db = retail.db
     db["products"]["p1"]["variants"]["112"]["price"] = 10.1
     raw = 10.1 - 10.0
@@ -231,7 +233,7 @@ def test_modify_items_stores_the_unrounded_price_difference(retail: RetailTools)
     assert entry["amount"] == raw and entry["amount"] != 0.1
     assert repr(entry["amount"]) == "0.09999999999999964"
     balance = db["users"]["ann_lee_1"]["payment_methods"]["gift_card_1"]["balance"]
-    assert balance == 4.0 - raw and balance != 3.9  # the gift card pays the float sum too
+    assert balance == round(4.0 - raw, 2) == 3.9 and 4.0 - raw != 3.9  # the card: in cents
 
 
 def test_modify_items_sums_the_differences_item_by_item_without_rounding(
@@ -322,6 +324,21 @@ def test_modify_payment_needs_a_single_payment_and_moves_gift_card_money(
         order_id="#W1",
         payment_method_id="gift_card_1",
     )
+
+
+def test_moving_a_payment_rounds_the_gift_card_balance_to_cents(retail: RetailTools) -> None:
+    """Upstream's `modify_pending_order_payment` rounds each gift card's balance after it
+    changes (`round(balance, 2)`): 0.1 + 0.2 lands as 0.3, not 0.30000000000000004; the
+    payment entries keep the order's amount as it was."""
+    db = retail.db
+    db["orders"]["#W1"]["payment_history"][0]["amount"] = 0.2
+    db["users"]["ann_lee_1"]["payment_methods"]["gift_card_1"]["balance"] = 0.1
+    assert 0.1 + 0.2 != 0.3
+    order = retail.call(
+        "modify_pending_order_payment", {"order_id": "#W1", "payment_method_id": "credit_card_1"}
+    )
+    assert db["users"]["ann_lee_1"]["payment_methods"]["gift_card_1"]["balance"] == 0.3
+    assert [p["amount"] for p in order["payment_history"]] == [0.2, 0.2, 0.2]
 
 
 def test_exchange_and_return_of_delivered_orders(retail: RetailTools) -> None:

@@ -87,7 +87,8 @@ class RetailTools(DomainTools):
         variant of the old item's product.
 
         The difference is the plain float sum of `new price - old price`, item by item, never
-        rounded here: `modify_pending_order_items` stores it as it is (as upstream does), and
+        rounded here: `modify_pending_order_items` stores it as it is in the payment entry and
+        rounds only the gift card's balance after it changes (as upstream does), and
         `exchange_delivered_order_items` rounds it to cents itself (the prose: "summed and
         rounded"). Rounding it here made 35 retail gold databases differ from upstream's.
         """
@@ -251,7 +252,8 @@ class RetailTools(DomainTools):
         if order["status"] != "pending":
             raise ActionRefused("Non-pending order cannot be modified")
         self._check_items(order, item_ids)
-        # unrounded, as upstream: the payment entry and the gift card take the float sum itself
+        # unrounded, as upstream: the payment entry takes the float sum itself, the gift card's
+        # balance is rounded to cents after it changes
         diff, variants = self._price_difference(order, item_ids, new_item_ids, must_differ=True)
         self._payment_method(order["user_id"], payment_method_id)
         card = self._gift_card(order["user_id"], payment_method_id)
@@ -261,8 +263,8 @@ class RetailTools(DomainTools):
         order["payment_history"].append(
             {"transaction_type": kind, "amount": abs(diff), "payment_method_id": payment_method_id}
         )
-        if card is not None:
-            card["balance"] -= diff
+        if card is not None:  # the balance is rounded to cents, the payment entry is not
+            card["balance"] = round(card["balance"] - diff, 2)
         # Upstream quirk kept for identical end states: every changed item takes the price and
         # options of the last variant processed, not of its own new variant.
         last = variants[-1]
@@ -311,11 +313,12 @@ class RetailTools(DomainTools):
         history.append(
             {"transaction_type": "refund", "amount": amount, "payment_method_id": old_id}
         )
+        # gift-card balances are rounded to cents after every change, as upstream's are
         if new_card is not None:
-            new_card["balance"] -= amount
+            new_card["balance"] = round(new_card["balance"] - amount, 2)
         old_card = self._gift_card(order["user_id"], old_id)
         if old_card is not None:
-            old_card["balance"] += amount
+            old_card["balance"] = round(old_card["balance"] + amount, 2)
         return order
 
     # ------------------------------------------------------------------ delivered orders
