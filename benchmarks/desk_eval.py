@@ -67,7 +67,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from examples.desk import build_desk  # noqa: E402
+from examples.desk import GUARDS, build_desk  # noqa: E402
 from examples.desk.data import INVOICES, ORDERS, SERVERS  # noqa: E402
 from examples.desk.routed import build_routed_desk  # noqa: E402
 
@@ -660,10 +660,7 @@ def new_desk(model: Any, kind: str) -> Any:
     """A fresh desk of `kind` (`DESKS`) on `model`: the routed one with the triage desk's
     guards and multi-intent routing."""
     if kind == "routed":
-        from baton import Guards
-
-        guards = Guards(max_hops=4, max_visits=2, model_timeout_s=180)
-        return build_routed_desk(model, guards=guards, multi_intent=True)
+        return build_routed_desk(model, guards=GUARDS, multi_intent=True)
     return build_desk(model=model)
 
 

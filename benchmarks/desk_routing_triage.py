@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from desk_eval import cpu_name, first_route, resolve  # noqa: E402
 from examples.desk.data import DeskDB  # noqa: E402
-from examples.desk.team import build_agents  # noqa: E402
+from examples.desk.team import GUARDS, build_agents  # noqa: E402
 
-from baton import Guards, Team  # noqa: E402
+from baton import Team  # noqa: E402
 from baton.models.scripted import ScriptedModel  # noqa: E402
 from baton.routing.base import UNKNOWN, Labelled, TierVerdict  # noqa: E402
 from baton.routing.evaluate import RoutingReport, load_spec, score  # noqa: E402
@@ -62,7 +62,7 @@ def triage_desk(model: Any) -> Team:
     return Team(
         agents,
         entry="triage",
-        guards=Guards(max_hops=4, max_visits=2, model_timeout_s=180),
+        guards=GUARDS,
         fallback="human",
         model=model,
     )

@@ -8,6 +8,6 @@ after-sales and a human queue, over a small in-memory business database.
 
 from .data import DeskDB
 from .script import DEMO, DemoRequest
-from .team import Desk, build_agents, build_desk
+from .team import GUARDS, Desk, build_agents, build_desk
 
-__all__ = ["DEMO", "DemoRequest", "Desk", "DeskDB", "build_agents", "build_desk"]
+__all__ = ["DEMO", "GUARDS", "DemoRequest", "Desk", "DeskDB", "build_agents", "build_desk"]

@@ -12,6 +12,10 @@ from .tools import make_tools
 
 BRIEF = "Answer in one or two short sentences, in the user's language."
 
+GUARDS = Guards(max_hops=4, max_visits=2, model_timeout_s=180)
+"""The desk's loop breakers: four hand-offs a run, an agent held twice at most, and three
+minutes for a model call on a slow CPU."""
+
 
 def build_agents(db: DeskDB) -> list[Agent]:
     """The desk's agents, with tools bound to `db`."""
@@ -166,7 +170,7 @@ def build_desk(model: Any = "local", store: Any = None, **team_kwargs: Any) -> D
     team = Team(
         build_agents(db),
         entry="triage",
-        guards=Guards(max_hops=4, max_visits=2, model_timeout_s=180),
+        guards=GUARDS,
         fallback="human",
         model=model,
         store=store,

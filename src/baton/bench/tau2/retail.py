@@ -202,7 +202,7 @@ class RetailTools(DomainTools):
             )
             card = self._gift_card(order["user_id"], method_id)
             if card is not None:
-                card["balance"] = round(card["balance"] + amount, 2)
+                _credit(card, amount)
         order["payment_history"].extend(refunds)
         order["status"] = "cancelled"
         order["cancel_reason"] = reason
@@ -264,7 +264,7 @@ class RetailTools(DomainTools):
             {"transaction_type": kind, "amount": abs(diff), "payment_method_id": payment_method_id}
         )
         if card is not None:  # the balance is rounded to cents, the payment entry is not
-            card["balance"] = round(card["balance"] - diff, 2)
+            _credit(card, -diff)
         # Upstream quirk kept for identical end states: every changed item takes the price and
         # options of the last variant processed, not of its own new variant.
         last = variants[-1]
@@ -313,12 +313,11 @@ class RetailTools(DomainTools):
         history.append(
             {"transaction_type": "refund", "amount": amount, "payment_method_id": old_id}
         )
-        # gift-card balances are rounded to cents after every change, as upstream's are
         if new_card is not None:
-            new_card["balance"] = round(new_card["balance"] - amount, 2)
+            _credit(new_card, -amount)
         old_card = self._gift_card(order["user_id"], old_id)
         if old_card is not None:
-            old_card["balance"] = round(old_card["balance"] + amount, 2)
+            _credit(old_card, amount)
         return order
 
     # ------------------------------------------------------------------ delivered orders
@@ -420,3 +419,10 @@ def _address(
         "state": state,
         "zip": zip,
     }
+
+
+def _credit(card: dict[str, Any], amount: float) -> None:
+    """Add `amount` (negative: a charge) to a gift card's balance, rounded to cents after the
+    change, as upstream's tool code rounds it after every change (a cancellation's refund, a
+    modification's price difference, a payment moved to or from the card)."""
+    card["balance"] = round(card["balance"] + amount, 2)

@@ -477,10 +477,7 @@ class LlamaEngine:
             return 0
         prefix = self._tokens((text[: cut + len(fixed)], added), "")
         full = self._tokens((text, added), "")
-        if len(full) >= self.llama.n_ctx():  # llama-cpp-python's own check, said before reading
-            raise ValueError(
-                f"Requested tokens ({len(full)}) exceed context window of {self.llama.n_ctx()}"
-            )
+        self._check_fits(len(full), room=1)  # said before any of it is read
         # the prefix's last tokens may merge with what follows them (a trailing space with
         # the next line break): the state ends two tokens early, so that every call of the
         # agent, whatever follows its instructions, names the same state
@@ -538,6 +535,14 @@ class LlamaEngine:
             llama.n_tokens = n
         llama._requires_eval = True
 
+    def _check_fits(self, tokens: int, room: int) -> None:
+        """Raise llama-cpp-python's own context-window error (which `LocalModel` turns into a
+        clear `ModelError`) when `tokens` plus `room` for generated ones exceed the window."""
+        if tokens + room > self.llama.n_ctx():
+            raise ValueError(
+                f"Requested tokens ({tokens}) exceed context window of {self.llama.n_ctx()}"
+            )
+
     def _score(self, messages: list[dict[str, Any]], prefix: str, options: list[str]) -> Any:
         """Log-probability of each option as the continuation of `prefix` in the reply."""
         t = time.perf_counter()
@@ -545,10 +550,7 @@ class LlamaEngine:
         base = self._tokens(prompt, prefix)
         texts = [self._tokens(prompt, prefix + option) for option in options]
         longest = max((len(full) for full in texts), default=len(base))
-        if longest > self.llama.n_ctx():
-            raise ValueError(
-                f"Requested tokens ({longest}) exceed context window of {self.llama.n_ctx()}"
-            )
+        self._check_fits(longest, room=0)
         # the tokens every option shares: a BPE merge can join the prefix's last characters
         # with an option's first ones, so the options are scored from where they part
         shared = min((self.llama.longest_token_prefix(base, full) for full in texts), default=0)
