@@ -251,3 +251,14 @@ def test_default_patterns_compile_on_first_use_and_a_callers_at_construction() -
         assert extractor._compile()  # every default pattern is a valid regular expression
     with pytest.raises(re.error):
         RegexExtractor(name="bad", slot="bad", patterns=(r"(unclosed",))
+
+
+@pytest.mark.parametrize("text", ["echo 10dab70cad52c47a", "key 9f20eur55", "3f0cad", "a 20EUR5"])
+def test_a_number_glued_to_letters_or_digits_is_no_amount(text: str) -> None:
+    # a hex key holding "0cad" is not 0 Canadian dollars
+    assert found(text) == []
+
+
+@given(st.uuids())
+def test_hex_keys_hold_no_entities_of_money(key: object) -> None:
+    assert [e for e in extract(f"echo {key.hex}") if e.kind == "amount"] == []  # type: ignore[attr-defined]

@@ -305,8 +305,9 @@ AMOUNTS = RegexExtractor(
         # EUR 20, RMB300, 人民币300元
         rf"(?:{_edged(_cased(*_CODES))}|人民币)\s?{_NUM}(?:\s?元)?{_END}",
         # 300元, 300 块, 12.5 美元, 20 EUR, 5 dollars
-        rf"\d(?<![\d.,]\d){_NUM_TAIL}\s?(?:元|块钱|块|美元|欧元|英镑|日元|港币|人民币"
-        rf"|(?ai:{'|'.join(_CODES)}|dollars?|euros?|yuan|bucks?)(?![A-Za-z]))",
+        # (not glued to ASCII letters or digits: "3f0cad7" inside a hex id is no amount)
+        rf"\d(?<![\dA-Za-z.,]\d){_NUM_TAIL}\s?(?:元|块钱|块|美元|欧元|英镑|日元|港币|人民币"
+        rf"|(?ai:{'|'.join(_CODES)}|dollars?|euros?|yuan|bucks?)(?![A-Za-z0-9]))",
     ),
     hint=r"\d",
     # each pattern above holds one of these: a currency sign, 元 / 块 / 镑 / 币 (美元, 块钱, 英镑,
