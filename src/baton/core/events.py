@@ -12,7 +12,7 @@ from baton.core.approval import ApprovalCard
 from baton.core.data import Data
 from baton.core.ids import id_factory, now
 from baton.core.interrupt import InterruptCard
-from baton.core.messages import Usage
+from baton.core.messages import ToolCall, Usage
 from baton.core.payload import HandoffPayload
 from baton.core.tasks import TaskStatus
 
@@ -116,6 +116,16 @@ class ModelCalled(EventBase):
     reask: bool = False
     """True for the re-ask after a parse error."""
     error: str | None = None
+    calls: tuple[ToolCall, ...] = ()
+    """The tool calls requested, with their ids and arguments as the model wrote them (what a
+    replay answers with, `baton.replay`); empty in events recorded before they were kept."""
+    asked: str | None = None
+    """A fingerprint of the last user message the model was shown (`request_lane`): the
+    same in every call of one turn, so a replay tells apart the calls of one agent working
+    on two things at once (a supervisor's parallel asks, two tasks of a plan)."""
+    purpose: Literal["turn", "compress", "summary", "notes"] = "turn"
+    """What the call was for: a step of the agent's turn, or a summariser's work on its
+    behalf (compressing a tool result, summarising a hand-off, rolling conversation notes)."""
 
 
 @dataclass(slots=True, kw_only=True)

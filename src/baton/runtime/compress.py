@@ -155,6 +155,7 @@ async def compressed(
             latency_ms=(time.perf_counter() - started) * 1000,
             text=facts or None,
             error=None if error is None else f"compressing {pending.call.id} failed: {error}",
+            purpose="compress",
         ),
     )
     if error is not None:

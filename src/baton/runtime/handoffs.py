@@ -427,6 +427,7 @@ async def summarised(
             latency_ms=(time.perf_counter() - started) * 1000,
             text=text or None,
             error=error,
+            purpose="summary",
         ),
     )
     return payload.model_copy(update={"summary": text}) if text else payload

@@ -64,6 +64,9 @@ class Kind:
     handler: Handler
     parallel: int | None = None
     """How many of its calls in one response run at once; None: in order with the others."""
+    runs_code: bool = False
+    """Its calls run the user's own functions (a graph's function nodes), as a tool's do: a
+    replay answers them from the record instead (`baton.replay`)."""
 
 
 class Kernel(Protocol):

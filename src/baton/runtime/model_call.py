@@ -4,6 +4,7 @@ is empty. Every call is held to the run's budgets (`Guards.max_*_per_run`)."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
@@ -276,9 +277,20 @@ def _checked(
             tool_calls=tuple([c.name for c in response.tool_calls]),
             text=response.text,
             reask=request.reask,
+            calls=tuple(response.tool_calls),
+            asked=request_lane(request),
         ),
     )
     return response
+
+
+def request_lane(request: ModelRequest) -> str | None:
+    """A fingerprint of the last user message of `request` (None: it has none)."""
+    for m in reversed(request.messages):
+        if m.role == "user":
+            text = m.content or ""
+            return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return None
 
 
 def unreachable(run: RunState, agent: str, model: str, exc: ModelUnreachable) -> str:

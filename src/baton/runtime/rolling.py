@@ -293,6 +293,7 @@ async def roll(
             latency_ms=(time.perf_counter() - started) * 1000,
             text=None,
             error=error,
+            purpose="notes",
         ),
     )
     base = notes or SessionNotes()

@@ -382,7 +382,7 @@ class CompiledGraph(Team):
             conductors={
                 spec.name: Conducted(GraphConductor(spec), spec.max_steps + 2, settles=True)
             },
-            kinds={NODE: Kind(RunNode(spec), parallel=16)},
+            kinds={NODE: Kind(RunNode(spec), parallel=16, runs_code=True)},
             needs=(SNAPSHOTS,),
             topology="graph",
         )

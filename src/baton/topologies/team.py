@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -36,9 +36,11 @@ from baton.runtime.blueprint import Blueprint, BringsBlueprint, agents_part
 from baton.runtime.cancel import RELEASED
 from baton.runtime.entities import Extractor
 from baton.runtime.guards import Guards
+from baton.runtime.kernel import Kind
 from baton.runtime.plan import (
     DEFAULT_ESCALATION_MESSAGE,
     HUMAN,
+    AgentPlan,
     KernelSettings,
     SwarmPolicy,
     compile_plans,
@@ -300,6 +302,26 @@ class Team:
             list(self.sinks if sinks is None else sinks),
             owns=(isinstance(store, str), isinstance(bus, str)),
         )
+        return bound
+
+    def with_plans(
+        self,
+        change: Callable[[AgentPlan], AgentPlan],
+        store: Store,
+        kinds: Callable[[str, Kind], Kind] | None = None,
+    ) -> Team:
+        """A binding of this team on `store`, with no sinks, whose compiled agents are
+        `change(plan)` and whose topology's call kinds are `kinds(name, kind)`; the
+        declaration is unchanged. How a replay gives every agent a recorded model and
+        recorded tools (`baton.replay`): the toolsets are not listed again in it, so its
+        agents keep the tools `change` gave them."""
+        bound = copy.copy(self)
+        bound._plans = {name: change(plan) for name, plan in self._plans.items()}
+        if kinds is not None:
+            changed = {n: kinds(n, k) for n, k in self.blueprint.kinds.items()}
+            bound.blueprint = replace(self.blueprint, kinds=changed)
+        bound._deploy(self._settings, store, _BusSlot(None), [], owns=(False, True))
+        bound._runner.refresh_tools = None
         return bound
 
     @property
