@@ -8,6 +8,15 @@ after-sales and a human queue, over a small in-memory business database.
 
 from .data import DeskDB
 from .script import DEMO, DemoRequest
-from .team import GUARDS, Desk, build_agents, build_desk
+from .team import GUARDS, Desk, build_agents, build_desk, desk_team
 
-__all__ = ["DEMO", "GUARDS", "DemoRequest", "Desk", "DeskDB", "build_agents", "build_desk"]
+__all__ = [
+    "DEMO",
+    "GUARDS",
+    "DemoRequest",
+    "Desk",
+    "DeskDB",
+    "build_agents",
+    "build_desk",
+    "desk_team",
+]

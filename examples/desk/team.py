@@ -177,3 +177,9 @@ def build_desk(model: Any = "local", store: Any = None, **team_kwargs: Any) -> D
         **team_kwargs,
     )
     return Desk(team, db)
+
+
+def desk_team(model: Any = "local") -> Team:
+    """A fresh desk's team (its own database) on `model`: the factory `baton eval` calls for
+    every case of `benchmarks/desk_routing/desk_eval.yaml`."""
+    return build_desk(model=model).team

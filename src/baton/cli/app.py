@@ -17,6 +17,7 @@ from baton.cli.checkpoints import checkpoints_app
 from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team
 from baton.cli.dlq import dlq_app
 from baton.cli.driver import run_and_report
+from baton.cli.eval import eval_command
 from baton.cli.graph import graph as graph_command
 from baton.cli.kb import kb_app
 from baton.cli.mcp_serve import mcp_app
@@ -148,6 +149,7 @@ app.add_typer(kb_app, name="kb")
 
 # -------------------------------------------------------------------------------- trace
 app.command("trace")(trace_command)
+app.command("eval")(eval_command)
 app.command("graph")(graph_command)
 app.add_typer(audit_app, name="audit")
 

@@ -144,3 +144,14 @@ class NotifyError(BatonError):
 class SignatureError(NotifyError):
     """A signed notification or link failed verification (bad signature, tampered body, a
     timestamp outside the replay window, an expired or used link)."""
+
+
+class EvalError(BatonError):
+    """An eval cannot run as specified: a spec file that does not parse or validate (the
+    message names the file and line), a team that cannot be built, a case naming an agent the
+    team lacks."""
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+        """The 1-based line of the spec file the problem is on, when known."""
