@@ -24,6 +24,7 @@ from baton.cli.mcp_serve import mcp_app
 from baton.cli.metrics import metrics as metrics_command
 from baton.cli.notify import notify_app
 from baton.cli.output import LivePrinter
+from baton.cli.replay import replay_command
 from baton.cli.resume import resume as resume_command
 from baton.cli.serve import serve as serve_command
 from baton.cli.store import store_app
@@ -150,6 +151,7 @@ app.add_typer(kb_app, name="kb")
 # -------------------------------------------------------------------------------- trace
 app.command("trace")(trace_command)
 app.command("eval")(eval_command)
+app.command("replay")(replay_command)
 app.command("graph")(graph_command)
 app.add_typer(audit_app, name="audit")
 
