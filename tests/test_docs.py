@@ -37,6 +37,7 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
         "docs/memory.md",
         "docs/knowledge.md",
         "docs/retrieval.md",
+        "docs/replay.md",
     ],
 )
 def test_python_blocks_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,7 @@ from baton import Agent, Guards, ScriptedModel, Team, tool
 from baton.backends import open_store
 from baton.models.base import ModelRequest
 from baton.models.scripted import Step as ScriptStep
-from baton.replay import Recording, RecordError, read_recording, replay
+from baton.replay import RecordError, Recording, read_recording, replay
 from baton.testing.replay import assert_replays
 
 

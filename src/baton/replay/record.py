@@ -231,11 +231,21 @@ def _run(run_id: str, events: list[Event], messages: list[Message]) -> RecordedR
         run_id=run_id,
         message=start.message,
         user_id=start.user_id,
-        status=finished[-1].status if finished else None,
+        status=finished[-1].status if finished else _paused(events),
         responses=responses,
         results=tool_results,
         steps=steps_of(_in_lanes(events, run_id)),
     )
+
+
+def _paused(events: list[Event]) -> str | None:
+    """The status of a run that has not finished: paused for a person, or still going."""
+    for e in reversed(events):
+        if e.type == "approval_requested":
+            return "awaiting_approval"
+        if e.type == "interrupt_raised":
+            return "interrupted"
+    return None
 
 
 def _in_lanes(events: list[Event], run_id: str) -> list[Event]:

@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from baton.topologies.team import Team
 
 
+PAUSED = ("awaiting_approval", "interrupted")
+"""Statuses of a run that waits for a person."""
+
+
 @dataclass
 class Divergence:
     """Where a replayed run first differed from its record."""
@@ -83,6 +87,8 @@ class ReplayReport:
     session_id: str
     runs: list[RunReplay] = field(default_factory=list)
     live_model: bool = False
+    stopped: str | None = None
+    """Why the replay stopped before the session's last run (None: it did not)."""
     end: str | None = None
     """How the session's end state differs from the recorded one (None: the same, or not
     compared: a divergence came first, or the record does not hold it)."""
@@ -205,6 +211,9 @@ async def replay(
             # the replayed run as the store holds it, read as the recorded one was read
             steps = (await read_recording(store, recording.session_id)).runs[-1].steps
             recorded = run.steps
+            paused = result.status in PAUSED
+            if paused:  # the person's decision is not replayed: compare up to the pause
+                recorded = recorded[: len(steps)]
             last = i == len(recording.runs) - 1
             if until is not None and last:
                 recorded, steps = recorded[:until], steps[:until]
@@ -215,6 +224,13 @@ async def replay(
             report.runs.append(replayed)
             if at is not None:
                 break  # later runs start from a different place: their steps say nothing
+            if paused:  # what the session holds now is not its recorded end
+                if not last:
+                    report.stopped = (
+                        f"run {run.run_id} paused ({result.status}); a person's decision is "
+                        "not replayed, so the session's later runs were not played"
+                    )
+                break
         else:
             report.end = await _end_differs(store, recording)
     finally:

@@ -65,6 +65,8 @@ def print_report(console: Console, report: ReplayReport) -> None:
                 safe_clip(r.run.message, 60),
             )
         )
+    if report.stopped is not None:
+        console.print(Text.assemble(("stopped: ", "yellow"), safe(report.stopped)))
     d = report.divergence
     if d is not None:
         console.print(divergence_table(d))

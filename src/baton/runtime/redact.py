@@ -470,6 +470,10 @@ class Redactor:
             text = str(value)
             redacted = self.redact_text(text)
             return value if redacted is text else redacted
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            # a Baton data record inside an event (a model call's `ToolCall`s)
+            changes = self._changed_fields(value)
+            return value if changes is None else dataclasses.replace(value, **changes)
         return value
 
     def _keyed(self, key: str, value: Any) -> Any:
