@@ -193,3 +193,31 @@ async def test_every_example_topology_replays_its_session_with_zero_divergence(
     await store.close()
     report = await replay(build(), rec)
     assert report.ok, report.describe()
+
+
+async def test_a_debate_replays_with_zero_divergence(tmp_path: Path) -> None:
+    from baton.topologies.debate import Debate
+
+    def build() -> Debate:
+        answers = {"a": ["41", "42"], "b": ["43", "42 or 43"]}
+
+        def respond(request: ModelRequest) -> ScriptStep:
+            if request.agent == "judge":
+                return ScriptedModel.say("judged: 42")
+            return ScriptedModel.say(answers[request.agent].pop(0))
+
+        return Debate(
+            [Agent(name="a"), Agent(name="b")],
+            judge=Agent(name="judge"),
+            model=ScriptedModel(respond),
+        )
+
+    url = f"sqlite:///{tmp_path / 'rec.db'}"
+    bound = build().bind(store=url)
+    assert (await bound.run("What is 6 x 7?", session_id="d1")).status == "completed"
+    await bound.aclose()
+    store = open_store(url)
+    rec = await read_recording(store, "d1")
+    await store.close()
+    report = await replay(build(), rec)
+    assert report.ok, report.describe()
