@@ -744,3 +744,79 @@ def test_run_bench_on_a_model_reports_pass_1(tmp_path: Path) -> None:
     summary = run_bench(root, "retail", model=ScriptedModel(live_brain))
     assert summary.model == "scripted" and summary.total == 3
     assert summary.pass_1 == pytest.approx(2 / 3) and summary.passed == 2
+
+
+# ------------------------------------------------ upstream's tool code, where gold never goes
+# (benchmarks/tau2_fidelity.py runs upstream's own tools on every task; these pin what it
+# found in the paths no gold action takes)
+
+
+def test_cancel_after_a_payment_change_refunds_every_entry_as_upstream(
+    retail: RetailTools,
+) -> None:
+    retail.call(
+        "modify_pending_order_payment", {"order_id": "#W1", "payment_method_id": "credit_card_1"}
+    )
+    order = retail.call("cancel_pending_order", {"order_id": "#W1", "reason": "no longer needed"})
+    # three entries before (gift card paid, card paid, gift card refunded), three refunds after
+    assert [(p["transaction_type"], p["payment_method_id"]) for p in order["payment_history"]] == [
+        ("payment", "gift_card_1"),
+        ("payment", "credit_card_1"),
+        ("refund", "gift_card_1"),
+        ("refund", "gift_card_1"),
+        ("refund", "credit_card_1"),
+        ("refund", "gift_card_1"),
+    ]
+    # 4 + 40 (the payment moved) + 40 + 40 (each gift card entry refunded again)
+    assert retail.db["users"]["ann_lee_1"]["payment_methods"]["gift_card_1"]["balance"] == 124.0
+
+
+def test_empty_item_lists_pass_as_upstream(retail: RetailTools) -> None:
+    order = retail.call(
+        "modify_pending_order_items",
+        {
+            "order_id": "#W1",
+            "item_ids": [],
+            "new_item_ids": [],
+            "payment_method_id": "credit_card_1",
+        },
+    )
+    assert order["status"] == "pending (item modified)"
+    assert order["payment_history"][-1]["transaction_type"] == "refund"
+    assert order["payment_history"][-1]["amount"] == 0
+
+
+def test_a_chained_swap_changes_the_first_item_holding_the_id_now(retail: RetailTools) -> None:
+    shirt = retail.db["products"]["p1"]["variants"]
+    first = dict(retail.db["orders"]["#W1"]["items"][0])
+    retail.db["orders"]["#W1"]["items"] = [
+        {**first, "item_id": "111", "price": shirt["111"]["price"]},
+        {**first, "item_id": "112", "price": shirt["112"]["price"]},
+    ]
+    order = retail.call(
+        "modify_pending_order_items",
+        {
+            "order_id": "#W1",
+            "item_ids": ["111", "112"],
+            "new_item_ids": ["112", "113"],
+            "payment_method_id": "credit_card_1",
+        },
+    )
+    # 111 -> 112, then the first item holding 112 now (the same one) -> 113; as upstream
+    assert [item["item_id"] for item in order["items"]] == ["113", "112"]
+
+
+def test_airports_and_whole_unit_payments_are_upstreams(airline: AirlineTools) -> None:
+    airports = airline.list_all_airports()
+    assert airports[0] == {"iata": "SFO", "city": "San Francisco"}
+    assert {"iata": "DFW", "city": "Dallas"} in airports
+    assert {"iata": "LGA", "city": "LaGuardia"} in airports
+    whole = {**BOOKING, "payment_methods": [{"payment_id": "credit_card_1", "amount": 280.0}]}
+    res = airline.call("book_reservation", whole)
+    assert res["payment_history"][0]["amount"] == 280
+    assert type(res["payment_history"][0]["amount"]) is int
+    with pytest.raises(ValidationError):
+        airline.call(
+            "book_reservation",
+            {**BOOKING, "payment_methods": [{"payment_id": "credit_card_1", "amount": 279.5}]},
+        )

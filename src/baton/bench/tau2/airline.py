@@ -8,8 +8,6 @@ cancel, basic-economy changes, ...) is the agent's job, as upstream.
 
 from __future__ import annotations
 
-from datetime import date as Date
-from datetime import timedelta
 from typing import Any, ClassVar, Literal
 
 # pydantic reads TypedDicts from typing_extensions on Python < 3.12
@@ -35,28 +33,28 @@ CERTIFICATE_IDS = ("certificate_3221322", "certificate_3221323", "certificate_32
 """Ids given to new travel certificates: the first one the user does not hold."""
 
 AIRPORTS = {
-    "ATL": "Atlanta",
-    "BOS": "Boston",
-    "CLT": "Charlotte",
-    "DEN": "Denver",
-    "DFW": "Dallas-Fort Worth",
-    "DTW": "Detroit",
-    "EWR": "Newark",
-    "IAH": "Houston",
-    "JFK": "New York",
-    "LAS": "Las Vegas",
-    "LAX": "Los Angeles",
-    "LGA": "New York",
-    "MCO": "Orlando",
-    "MIA": "Miami",
-    "MSP": "Minneapolis",
-    "ORD": "Chicago",
-    "PHL": "Philadelphia",
-    "PHX": "Phoenix",
-    "SEA": "Seattle",
     "SFO": "San Francisco",
+    "JFK": "New York",
+    "LAX": "Los Angeles",
+    "ORD": "Chicago",
+    "DFW": "Dallas",
+    "DEN": "Denver",
+    "SEA": "Seattle",
+    "ATL": "Atlanta",
+    "MIA": "Miami",
+    "BOS": "Boston",
+    "PHX": "Phoenix",
+    "IAH": "Houston",
+    "LAS": "Las Vegas",
+    "MCO": "Orlando",
+    "EWR": "Newark",
+    "CLT": "Charlotte",
+    "MSP": "Minneapolis",
+    "DTW": "Detroit",
+    "PHL": "Philadelphia",
+    "LGA": "LaGuardia",
 }
-"""The 20 airports the airline serves (IATA code -> city)."""
+"""The 20 airports the airline serves (IATA code -> city), in upstream's order and words."""
 
 Cabin = Literal["basic_economy", "economy", "business"]
 
@@ -80,7 +78,8 @@ class PaymentRef(TypedDict):
     """A payment of a booking: a payment method of the user's profile and an amount."""
 
     payment_id: str
-    amount: float
+    amount: int
+    """Whole units, as upstream's `Payment.amount` (348.0 is read as 348; 348.5 is refused)."""
 
 
 class AirlineTools(DomainTools):
@@ -233,7 +232,9 @@ class AirlineTools(DomainTools):
             destination: The destination airport, three letters, such as 'LAX'.
             date: The date of the first flight, 'YYYY-MM-DD', such as '2024-05-01'.
         """
-        next_day = (Date.fromisoformat(date) + timedelta(days=1)).isoformat()
+        # upstream's next day, kept for identical results: May 2024 only, the day not padded
+        # ("2024-05-2" finds no flight), so an overnight first leg before the 9th connects to none
+        next_day = f"2024-05-{int(date[-2:]) + 1}"
         pairs = []
         for first in self._available(origin, None, date):
             arrival = first["scheduled_arrival_time_est"]

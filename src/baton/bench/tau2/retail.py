@@ -67,9 +67,8 @@ class RetailTools(DomainTools):
 
     @staticmethod
     def _check_items(order: dict[str, Any], item_ids: list[str]) -> None:
-        """item_ids must be a non-empty sub-multiset of the order's items (duplicates count)."""
-        if not item_ids:
-            raise ActionRefused("Give at least one item id")
+        """item_ids must be a sub-multiset of the order's items (duplicates count); an empty
+        list passes, as upstream's tools let it."""
         held = Counter(item["item_id"] for item in order["items"])
         for item_id, wanted in Counter(item_ids).items():
             if held[item_id] < wanted:
@@ -193,9 +192,9 @@ class RetailTools(DomainTools):
         if reason not in ("no longer needed", "ordered by mistake"):
             raise ActionRefused("Invalid reason")
         refunds = []
+        # every entry is refunded by its amount, refunds of earlier changes included, as
+        # upstream's tool does (it does not look at the transaction type)
         for entry in order["payment_history"]:
-            if entry["transaction_type"] != "payment":
-                continue
             method_id, amount = entry["payment_method_id"], entry["amount"]
             refunds.append(
                 {"transaction_type": "refund", "amount": amount, "payment_method_id": method_id}
@@ -265,18 +264,12 @@ class RetailTools(DomainTools):
         )
         if card is not None:  # the balance is rounded to cents, the payment entry is not
             _credit(card, -diff)
-        # Upstream quirk kept for identical end states: every changed item takes the price and
-        # options of the last variant processed, not of its own new variant.
-        last = variants[-1]
-        changed: set[int] = set()
+        # Upstream quirks kept for identical end states: every changed item takes the price and
+        # options of the last variant processed, not of its own new variant; each old id names
+        # the first item that has it now (an item changed earlier in the loop included).
         for old_id, new_id in zip(item_ids, new_item_ids, strict=True):
-            pos = next(
-                i
-                for i, item in enumerate(order["items"])
-                if item["item_id"] == old_id and i not in changed
-            )
-            changed.add(pos)
-            item = order["items"][pos]
+            last = variants[-1]
+            item = next(item for item in order["items"] if item["item_id"] == old_id)
             item["item_id"] = new_id
             item["price"] = last["price"]
             item["options"] = dict(last["options"])
