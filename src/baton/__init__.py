@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING, Any
 
+from baton._version import __version__  # pyproject.toml's, from the installed metadata
 from baton.agents import Agent
 from baton.approvals import ApprovalPolicy
 from baton.backends import (
@@ -73,7 +74,6 @@ if TYPE_CHECKING:
     from baton.topologies.supervisor import Supervisor
     from baton.worker import Worker
 
-__version__ = "0.1.0"
 
 __all__ = [
     "END",

@@ -20,6 +20,7 @@ from baton.cli.driver import run_and_report
 from baton.cli.eval import eval_command
 from baton.cli.graph import graph as graph_command
 from baton.cli.kb import kb_app
+from baton.cli.local_model import install_local_model_command
 from baton.cli.mcp_serve import mcp_app
 from baton.cli.metrics import metrics as metrics_command
 from baton.cli.notify import notify_app
@@ -65,9 +66,13 @@ def _consoles() -> tuple[Console, Console]:
 
 def _version(value: bool) -> None:
     if value:
-        from baton import __version__
+        from baton._version import DISTRIBUTION, UNKNOWN, installed_version
 
-        typer.echo(f"baton {__version__}")
+        found = installed_version()
+        if found is None:  # a source tree on the path, never installed: no metadata to read
+            typer.echo(f"baton {UNKNOWN} (the {DISTRIBUTION} distribution is not installed)")
+        else:
+            typer.echo(f"baton {found}")
         raise typer.Exit()
 
 
@@ -264,6 +269,8 @@ app.add_typer(bench_app, name="bench")
 
 bench_app.command("routing")(bench_routing)
 bench_app.command("tau2")(bench_tau2)
+
+app.command("install-local-model")(install_local_model_command)
 
 
 def main() -> None:

