@@ -38,7 +38,7 @@ Metrics:
 
 Desks (`--desk`): `triage` (default), the desk `baton demo` plays, where the triage agent
 hands each request to a specialist; `routed`, the same specialists behind the fitted router of
-`examples/desk/routed.py` with `Team(multi_intent=True)`: routing is the router's decision
+`src/baton/desk/routed.py` with `Team(multi_intent=True)`: routing is the router's decision
 (no triage model call), and a request with two needs is split by the router, which hands the
 baton on to the second need's agent once the first answers (`baton.runtime.pending`).
 
@@ -67,9 +67,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from examples.desk import GUARDS, build_desk  # noqa: E402
-from examples.desk.data import INVOICES, ORDERS, SERVERS  # noqa: E402
-from examples.desk.routed import build_routed_desk  # noqa: E402
+from baton.desk import GUARDS, build_desk  # noqa: E402
+from baton.desk.data import INVOICES, ORDERS, SERVERS  # noqa: E402
+from baton.desk.routed import build_routed_desk  # noqa: E402
 
 from baton.core.events import Event  # noqa: E402
 from baton.runtime.result import RunResult  # noqa: E402
@@ -633,7 +633,7 @@ def cpu_name() -> str:
 def resolve(choice: str) -> tuple[Any, str]:
     """(model for `build_desk`, description) for `--model`; loads the embedded model."""
     if choice == "scripted":
-        from examples.desk.policy import scripted_desk_model
+        from baton.desk.policy import scripted_desk_model
 
         return scripted_desk_model(), "scripted desk policy (rule-based, not a language model)"
     from baton.models.registry import resolve_model
@@ -729,7 +729,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=DESKS,
         default="triage",
         help="triage: the demo's desk (a triage agent hands off); routed: the specialists "
-        "behind examples/desk/routed.py's router, multi-intent",
+        "behind src/baton/desk/routed.py's router, multi-intent",
     )
     args = ap.parse_args(argv)
 

@@ -4,7 +4,7 @@
                                         [--model local|local:<name>|openai:<name>]
                                         [--triage PATH] [--json PATH] [--quiet]
 
-The router is `examples/desk/routed.py`'s (`build_routed_desk`: rules -> semantic -> LLM judge
+The router is `src/baton/desk/routed.py`'s (`build_routed_desk`: rules -> semantic -> LLM judge
 -> human), fitted as the example fits it; the judge runs on `--model` (default: the embedded
 model). `--judge off` measures the rules and the semantic tier alone (no model is loaded).
 Each row of `benchmarks/desk_routing/desk_eval_v2.json`'s chosen half is one labelled query:
@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from desk_eval import cpu_name, resolve  # noqa: E402
-from examples.desk.routed import build_routed_desk  # noqa: E402
+from baton.desk.routed import build_routed_desk  # noqa: E402
 
 from baton.cli.bench_routing import asked_judge  # noqa: E402
 from baton.routing import UNKNOWN, LLMJudge, Router  # noqa: E402

@@ -5,7 +5,7 @@
                                              [--model local|local:<name>|openai:<name>]
                                              [--json PATH]
 
-Each query runs in a fresh session on a freshly built desk (`examples/desk`), triage on the
+Each query runs in a fresh session on a freshly built desk (`src/baton/desk`), triage on the
 model (default: the embedded local model), exactly as `benchmarks/desk_eval.py` runs it. The
 answer is triage's first hand-off target, read from the run's events the way desk_eval reads
 it; an escalation to the human queue, a guard's escalation or a reply without a hand-off count
@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from desk_eval import cpu_name, first_route, resolve  # noqa: E402
-from examples.desk.data import DeskDB  # noqa: E402
-from examples.desk.team import GUARDS, build_agents  # noqa: E402
+from baton.desk.data import DeskDB  # noqa: E402
+from baton.desk.team import GUARDS, build_agents  # noqa: E402
 
 from baton import Team  # noqa: E402
 from baton.models.scripted import ScriptedModel  # noqa: E402
@@ -53,7 +53,7 @@ ROUTES = ("billing", "orders", "after_sales", "tech_support")
 
 
 def triage_desk(model: Any) -> Team:
-    """The desk of `examples.desk.build_desk`, with specialists that answer at once."""
+    """The desk of `baton.desk.build_desk`, with specialists that answer at once."""
     stub = ScriptedModel([ScriptedModel.say("Noted.")], loop=True, record=False)
     agents = [
         a if a.name == "triage" else a.model_copy(update={"model": stub})

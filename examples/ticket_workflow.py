@@ -44,7 +44,7 @@ from baton.knowledge.tool import verify_tool
 from baton.models import ModelRequest, Step
 from baton.routing.encoders import Encoder, default_encoder
 from baton.topologies.pipeline import Pipeline
-from examples.desk.data import DeskDB
+from baton.desk.data import DeskDB
 
 POLICIES = Path(__file__).resolve().parent / "policies"
 """The example's policy files, one folder per knowledge base."""

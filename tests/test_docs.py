@@ -67,3 +67,12 @@ def test_every_test_the_security_table_names_exists() -> None:
         if not found:
             missing.append(f"{path}::{name}")
     assert not missing, f"docs/security.md names tests that do not exist: {missing}"
+
+
+def test_every_relative_link_of_the_readme_leads_somewhere() -> None:
+    """The README is the front page: each link into docs/ names a file that exists."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\(((?!https?://|#)[^)#\s]+)(?:#[^)]*)?\)", text)
+    assert links
+    missing = [link for link in links if not (ROOT / link).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"

@@ -73,9 +73,9 @@ def build() -> dict[str, Any]:
         case_entry(f"ho-{n:02d}", "test", c, "heldout") for n, c in enumerate(heldout_cases(), 1)
     ]
     return {
-        "team": "examples.desk:desk_team",
+        "team": "baton.desk:desk_team",
         "model": "local",
-        "scripted": "examples.desk.policy:scripted_desk_model",
+        "scripted": "baton.desk.policy:scripted_desk_model",
         "split": {"default": "dev"},
         "cases": cases,
     }

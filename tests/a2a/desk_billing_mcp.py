@@ -1,7 +1,7 @@
 """The desk's billing tools served over MCP (the `mcp` SDK's own server, stdio), for the
 cross-process desk test: `python desk_billing_mcp.py TRACE_LOG`.
 
-The tools are the desk's own (`examples.desk.tools`), run on a desk database of this
+The tools are the desk's own (`baton.desk.tools`), run on a desk database of this
 process. Each call appends the `traceparent` of its `_meta` to TRACE_LOG, so the test can
 check that one trace spans the desk and this server."""
 
@@ -16,8 +16,8 @@ from mcp.server.mcpserver import Context, MCPServer
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from examples.desk.data import DeskDB  # noqa: E402
-from examples.desk.tools import make_tools  # noqa: E402
+from baton.desk.data import DeskDB  # noqa: E402
+from baton.desk.tools import make_tools  # noqa: E402
 
 LOG = Path(sys.argv[1])
 TOOLS = make_tools(DeskDB())

@@ -9,9 +9,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from examples.desk.data import DeskDB  # noqa: E402
-from examples.desk.policy import scripted_desk_model  # noqa: E402
-from examples.desk.team import build_agents  # noqa: E402
+from baton.desk.data import DeskDB  # noqa: E402
+from baton.desk.policy import scripted_desk_model  # noqa: E402
+from baton.desk.team import build_agents  # noqa: E402
 
 from baton import Guards, Team  # noqa: E402
 

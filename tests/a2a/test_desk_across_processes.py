@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from a2a_kit import free_port, start_server, stop
-from examples.desk.data import DeskDB
-from examples.desk.policy import scripted_desk_model
-from examples.desk.script import DEMO
-from examples.desk.team import build_agents
+from baton.desk.data import DeskDB
+from baton.desk.policy import scripted_desk_model
+from baton.desk.script import DEMO
+from baton.desk.team import build_agents
 
 from baton import Agent, Guards, Team
 from baton.a2a import RemoteAgent

@@ -216,7 +216,7 @@ async def test_the_routed_desk_routes_by_its_router_and_hands_on_the_second_need
 ) -> None:
     """`--desk routed` on the scripted policy: the route is the router's (no triage turn), and
     a request with two needs reaches the second through the kernel's hand-on."""
-    from examples.desk.policy import scripted_desk_model
+    from baton.desk.policy import scripted_desk_model
 
     multi = next(c for c in de.load_set("v2-dev") if c.kind == "multi" and c.lang == "en")
     oos = next(c for c in de.load_set("v2-dev") if c.kind == "out_of_scope")

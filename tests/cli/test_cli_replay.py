@@ -14,8 +14,8 @@ from baton.cli.app import app
 
 CHANGED = """
 from baton import Guards, Team
-from examples.desk import build_agents, DeskDB
-from examples.desk.policy import scripted_desk_model
+from baton.desk import build_agents, DeskDB
+from baton.desk.policy import scripted_desk_model
 
 def team():
     return Team(build_agents(DeskDB()), entry="triage", guards=Guards(max_hops=0),
@@ -26,8 +26,8 @@ def team():
 @pytest.fixture
 def recorded(in_repo: Path, store_url: str) -> str:
     """The demo's six requests on the scripted desk, stored at `store_url`."""
-    from examples.desk import DEMO, build_desk
-    from examples.desk.policy import scripted_desk_model
+    from baton.desk import DEMO, build_desk
+    from baton.desk.policy import scripted_desk_model
 
     async def play() -> None:
         desk = build_desk(scripted_desk_model(), store=store_url)
@@ -41,7 +41,7 @@ def recorded(in_repo: Path, store_url: str) -> str:
 
 def test_every_demo_session_replays_as_recorded(runner: CliRunner, recorded: str) -> None:
     for session in "ABCDE":
-        args = ["replay", session, "--store", recorded, "--team", "examples.desk:build_desk"]
+        args = ["replay", session, "--store", recorded, "--team", "baton.desk:build_desk"]
         out = runner.invoke(app, args)
         assert out.exit_code == 0, out.output
         assert "every step as recorded" in out.output
@@ -64,18 +64,18 @@ def test_an_exported_fixture_replays_with_the_team_it_names(
 ) -> None:
     fixture = tmp_path / "regressions" / "refund.json"
     args = ["replay", "D", "--store", recorded, "--export", str(fixture)]
-    args += ["--team", "examples.desk:build_desk"]
+    args += ["--team", "baton.desk:build_desk"]
     out = runner.invoke(app, args)
     assert out.exit_code == 0, out.output
     data = json.loads(fixture.read_text(encoding="utf-8"))
-    assert data["format"] == 1 and data["team"] == "examples.desk:build_desk"
+    assert data["format"] == 1 and data["team"] == "baton.desk:build_desk"
     again = runner.invoke(app, ["replay", str(fixture)])
     assert again.exit_code == 0, again.output
     assert "every step as recorded" in again.output
 
 
 def test_bad_input_is_one_clear_line(runner: CliRunner, recorded: str, tmp_path: Path) -> None:
-    team = ["--team", "examples.desk:build_desk"]
+    team = ["--team", "baton.desk:build_desk"]
     out = runner.invoke(app, ["replay", "nope", "--store", recorded, *team])
     assert out.exit_code == 1 and "no session 'nope'" in out.output
     missing = f"sqlite:///{tmp_path}/none.db"

@@ -11,7 +11,7 @@ from baton.cli.app import app
 
 
 def test_route_prints_every_tier_and_the_decision(runner: CliRunner, in_repo: None) -> None:
-    result = runner.invoke(app, ["route", "examples.desk.routed:team", "重启服务器 srv-bj-001"])
+    result = runner.invoke(app, ["route", "baton.desk.routed:team", "重启服务器 srv-bj-001"])
     assert result.exit_code == 0, result.output
     assert "rules" in result.output and "tech_support" in result.output
     assert "decision: tech_support" in result.output

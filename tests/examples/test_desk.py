@@ -1,10 +1,10 @@
-"""The demo desk (`examples/desk`) on its scripted policy: every demo request behaves as a
+"""The demo desk (`src/baton/desk`) on its scripted policy: every demo request behaves as a
 correct desk should, and the tools really change the desk's database."""
 
 from __future__ import annotations
 
-from examples.desk import DEMO, build_desk
-from examples.desk.policy import scripted_desk_model
+from baton.desk import DEMO, build_desk
+from baton.desk.policy import scripted_desk_model
 
 
 async def test_every_demo_request_meets_its_expectation() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from examples.desk import DeskDB
-from examples.desk.policy import desk_policy
-from examples.desk.routed import build_routed_desk
+from baton.desk import DeskDB
+from baton.desk.policy import desk_policy
+from baton.desk.routed import build_routed_desk
 
 from baton import ScriptedModel, Team
 from baton.models import ModelRequest, Step

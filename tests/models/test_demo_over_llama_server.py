@@ -4,7 +4,7 @@ server on loopback, serving the very GGUF the embedded engine plays them with.
 `OpenAICompatible(constrain="llama.cpp")` sends the embedded engine's own prompt and reply
 schema, so the small model decides over HTTP as it does in process. The requests, what a
 correct desk does for each, and the check of a turn against it are the demo's own
-(`examples/desk/script.py`, `baton.cli.demo.DemoTurn`).
+(`src/baton/desk/script.py`, `baton.cli.demo.DemoTurn`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's `examples`
-from examples.desk import DEMO, build_desk
+from baton.desk import DEMO, build_desk
 from test_openai_compat_resilience import _free_port
 
 from baton.cli.demo import DemoTurn

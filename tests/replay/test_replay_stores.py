@@ -10,8 +10,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from examples.desk import DEMO, build_desk
-from examples.desk.policy import scripted_desk_model
+from baton.desk import DEMO, build_desk
+from baton.desk.policy import scripted_desk_model
 from tests.backends.conftest import dispose, make_store
 from tests.runtime.golden import golden_desk
 

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from examples.desk.data import INVOICES, ORDERS, SERVERS
+from baton.desk.data import INVOICES, ORDERS, SERVERS
 from tests.routing.test_desk_routing_set import canonical_sha256, norm, routed_fit_texts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,8 +64,8 @@ def desk_eval() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def agent_tools() -> dict[str, set[str]]:
-    """Tool names of each specialist, as examples/desk/team.py builds them."""
-    from examples.desk import DeskDB, build_agents
+    """Tool names of each specialist, as src/baton/desk/team.py builds them."""
+    from baton.desk import DeskDB, build_agents
 
     return {a.name: {t.name for t in a.tools} for a in build_agents(DeskDB())}
 
@@ -74,8 +74,8 @@ def agent_tools() -> dict[str, set[str]]:
 def elsewhere(desk_eval: ModuleType) -> dict[str, str]:
     """Normalised text -> where it comes from, for every request that exists outside this file:
     desk_eval's CASES, the first held-out set, the routing set, the agents' examples, the fit
-    set of examples/desk/routed.py and the demo script."""
-    from examples.desk import DEMO, DeskDB, build_agents
+    set of src/baton/desk/routed.py and the demo script."""
+    from baton.desk import DEMO, DeskDB, build_agents
 
     seen: dict[str, str] = {}
     for c in desk_eval.CASES:
@@ -90,9 +90,9 @@ def elsewhere(desk_eval: ModuleType) -> dict[str, str]:
         for u in a.examples:
             seen[norm(u)] = f"examples of {a.name}"
     for t in routed_fit_texts():
-        seen[norm(t)] = "examples/desk/routed.py FIT"
+        seen[norm(t)] = "src/baton/desk/routed.py FIT"
     for d in DEMO:
-        seen[norm(d.text)] = "examples/desk/script.py DEMO"
+        seen[norm(d.text)] = "src/baton/desk/script.py DEMO"
     return seen
 
 
@@ -109,7 +109,7 @@ def rows_of(doc: dict[str, list[dict[str, Any]]]) -> list[tuple[str, int, dict[s
 
 
 def known(value: str) -> bool:
-    """Whether an id is in any table of examples/desk/data.py (the tools normalise case)."""
+    """Whether an id is in any table of src/baton/desk/data.py (the tools normalise case)."""
     return any(
         value.upper() in table or value.lower() in table for table in (ORDERS, INVOICES, SERVERS)
     )

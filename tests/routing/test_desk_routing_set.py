@@ -79,13 +79,13 @@ def desk_eval() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def agents() -> dict[str, Any]:
-    from examples.desk import DeskDB, build_agents
+    from baton.desk import DeskDB, build_agents
 
     return {a.name: a for a in build_agents(DeskDB())}
 
 
 def routed_fit_texts() -> list[str]:
-    """The texts of `Labelled(...)` in examples/desk/routed.py (read, not imported: importing
+    """The texts of `Labelled(...)` in src/baton/desk/routed.py (read, not imported: importing
     it fits a router on the embedded model)."""
     tree = ast.parse((ROOT / "examples" / "desk" / "routed.py").read_text(encoding="utf-8"))
     return [
@@ -102,16 +102,16 @@ def routed_fit_texts() -> list[str]:
 @pytest.fixture(scope="module")
 def desk_texts(agents: dict[str, Any], desk_eval: ModuleType) -> dict[str, str]:
     """Normalised text -> where it comes from, for every utterance the desk itself ships."""
-    from examples.desk import DEMO
+    from baton.desk import DEMO
 
     seen: dict[str, str] = {}
     for a in agents.values():
         for u in a.examples:
             seen[norm(u)] = f"examples of {a.name}"
     for t in routed_fit_texts():
-        seen[norm(t)] = "examples/desk/routed.py FIT"
+        seen[norm(t)] = "src/baton/desk/routed.py FIT"
     for d in DEMO:
-        seen[norm(d.text)] = "examples/desk/script.py DEMO"
+        seen[norm(d.text)] = "src/baton/desk/script.py DEMO"
     for c in desk_eval.CASES:
         seen[norm(c.text)] = "benchmarks/desk_eval.py CASES"
     return seen
@@ -227,7 +227,7 @@ def test_heldout_has_desk_evals_shape(heldout: list[dict[str, Any]], desk_eval: 
 def test_heldout_expectations_fit_the_desk(
     heldout: list[dict[str, Any]], desk_eval: ModuleType, agents: dict[str, Any]
 ) -> None:
-    from examples.desk.data import INVOICES, ORDERS, SERVERS
+    from baton.desk.data import INVOICES, ORDERS, SERVERS
 
     for row in heldout:
         case = desk_eval.Case(**row)

@@ -41,10 +41,23 @@ def ensure_cwd_on_path() -> None:
 
 
 def load_team(spec: str) -> Team:
-    """The `Team` named by `module:attribute` (the attribute may be dotted)."""
+    """The `Team` named by `module:attribute` (the attribute may be dotted): a Team, or a
+    function of no arguments that builds one, or builds an object with a `team` (as
+    `baton.desk:build_desk` does)."""
     obj = load_object(spec)
+    if not isinstance(obj, Team) and callable(obj) and not isinstance(obj, type):
+        try:
+            obj = obj()
+        except TypeError as exc:
+            raise CLIError(
+                f"{spec} is a function that could not be called without arguments ({exc}); "
+                "name a Team or a function of no arguments that builds one"
+            ) from None
+    obj = getattr(obj, "team", obj)
     if not isinstance(obj, Team):
-        raise CLIError(f"{spec} is a {type(obj).__name__}, not a baton Team")
+        raise CLIError(
+            f"{spec} is a {type(obj).__name__}, not a baton Team or a function that builds one"
+        )
     return obj
 
 

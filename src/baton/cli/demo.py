@@ -1,7 +1,7 @@
 """`baton demo`: the customer-service desk on the embedded model, played live.
 
 The desk (triage, billing, tech support, orders, after-sales and a human queue) lives in the
-repository's `examples/desk`; the demo plays its six requests in English and Chinese, streams
+repository's `src/baton/desk`; the demo plays its six requests in English and Chinese, streams
 every hop, tool call, token count and latency, then prints a summary against what a correct
 desk does.
 """
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from baton.cli.common import CLIError, ensure_cwd_on_path
+from baton.cli.common import CLIError
 from baton.core.errors import ModelNotAvailable
 from baton.core.events import Event
 from baton.observe.console import clip
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from rich.status import Status
     from rich.table import Table
 
-DESK_MODULE = "examples.desk"
+DESK_MODULE = "baton.desk"
 SCRIPTED = "scripted"
 SCRIPTED_NOTICE = (
     "scripted model: a deterministic rule-based desk policy, NOT a language model "
@@ -66,17 +66,8 @@ class DemoTurn:
 
 
 def import_desk() -> Any:
-    """The `examples.desk` module; a clear error outside the repository."""
-    ensure_cwd_on_path()
-    try:
-        return importlib.import_module(DESK_MODULE)
-    except ModuleNotFoundError as exc:
-        if exc.name in ("examples", DESK_MODULE):
-            raise CLIError(
-                "cannot import examples.desk: the demo plays the example desk in examples/, so "
-                "run `baton demo` (or `make demo`) from the repository root"
-            ) from None
-        raise
+    """The `baton.desk` module: the desk the demo plays, shipped with the package."""
+    return importlib.import_module(DESK_MODULE)
 
 
 def resolve_demo_model(name: str | None) -> tuple[Any, str]:

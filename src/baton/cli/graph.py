@@ -12,7 +12,7 @@ from baton.cli.common import CLIError, fail, load_object
 def graph(
     target: Annotated[
         str,
-        typer.Argument(help="The team or graph as MODULE:ATTRIBUTE, e.g. examples.desk:team."),
+        typer.Argument(help="The team or graph as MODULE:ATTRIBUTE, e.g. baton.desk:team."),
     ],
 ) -> None:
     """Print the topology as a Mermaid flowchart: agents, hand-offs, workers, tools; a

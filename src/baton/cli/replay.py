@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_object
+from baton.cli.common import DEFAULT_STORE_URL, CLIError, fail, load_team
 from baton.cli.driver import require_store
 from baton.cli.options import StoreOption
 from baton.core.errors import BatonError
 
 if TYPE_CHECKING:
     from baton.replay import Recording
-    from baton.topologies.team import Team
 
 
 async def _read(url: str, session: str) -> Recording:
@@ -41,22 +40,6 @@ def _recording(session: str, store: str | None) -> Recording:
     url = store or DEFAULT_STORE_URL
     require_store(url)
     return asyncio.run(_read(url, session))
-
-
-def team_of(target: str) -> Team:
-    """The team `target` names: a Team, or a function of no arguments that builds one (or
-    builds an object with a `team`, as `examples.desk:build_desk` does)."""
-    from baton.topologies.team import Team
-
-    obj = load_object(target)
-    if not isinstance(obj, Team) and callable(obj):
-        obj = obj()
-    obj = getattr(obj, "team", obj)
-    if not isinstance(obj, Team):
-        raise CLIError(
-            f"{target} is a {type(obj).__name__}, not a baton Team or a function making one"
-        )
-    return obj
 
 
 def replay_command(
@@ -118,7 +101,7 @@ def replay_command(
                 raise CLIError(
                     "pass --team MODULE:ATTRIBUTE: the team to replay the session through"
                 )
-            loaded = team_of(target)
+            loaded = load_team(target)
             report = asyncio.run(replay(loaded, recording, live_model=live_model, until=until))
         except BatonError as exc:
             raise CLIError(str(exc), code=1) from None

@@ -1,6 +1,6 @@
 """The desk behind a router: rules -> semantic -> LLM judge -> human, no triage agent.
 
-    baton route examples.desk.routed:team "我的订单 ORD-202608-17 到哪了？"
+    baton route baton.desk.routed:team "我的订单 ORD-202608-17 到哪了？"
 
 Routing costs ~2 ms when the rules or the semantic tier are sure, and one short, constrained
 judge call when they are not (they abstain, or the semantic tier's best route leads the

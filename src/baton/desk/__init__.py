@@ -1,7 +1,7 @@
 """The customer-service desk `baton demo` plays: triage, billing, tech support, orders,
 after-sales and a human queue, over a small in-memory business database.
 
-    from examples.desk import build_desk
+    from baton.desk import build_desk
     desk = build_desk()            # the embedded local model
     desk.team.run_sync("Please check the invoice for order ORD-202607-99.")
 """
