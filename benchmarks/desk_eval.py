@@ -67,11 +67,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
+from baton.core.events import Event  # noqa: E402
 from baton.desk import GUARDS, build_desk  # noqa: E402
 from baton.desk.data import INVOICES, ORDERS, SERVERS  # noqa: E402
 from baton.desk.routed import build_routed_desk  # noqa: E402
-
-from baton.core.events import Event  # noqa: E402
 from baton.runtime.result import RunResult  # noqa: E402
 
 Lang = Literal["en", "zh", "mixed"]

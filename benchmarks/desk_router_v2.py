@@ -41,9 +41,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from desk_eval import cpu_name, resolve  # noqa: E402
-from baton.desk.routed import build_routed_desk  # noqa: E402
 
 from baton.cli.bench_routing import asked_judge  # noqa: E402
+from baton.desk.routed import build_routed_desk  # noqa: E402
 from baton.routing import UNKNOWN, LLMJudge, Router  # noqa: E402
 from baton.routing.base import Labelled, RouteDecision, TierVerdict  # noqa: E402
 from baton.routing.evaluate import RoutingReport, SpecItem, lang_of, score  # noqa: E402

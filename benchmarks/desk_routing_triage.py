@@ -38,10 +38,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from desk_eval import cpu_name, first_route, resolve  # noqa: E402
-from baton.desk.data import DeskDB  # noqa: E402
-from baton.desk.team import GUARDS, build_agents  # noqa: E402
 
 from baton import Team  # noqa: E402
+from baton.desk.data import DeskDB  # noqa: E402
+from baton.desk.team import GUARDS, build_agents  # noqa: E402
 from baton.models.scripted import ScriptedModel  # noqa: E402
 from baton.routing.base import UNKNOWN, Labelled, TierVerdict  # noqa: E402
 from baton.routing.evaluate import RoutingReport, load_spec, score  # noqa: E402

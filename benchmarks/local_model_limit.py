@@ -89,9 +89,8 @@ async def demo(
     """The demo's six requests on the embedded model: seconds and tokens per request, and the
     prompt states' figures: the share of model calls that restored a saved state (or went on
     from the live context), and the prompt share read per call after each agent's first."""
-    from baton.desk import DEMO, build_desk
-
     from baton.cli.demo import DemoTurn
+    from baton.desk import DEMO, build_desk
     from baton.models.local import LocalModel
 
     local = LocalModel(model, prompt_states=states)

@@ -39,12 +39,12 @@ from pydantic import BaseModel, Field
 
 from baton import Agent, ScriptedModel, Supervisor, tool
 from baton.core.payload import REFERENCES_HEADING
+from baton.desk.data import DeskDB
 from baton.knowledge import KnowledgeBase
 from baton.knowledge.tool import verify_tool
 from baton.models import ModelRequest, Step
 from baton.routing.encoders import Encoder, default_encoder
 from baton.topologies.pipeline import Pipeline
-from baton.desk.data import DeskDB
 
 POLICIES = Path(__file__).resolve().parent / "policies"
 """The example's policy files, one folder per knowledge base."""

@@ -9,11 +9,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from baton import Guards, Team  # noqa: E402
 from baton.desk.data import DeskDB  # noqa: E402
 from baton.desk.policy import scripted_desk_model  # noqa: E402
 from baton.desk.team import build_agents  # noqa: E402
-
-from baton import Guards, Team  # noqa: E402
 
 DB = DeskDB()
 tech_support = next(a for a in build_agents(DB) if a.name == "tech_support")

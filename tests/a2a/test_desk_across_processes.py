@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 from a2a_kit import free_port, start_server, stop
-from baton.desk.data import DeskDB
-from baton.desk.policy import scripted_desk_model
-from baton.desk.script import DEMO
-from baton.desk.team import build_agents
 
 from baton import Agent, Guards, Team
 from baton.a2a import RemoteAgent
 from baton.backends.sqlite import SQLiteStore
+from baton.desk.data import DeskDB
+from baton.desk.policy import scripted_desk_model
+from baton.desk.script import DEMO
+from baton.desk.team import build_agents
 from baton.mcp import MCPServer
 
 HERE = Path(__file__).resolve().parent

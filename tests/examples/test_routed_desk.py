@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 
+from baton import ScriptedModel, Team
 from baton.desk import DeskDB
 from baton.desk.policy import desk_policy
 from baton.desk.routed import build_routed_desk
-
-from baton import ScriptedModel, Team
 from baton.models import ModelRequest, Step
 
 

@@ -21,10 +21,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository's `examples`
-from baton.desk import DEMO, build_desk
 from test_openai_compat_resilience import _free_port
 
 from baton.cli.demo import DemoTurn
+from baton.desk import DEMO, build_desk
 from baton.models.local.weights import DEFAULT_MODEL, weights_path
 from baton.models.openai_compat import OpenAICompatible
 from local_model_kit import require_local_model

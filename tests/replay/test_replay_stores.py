@@ -10,12 +10,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from baton.desk import DEMO, build_desk
-from baton.desk.policy import scripted_desk_model
 from tests.backends.conftest import dispose, make_store
 from tests.runtime.golden import golden_desk
 
 from baton.backends.sqlite import SQLiteStore
+from baton.desk import DEMO, build_desk
+from baton.desk.policy import scripted_desk_model
 from baton.replay import ReplayReport, read_recording, replay
 
 GOLDEN = Path(__file__).resolve().parents[1] / "runtime" / "golden"

@@ -18,8 +18,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from baton.desk.data import INVOICES, ORDERS, SERVERS
 from tests.routing.test_desk_routing_set import canonical_sha256, norm, routed_fit_texts
+
+from baton.desk.data import INVOICES, ORDERS, SERVERS
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = ROOT / "benchmarks" / "desk_routing"
