@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from typing import Annotated
@@ -22,7 +23,10 @@ def install_local_model_command(
             "--model",
             "-m",
             metavar="NAME",
-            help=f"An embedded model to install (repeat for several); default {DEFAULT_MODEL}.",
+            help=(
+                "An embedded model to install (repeat for several); default "
+                f"$BATON_LOCAL_MODEL, else {DEFAULT_MODEL}."
+            ),
         ),
     ] = None,
 ) -> None:
@@ -42,7 +46,7 @@ def install_local_model_command(
     )
 
     out, err = Console(highlight=False), Console(stderr=True, highlight=False)
-    models = model or [DEFAULT_MODEL]
+    models = model or [os.environ.get("BATON_LOCAL_MODEL") or DEFAULT_MODEL]
     try:
         for name in models:  # a misspelt name fails at once, not after the build
             requirements_file(name)

@@ -31,9 +31,9 @@ def resolve_model(spec: Any) -> Model:
 
             return OpenAICompatible(spec.split(":", 1)[1])
         if spec == "local" or spec.startswith("local:"):
-            from baton.models.local import DEFAULT_MODEL
+            from baton.models.local.weights import default_model
 
-            name = spec.split(":", 1)[1] if ":" in spec else DEFAULT_MODEL
+            name = spec.split(":", 1)[1] if ":" in spec else default_model()
             return _shared_local(name)
         raise ConfigError(
             f"unknown model {spec!r}: use 'openai:<name>', 'local', or pass a Model object"

@@ -216,7 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.wheelhouse:
             print(build_llama_wheel(sys.executable))
         else:
-            install_local_model(args.models or [DEFAULT_MODEL])
+            install_local_model(
+                args.models or [os.environ.get("BATON_LOCAL_MODEL") or DEFAULT_MODEL]
+            )
     except InstallError as exc:
         _say(f"error: {exc}")
         return 2

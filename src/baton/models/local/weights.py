@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from baton.core.errors import ModelNotAvailable
+from baton.core.errors import ConfigError, ModelNotAvailable
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,20 @@ CARDS: dict[str, ModelCard] = {
     ),
 }
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
+"""The embedded model `local` means unless `$BATON_LOCAL_MODEL` names another."""
+
+MODEL_ENV = "BATON_LOCAL_MODEL"
+"""Names the embedded model that `local` means (default `DEFAULT_MODEL`)."""
+
+
+def default_model() -> str:
+    """The embedded model `local` means: `$BATON_LOCAL_MODEL`, else `DEFAULT_MODEL`."""
+    name = os.environ.get(MODEL_ENV) or DEFAULT_MODEL
+    if name not in CARDS:
+        raise ConfigError(
+            f"{MODEL_ENV}={name!r} is not an embedded model; use one of {', '.join(CARDS)}"
+        )
+    return name
 
 
 def cache_dir() -> Path:
