@@ -221,3 +221,28 @@ async def test_a_debate_replays_with_zero_divergence(tmp_path: Path) -> None:
     await store.close()
     report = await replay(build(), rec)
     assert report.ok, report.describe()
+
+
+async def test_the_customer_service_example_replays_with_zero_divergence(tmp_path: Path) -> None:
+    import examples.customer_service as cs
+
+    def build() -> Team:
+        return Team(
+            [cs.triage, cs.billing, cs.tech_support],
+            entry="triage",
+            guards=Guards(max_hops=5, max_visits=2, lock_window_s=30),
+            fallback="human",
+            model=ScriptedModel(cs.desk_policy),
+        )
+
+    url = f"sqlite:///{tmp_path / 'rec.db'}"
+    bound = build().bind(store=url)
+    for message in ("please check the invoice for order ORD-202607-99", "请重启服务器 srv-bj-001"):
+        assert (await bound.run(message, session_id="cs1")).status in ("completed", "escalated")
+    await bound.aclose()
+    store = open_store(url)
+    rec = await read_recording(store, "cs1")
+    await store.close()
+    assert len(rec.runs) == 2
+    report = await replay(build(), rec)
+    assert report.ok, report.describe()
