@@ -182,7 +182,8 @@ def test_the_all_extra_resolves(built: Built, venv: Path) -> None:
     in_venv(
         venv,
         *(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check"),
-        *("--dry-run", "--report", report, f"{built.wheel}[all]"),
+        # --ignore-installed: the whole set, whatever another test installed here already
+        *("--dry-run", "--ignore-installed", "--report", report, f"{built.wheel}[all]"),
         timeout=600,
     )
     chosen = {

@@ -87,7 +87,7 @@ def agents() -> dict[str, Any]:
 def routed_fit_texts() -> list[str]:
     """The texts of `Labelled(...)` in src/baton/desk/routed.py (read, not imported: importing
     it fits a router on the embedded model)."""
-    tree = ast.parse((ROOT / "examples" / "desk" / "routed.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "src" / "baton" / "desk" / "routed.py").read_text(encoding="utf-8"))
     return [
         node.args[0].value
         for node in ast.walk(tree)
